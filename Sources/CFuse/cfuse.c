@@ -1,0 +1,3 @@
+#include "cfuse.h"
+
+FILE *cfuse_stderr(void) { return stderr; }

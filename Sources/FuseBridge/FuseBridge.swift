@@ -1,0 +1,3 @@
+// The FUSE bridge: the only code that touches libfuse.
+import CFuse
+import DriveFSCore

@@ -1,0 +1,2 @@
+import DriveEmulator
+print("drivefs-emulator: not yet")

@@ -1,0 +1,2 @@
+import FuseBridge
+print("drivefs: not yet")
