@@ -1,0 +1,71 @@
+import DriveSupport
+import Foundation
+
+/// One HTTP exchange, as the Drive client sees it. The libcurl transport implements it;
+/// tests may script it. A transport does no retries and knows nothing of Drive or OAuth:
+/// the request wrapper above it does.
+public struct TransportRequest: Sendable {
+    public enum Body: Sendable {
+        case none
+        case bytes([UInt8])
+        /// Streamed from disk; never loaded whole.
+        case file(path: String, offset: Int64, length: Int64)
+    }
+
+    public var method: String
+    public var url: String
+    public var headers: [(String, String)]
+    public var body: Body
+    /// Where a successful (2xx) response body goes; error bodies are always collected in memory.
+    public var sink: ResponseSink
+
+    public init(method: String, url: String, headers: [(String, String)] = [], body: Body = .none, sink: ResponseSink = .memory) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.sink = sink
+    }
+}
+
+/// Where response bytes are written.
+public enum ResponseSink: Sendable {
+    case memory
+    /// Appended to an open file descriptor, starting at the given offset (pwrite).
+    case fileDescriptor(Int32, offset: Int64)
+    /// Handed to a closure chunk by chunk (e.g. a caller's buffer); returning false aborts the transfer.
+    case callback(@Sendable (UnsafeRawBufferPointer) -> Bool)
+}
+
+public struct TransportResponse: Sendable {
+    public var status: Int
+    /// Header names lowercased.
+    public var headers: [String: String]
+    /// The body when the sink was `.memory`, or when the status was not 2xx.
+    public var body: [UInt8]
+    /// Bytes delivered to the sink.
+    public var bodyBytes: Int64
+
+    public init(status: Int, headers: [String: String], body: [UInt8], bodyBytes: Int64) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.bodyBytes = bodyBytes
+    }
+}
+
+/// Failures below HTTP: no status line came back in full.
+public enum TransportError: Error, Sendable, Equatable {
+    case couldNotConnect(String)
+    case timedOut(String)
+    /// The connection broke mid-exchange (reset, truncated body).
+    case connectionLost(String)
+    case tls(String)
+    case invalidURL(String)
+    case aborted
+    case other(code: Int, message: String)
+}
+
+public protocol HTTPTransport: Sendable {
+    func perform(_ request: TransportRequest) throws -> TransportResponse
+}
