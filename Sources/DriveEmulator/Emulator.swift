@@ -56,7 +56,8 @@ public final class Emulator: Sendable {
         try server.start()
         if let path = config.writeServiceAccount, let write = services.writeServiceAccountKey {
             do {
-                try write(path, baseURL + "/token")
+                let base = config.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? baseURL
+                try write(path, base + "/token")
             } catch {
                 stop()
                 throw error
