@@ -226,3 +226,17 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(connection.waitForClose(timeout: 5), .eof)
     }
 }
+
+extension HTTPServerTests {
+    func testHTTP10KeepAliveOnRequest() throws {
+        let connection = try RawHTTPConnection(port: port)
+        try connection.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let first = try connection.readResponse()
+        XCTAssertEqual(first.header("Connection"), "keep-alive")
+        try connection.send("GET /hello HTTP/1.0\r\n\r\n")
+        let second = try connection.readResponse()
+        XCTAssertEqual(second.text, "hello")
+        XCTAssertEqual(second.header("Connection"), "close")
+        XCTAssertEqual(connection.waitForClose(timeout: 5), .eof)
+    }
+}

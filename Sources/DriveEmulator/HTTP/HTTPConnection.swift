@@ -150,6 +150,7 @@ final class HTTPConnection {
 
         let written: Int64
         do {
+            if keepAlive && head.minorVersion == 0 { response.headers.set("Connection", "keep-alive") }
             written = try write(&response, isHead: isHead, keepAlive: keepAlive, chunkedAllowed: head.minorVersion >= 1,
                                 resetBudget: resetBudget)
         } catch ResponseWriteStop.resetNow(let sent) {
@@ -252,7 +253,9 @@ final class HTTPConnection {
                        resetBudget: Int64?) throws -> Int64 {
         var headers = response.headers
         headers.remove("Transfer-Encoding")
+        let http10KeepAlive = headers["Connection"] == "keep-alive"
         headers.remove("Connection")
+        if http10KeepAlive && keepAlive { headers.set("Connection", "keep-alive") }
         if headers["Date"] == nil { headers.set("Date", HTTPResponseWriter.httpDate()) }
         if !keepAlive { headers.set("Connection", "close") }
 
