@@ -126,11 +126,16 @@ func drivefsReleasedir(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: Unsa
 }
 
 func drivefsOpen(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
-    guard let fs = FuseSessionContext.from(request: request)?.filesystem, let info else { return replyError(request, EIO) }
+    guard let context = FuseSessionContext.from(request: request), let info else { return replyError(request, EIO) }
+    let fs = context.filesystem
     do throws(FilesystemError) {
         let opened = try fs.open(Inode(inode), flags: info.pointee.flags)
         info.pointee.fh = opened.handle
-        cfuse_fi_set_keep_cache(info, opened.keepCache ? 1 : 0)
+        if context.directIO {
+            cfuse_fi_set_direct_io(info, 1)
+        } else {
+            cfuse_fi_set_keep_cache(info, opened.keepCache ? 1 : 0)
+        }
         if fuse_reply_open(request, info) != 0 { fs.release(Inode(inode), handle: opened.handle) }
     } catch {
         replyError(request, error.errno)
