@@ -16,9 +16,13 @@ public struct FuseMountConfiguration: Sendable {
     /// One thread serves every request (libfuse's `fuse_session_loop`).
     public var singleThreaded: Bool
     public var maxThreads: UInt32
+    /// Bypass the page cache for every file (each read becomes a FUSE request): for measuring the
+    /// bridge, and for content that changes behind the kernel's back.
+    public var directIO: Bool
 
     public init(mountpoint: String, options: [String] = [], readOnly: Bool, foreground: Bool, debug: Bool = false,
-                singleThreaded: Bool = false, maxThreads: UInt32 = 16) {
+                singleThreaded: Bool = false, maxThreads: UInt32 = 16, directIO: Bool = false) {
+        self.directIO = directIO
         self.mountpoint = mountpoint
         self.options = options
         self.readOnly = readOnly
@@ -51,7 +55,7 @@ public enum FuseMount {
     public static func run(
         _ filesystem: any FilesystemOperations, configuration: FuseMountConfiguration, mounted: () -> Void = {}
     ) throws(FuseMountError) {
-        let context = FuseSessionContext(filesystem: filesystem)
+        let context = FuseSessionContext(filesystem: filesystem, directIO: configuration.directIO)
         var operations = LowLevelCallbacks.operations()
 
         var own = ["fsname=drivefs", "subtype=drivefs", "default_permissions"]

@@ -6,8 +6,13 @@ import DriveFSCore
 /// alive for the whole session.
 final class FuseSessionContext: Sendable {
     let filesystem: any FilesystemOperations
+    /// Every open file bypasses the page cache: each read reaches the filesystem.
+    let directIO: Bool
 
-    init(filesystem: any FilesystemOperations) { self.filesystem = filesystem }
+    init(filesystem: any FilesystemOperations, directIO: Bool) {
+        self.filesystem = filesystem
+        self.directIO = directIO
+    }
 
     var opaquePointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 

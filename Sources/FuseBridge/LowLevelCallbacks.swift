@@ -22,6 +22,7 @@ enum LowLevelCallbacks {
         ops.getattr = drivefsGetattr
         ops.opendir = drivefsOpendir
         ops.readdir = drivefsReaddir
+        ops.readdirplus = drivefsReaddirplus
         ops.releasedir = drivefsReleasedir
         ops.open = drivefsOpen
         ops.read = drivefsRead
@@ -118,6 +119,52 @@ func drivefsReaddir(
     }
 }
 
+/// Entries that do not fit in the reply, or a reply that fails, give back the lookup counts
+/// `readDirectoryPlus` took for them.
+func drivefsReaddirplus(
+    _ request: fuse_req_t?, _ inode: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
+) {
+    guard let fs = FuseSessionContext.from(request: request)?.filesystem else { return replyError(request, EIO) }
+    guard let info else { return replyError(request, EBADF) }
+    do throws(FilesystemError) {
+        let entries = try fs.readDirectoryPlus(Inode(inode), handle: info.pointee.fh, after: Int64(offset))
+        func giveBack(_ rest: ArraySlice<DirectoryEntryPlus>) {
+            for item in rest { if let a = item.attributes { fs.forget(a.inode, count: 1) } }
+        }
+        guard size > 0, !entries.isEmpty else {
+            giveBack(entries[...])
+            _ = fuse_reply_buf(request, nil, 0)
+            return
+        }
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
+        defer { buffer.deallocate() }
+        var used = 0
+        var sent = 0
+        for item in entries {
+            var param = fuse_entry_param()
+            if let attributes = item.attributes {
+                param.ino = attributes.inode.rawValue
+                param.generation = 1
+                param.attr = StatConversion.stat(attributes)
+                param.attr_timeout = fs.attributeTimeout
+                param.entry_timeout = fs.entryTimeout
+            } else {
+                // `.` and `..`: ino 0 tells the kernel not to make a dentry (and count nothing).
+                param.attr = StatConversion.stat(item.entry)
+            }
+            let needed = fuse_add_direntry_plus(request, buffer + used, size - used, item.entry.name, &param,
+                                                off_t(item.entry.nextOffset))
+            if needed > size - used { break }
+            used += needed
+            sent += 1
+        }
+        giveBack(entries[sent...])
+        if fuse_reply_buf(request, buffer, used) != 0 { giveBack(entries[..<sent]) }
+    } catch {
+        replyError(request, error.errno)
+    }
+}
+
 func drivefsReleasedir(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     if let fs = FuseSessionContext.from(request: request)?.filesystem, let info {
         fs.releaseDirectory(Inode(inode), handle: info.pointee.fh)
@@ -126,11 +173,16 @@ func drivefsReleasedir(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: Unsa
 }
 
 func drivefsOpen(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
-    guard let fs = FuseSessionContext.from(request: request)?.filesystem, let info else { return replyError(request, EIO) }
+    guard let context = FuseSessionContext.from(request: request), let info else { return replyError(request, EIO) }
+    let fs = context.filesystem
     do throws(FilesystemError) {
         let opened = try fs.open(Inode(inode), flags: info.pointee.flags)
         info.pointee.fh = opened.handle
-        cfuse_fi_set_keep_cache(info, opened.keepCache ? 1 : 0)
+        if context.directIO {
+            cfuse_fi_set_direct_io(info, 1)
+        } else {
+            cfuse_fi_set_keep_cache(info, opened.keepCache ? 1 : 0)
+        }
         if fuse_reply_open(request, info) != 0 { fs.release(Inode(inode), handle: opened.handle) }
     } catch {
         replyError(request, error.errno)

@@ -136,3 +136,23 @@ final class SmokeMountTests: XCTestCase {
         XCTAssertFalse(mount.isMounted, "SIGTERM left the mount behind")
     }
 }
+
+/// The same tree with every read reaching drivefs (`--direct-io`) on one thread: the request path
+/// without the page cache, as `make bench` measures it.
+final class SmokeMountDirectIOTests: XCTestCase {
+    func testDirectIOSingleThreadedMountServesTheSameBytes() throws {
+        let mount = try SmokeMount.start(extraArguments: ["--direct-io", "--single-threaded"])
+        defer { mount.tearDown() }
+        for _ in 0..<2 {
+            let result = try ExternalCommand.runTool("cat", [mount.path("data/1MiB.bin")], timeout: 20)
+            XCTAssertEqual(result.status, 0, result.summary)
+            XCTAssertEqual(Digest.hex(.md5, of: result.standardOutput), "055b1d022f4830a9d8e716fbeead70af")
+        }
+        let hello = try ExternalCommand.runTool("dd", ["if=\(mount.path("hello.txt"))", "bs=1", "skip=6", "count=4", "status=none"])
+        XCTAssertEqual(hello.output, "from", hello.summary)
+        let result = try mount.unmount()
+        XCTAssertEqual(result.status, 0, result.summary)
+        XCTAssertTrue(ExternalCommand.waitForExit(mount.process, timeout: 10))
+        XCTAssertEqual(mount.process.terminationStatus, 0, mount.log)
+    }
+}

@@ -102,3 +102,22 @@ final class StaticTreeTests: XCTestCase {
         XCTAssertEqual(tree.statistics().maximumNameLength, 255)
     }
 }
+
+extension StaticTreeTests {
+    func testReadDirectoryPlusCountsOneLookupPerEntryButNotDots() throws {
+        let handle = try tree.openDirectory(.root)
+        let entries = try tree.readDirectoryPlus(.root, handle: handle, after: 0)
+        XCTAssertEqual(entries.map(\.entry.name), [".", "..", "data", "docs", "empty.txt", "hello.txt"])
+        XCTAssertNil(entries[0].attributes)
+        XCTAssertNil(entries[1].attributes)
+        XCTAssertEqual(entries[5].attributes?.size, 19)
+        XCTAssertEqual(tree.lookupCount(of: .root), 0)
+        for item in entries.dropFirst(2) {
+            XCTAssertEqual(tree.lookupCount(of: item.entry.inode), 1, item.entry.name)
+        }
+        let tail = try tree.readDirectoryPlus(.root, handle: handle, after: 5)
+        XCTAssertEqual(tail.map(\.entry.name), ["hello.txt"])
+        XCTAssertEqual(tree.lookupCount(of: tail[0].entry.inode), 2)
+        tree.releaseDirectory(.root, handle: handle)
+    }
+}

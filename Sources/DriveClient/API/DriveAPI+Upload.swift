@@ -51,6 +51,23 @@ extension DriveAPI {
         return try verified(file, md5: prepared.md5)
     }
 
+    /// Starts a resumable upload of a file without sending content: initiates the session and
+    /// persists it to `sessionFile`. `resumeUpload(from:)` (in this process or another) sends it.
+    /// For a create, the file gets a pooled ID (`session.fileId`); for an update pass `updating`.
+    public func beginUpload(name: String?, parent: String?, mimeType: String? = nil, path: String, modifiedTime: Int64? = nil,
+                            updating fileID: String? = nil, sessionFile: String) throws -> ResumableUploadSession {
+        let prepared = try PreparedSource(.file(path: path))
+        let isUpdate = fileID != nil
+        let id = try fileID ?? idPool.next(self)
+        let metadata = Self.metadata(name: name, parents: isUpdate ? nil : parent.map { [$0] }, mimeType: mimeType,
+                                     modifiedTime: modifiedTime, id: isUpdate ? nil : id)
+        var session = try newSession(prepared, fileId: id, isUpdate: isUpdate, metadata: metadata, contentType: mimeType,
+                                     method: isUpdate ? "files.update.upload" : "files.create.upload")
+        session.sessionURI = try initiate(session)
+        try session.save(to: sessionFile)
+        return session
+    }
+
     /// Finishes an upload whose session was persisted (possibly by another process): asks the
     /// server how much it holds and sends the rest. The source must be unchanged (size and mtime).
     public func resumeUpload(from sessionFile: String) throws -> DriveFile {

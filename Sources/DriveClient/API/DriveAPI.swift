@@ -111,6 +111,16 @@ public final class DriveAPI: Sendable {
         }
     }
 
+    /// A file without content (metadata-only create), e.g. a Google Doc (`application/vnd.google-apps.document`)
+    /// or an empty placeholder.
+    public func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64? = nil) throws -> DriveFile {
+        let id = try idPool.next(self)
+        let body = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: id)
+        return try createWithID(id, method: "files.create") {
+            TransportRequest(method: "POST", url: apiURL("files", [("fields", DriveFile.fieldMask)]), headers: Self.jsonHeaders, body: Self.jsonBody(body))
+        }
+    }
+
     /// files.update (metadata only): rename, change MIME type, set modifiedTime.
     public func updateMetadata(_ id: String, name: String? = nil, mimeType: String? = nil, modifiedTime: Int64? = nil) throws -> DriveFile {
         try patch(id, Self.metadata(name: name, parents: nil, mimeType: mimeType, modifiedTime: modifiedTime), query: [])

@@ -2,8 +2,8 @@ import Glibc
 
 /// A failed filesystem operation, as the errno the kernel passes on to the caller.
 ///
-/// The core throws these; the FUSE bridge replies with `errno` unchanged. (When the Drive
-/// filesystem lands, the one place that maps `DriveError` to a `FilesystemError` belongs here.)
+/// The core throws these; the FUSE bridge replies with `errno` unchanged. A `DriveError` becomes
+/// one in a single place, `FilesystemError.init(_: DriveError)` (FilesystemError+DriveError.swift).
 public struct FilesystemError: Error, Equatable, Sendable, CustomStringConvertible {
     public let errno: Int32
     public init(errno: Int32) { self.errno = errno }

@@ -26,6 +26,10 @@ public protocol FilesystemOperations: AnyObject, Sendable {
     /// The entries after the cookie `offset` (0 = from the start), including `.` and `..`.
     /// The bridge sends as many as fit and calls again with the last one's `nextOffset`.
     func readDirectory(_ inode: Inode, handle: UInt64, after offset: Int64) throws(FilesystemError) -> [DirectoryEntry]
+    /// `readDirectory` with each entry's attributes (readdirplus: `ls -l` without a lookup per name).
+    /// Every returned entry except `.` and `..` has had its lookup count raised by one, exactly as
+    /// `lookup` would; `attributes` is nil for `.` and `..`.
+    func readDirectoryPlus(_ inode: Inode, handle: UInt64, after offset: Int64) throws(FilesystemError) -> [DirectoryEntryPlus]
     func releaseDirectory(_ inode: Inode, handle: UInt64)
 
     /// `flags` are `open(2)`'s. A filesystem that cannot write rejects write access here.
@@ -36,4 +40,43 @@ public protocol FilesystemOperations: AnyObject, Sendable {
     func release(_ inode: Inode, handle: UInt64)
 
     func statistics() -> FilesystemStatistics
+}
+
+/// A directory entry with the attributes readdirplus hands the kernel.
+public struct DirectoryEntryPlus: Sendable, Equatable {
+    public var entry: DirectoryEntry
+    /// Nil for `.` and `..`, which readdirplus does not count as lookups.
+    public var attributes: FileAttributes?
+
+    public init(entry: DirectoryEntry, attributes: FileAttributes?) {
+        self.entry = entry
+        self.attributes = attributes
+    }
+
+    public static func isDotOrDotDot(_ name: String) -> Bool { name == "." || name == ".." }
+}
+
+extension FilesystemOperations {
+    /// Built from `readDirectory` and `lookup` (which does the counting). A filesystem with the
+    /// attributes at hand should answer in one pass instead.
+    public func readDirectoryPlus(_ inode: Inode, handle: UInt64, after offset: Int64) throws(FilesystemError)
+        -> [DirectoryEntryPlus]
+    {
+        var result: [DirectoryEntryPlus] = []
+        for entry in try readDirectory(inode, handle: handle, after: offset) {
+            if DirectoryEntryPlus.isDotOrDotDot(entry.name) {
+                result.append(DirectoryEntryPlus(entry: entry, attributes: nil))
+                continue
+            }
+            do throws(FilesystemError) {
+                result.append(DirectoryEntryPlus(entry: entry, attributes: try lookup(parent: inode, name: entry.name)))
+            } catch where error == .notFound {
+                // Removed since the listing was taken: leave it out.
+            } catch {
+                for counted in result { if let a = counted.attributes { forget(a.inode, count: 1) } }
+                throw error
+            }
+        }
+        return result
+    }
 }

@@ -60,6 +60,7 @@ enum DebugCommand {
                        validate: validateMountOptions),
                 .flag("debug", short: "d", help: "Log every FUSE request on standard error (implies --foreground)"),
                 .flag("single-threaded", help: "Serve every request on one thread"),
+                .flag("direct-io", help: "Bypass the page cache: every read reaches drivefs (for benchmarks)"),
             ],
             arguments: [ArgumentSpec(name: "MOUNTPOINT", help: "An existing empty directory")],
             examples: [
@@ -94,7 +95,7 @@ enum DebugCommand {
         let configuration = FuseMountConfiguration(
             mountpoint: mountpoint, options: invocation.values("options"), readOnly: true,
             foreground: invocation.flag("foreground") || debug, debug: debug,
-            singleThreaded: invocation.flag("single-threaded"))
+            singleThreaded: invocation.flag("single-threaded"), directIO: invocation.flag("direct-io"))
         let tree = SmokeTree.make(userID: getuid(), groupID: getgid())
         do {
             try FuseMount.run(tree, configuration: configuration) {
