@@ -159,8 +159,7 @@ struct TestBrowser: Sendable {
     func consent(_ url: String) throws -> String {
         let r = try transport.perform(TransportRequest(method: "GET", url: url))
         XCTAssertEqual(r.status, 302, String(decoding: r.body, as: UTF8.self))
-        // Trimmed: CurlTransport (at the time of writing) may leave the line's CRLF on header values.
-        return try XCTUnwrap(r.headers["location"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        return try XCTUnwrap(r.headers["location"])
     }
 
     func deliver(_ location: String) throws -> TransportResponse {

@@ -26,3 +26,14 @@ extension StoredCredential {
         }
     }
 }
+
+extension CredentialStore {
+    /// The grant for a profile's stored credential: what `drivefs mount` and `auth status` use.
+    /// Throws `OAuthError.notLoggedIn` when the profile has none, `.insecureCredentialFile` when the
+    /// token file is readable by others.
+    public func tokenGrant(profile: String, tokenURL: String?, transport: any HTTPTransport,
+                           clock: any TimeSource = SystemTimeSource()) throws -> any TokenGrant {
+        guard let credential = try loadCredential(profile: profile) else { throw OAuthError.notLoggedIn(profile: profile) }
+        return try credential.makeGrant(tokenURL: tokenURL, transport: transport, clock: clock)
+    }
+}
