@@ -162,6 +162,12 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(withEquals.output.contains("token-url: https://oauth2.googleapis.com/token\n"), withEquals.summary)
     }
 
+    func testMountOptionsLibfuseRejectsAreAUsageError() throws {
+        let result = try drivefs("debug", "smoke-mount", NSTemporaryDirectory(), "-f", "-o", "no_such_option=1")
+        XCTAssertEqual(result.status, 2, result.summary)
+        XCTAssertTrue(result.errorOutput.contains("drivefs: libfuse rejected the mount options 'no_such_option=1'"), result.summary)
+    }
+
     func testDoubleDashEndsOptions() throws {
         assertUsageError(try drivefs("debug", "smoke-mount", "-weird"),
                          "drivefs: unknown option '-weird' for 'debug smoke-mount' (see 'drivefs debug smoke-mount --help')")
