@@ -144,7 +144,14 @@ final class SocketStream {
     }
 
     /// Ends the connection with a TCP reset (SO_LINGER 0), as a crashed or cut-off peer would.
+    /// A reset drops whatever still sits in our send queue, so first wait (up to 2 s) until the
+    /// peer has acknowledged every byte written: the client then sees exactly what was sent.
     func closeWithReset() {
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ 2_000_000_000
+        var pending: Int32 = 0
+        while ioctl(fd, UInt(TIOCOUTQ), &pending) == 0, pending > 0, DispatchTime.now().uptimeNanoseconds < deadline {
+            usleep(1_000)
+        }
         var lin = linger(l_onoff: 1, l_linger: 0)
         _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &lin, socklen_t(MemoryLayout<linger>.size))
         _ = Glibc.close(fd)
