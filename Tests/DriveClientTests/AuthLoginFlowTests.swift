@@ -30,7 +30,13 @@ final class AuthLoginFlowTests: XCTestCase {
 
     private var browser: TestBrowser { TestBrowser(transport: transport) }
 
-    private func tokenRequests() -> Int { emulator.stats().methods["token"]?.requests ?? 0 }
+    /// `token` requests the emulator counted. Stats are counted once a response is written, so wait
+    /// (briefly) for the count to reach `expected` before reading it.
+    private func tokenRequests(expecting expected: Int = 0) -> Int {
+        let deadline = Date().addingTimeInterval(2)
+        while (emulator.stats().methods["token"]?.requests ?? 0) < expected && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        return emulator.stats().methods["token"]?.requests ?? 0
+    }
 
     func testLoginEndToEndThenRefresh() throws {
         let page = Locked<(status: Int, body: String)?>(nil)
@@ -109,7 +115,7 @@ final class AuthLoginFlowTests: XCTestCase {
             XCTAssertEqual(error as? OAuthError, .invalidGrant(description: "Invalid code verifier."))
             XCTAssertFalse("\(error)".contains(params["code"]!), "the code never appears in an error")
         }
-        XCTAssertEqual(tokenRequests(), 1)
+        XCTAssertEqual(tokenRequests(expecting: 1), 1)
         // The right verifier could have worked, but the code is spent now.
         XCTAssertThrowsError(try flow.complete(params, expectedState: "s", redirectURI: redirect, pkce: sentWith))
     }
