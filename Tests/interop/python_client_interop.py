@@ -163,7 +163,7 @@ class Interop:
         check("usage" in about.get("storageQuota", {}), f"storageQuota has no usage: {about}")
         check(set(about) == {"kind", "user", "storageQuota"}, f"fields mask not applied: {sorted(about)}")
         # about.get has no default field set: Google answers 400 without `fields`.
-        expect_http_error(400, lambda: self.drive.about().get().execute())
+        expect_http_error(400, lambda: self.drive.about().get().execute(), "required")
         return f"user {about['user'].get('emailAddress')}, quota usage {about['storageQuota']['usage']}"
 
     def step_start_page_token(self):
