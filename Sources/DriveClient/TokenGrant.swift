@@ -23,3 +23,13 @@ public struct AccessToken: Sendable, Equatable {
 public protocol TokenGrant: Sendable {
     func fetchToken() throws -> AccessToken
 }
+
+/// How the request wrapper treats a failure thrown by a `TokenGrant`. Grant errors that adopt it
+/// (`OAuthError`) are classified by it; `TransportError`s are transient; anything else is treated
+/// as a failed login that retrying cannot fix.
+public protocol TokenGrantFailure: Error {
+    /// The grant is dead (`invalid_grant`): the user must run `drivefs auth login` again.
+    var requiresLogin: Bool { get }
+    /// A temporary failure of the token endpoint (5xx, network): the request may be retried.
+    var isTransient: Bool { get }
+}

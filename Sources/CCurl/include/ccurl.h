@@ -15,4 +15,15 @@ CURLcode ccurl_setopt_xferinfo(CURL *h, int (*cb)(void *, curl_off_t, curl_off_t
 CURLcode ccurl_getinfo_long(CURL *h, CURLINFO info, long *v);
 CURLcode ccurl_getinfo_off(CURL *h, CURLINFO info, curl_off_t *v);
 
+
+// Added for CurlTransport: one-time global init, macro constants Swift cannot see.
+/// curl_global_init(CURL_GLOBAL_DEFAULT) exactly once per process (pthread_once); returns its result.
+CURLcode ccurl_global_init_once(void);
+/// CURL_READFUNC_ABORT: returned by a read callback to abort the transfer.
+size_t ccurl_readfunc_abort(void);
+/// CURL_WRITEFUNC_ERROR-equivalent: a write callback return that aborts the transfer (0 on any libcurl).
+size_t ccurl_writefunc_abort(void);
+/// libcurl's version string (for diagnostics and the User-Agent).
+const char *ccurl_version(void);
+
 #endif

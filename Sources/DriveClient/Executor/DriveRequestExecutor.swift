@@ -1,0 +1,152 @@
+import DriveSupport
+import Foundation
+
+/// The one wrapper around every Drive request: token → pacer → transport → classify → retry/refresh.
+///
+/// Layering: it knows OAuth bearer tokens, HTTP statuses and Google's error envelope, but no Drive
+/// semantics (those live in `DriveAPI`). Methods are named for the counters (`files.list`, ...).
+///
+/// Contracts:
+/// - Blocking, on the caller's thread; safe to use from many threads at once.
+/// - Every throw is a `DriveError`; no error ever contains a token.
+/// - 401: the token is invalidated, refreshed once and the request replayed once; a second 401 is
+///   `DriveError.unauthorized`. A dead grant (`invalid_grant`) is `unauthorized` with a message that
+///   says to run `drivefs auth login` again.
+/// - Transient failures (see `RetryPolicy`) are retried with backoff within the policy's budget; what
+///   comes out after that is the last failure.
+/// - A request is rebuilt for every attempt (`makeRequest(attempt)`), so a caller can resume a
+///   download from what it already holds instead of replaying it. Uploads do not use blind replays:
+///   `DriveAPI` drives the resumable protocol inside `retrying`.
+public final class DriveRequestExecutor: Sendable {
+    public let transport: any HTTPTransport
+    public let tokens: TokenManager?
+    public let pacer: Pacer?
+    public let retryPolicy: RetryPolicy
+    public let time: any TimeSource
+    public let stats: RequestStats
+
+    public init(transport: any HTTPTransport, tokens: TokenManager?, pacer: Pacer? = Pacer(),
+                retryPolicy: RetryPolicy = RetryPolicy(), time: any TimeSource = SystemTimeSource(),
+                stats: RequestStats = RequestStats()) {
+        self.transport = transport
+        self.tokens = tokens
+        self.pacer = pacer
+        self.retryPolicy = retryPolicy
+        self.time = time
+        self.stats = stats
+    }
+
+    /// Sends `request` with retries. Success is any 2xx status or one in `accept`.
+    public func execute(_ method: String, _ request: TransportRequest, accept: Set<Int> = [],
+                        retry: RetryPolicy? = nil) throws -> TransportResponse {
+        try execute(method, accept: accept, retry: retry) { _ in request }
+    }
+
+    /// Sends the request `makeRequest` builds for each attempt (0-based), with retries.
+    public func execute(_ method: String, accept: Set<Int> = [], retry: RetryPolicy? = nil,
+                        _ makeRequest: (_ attempt: Int) throws -> TransportRequest) throws -> TransportResponse {
+        try retrying(method, retry: retry) { attempt in
+            try sendOnce(method, try makeRequest(attempt), accept: accept)
+        }
+    }
+
+    /// Runs `body` (which throws `DriveError`s) until it succeeds, a non-retryable error comes, or
+    /// the retry budget (count and total time) is spent. Counts retries and the final failure.
+    public func retrying<T>(_ method: String, retry: RetryPolicy? = nil, _ body: (_ attempt: Int) throws -> T) throws -> T {
+        let policy = retry ?? retryPolicy
+        let started = time.now()
+        var attempt = 0
+        while true {
+            do {
+                return try body(attempt)
+            } catch let error as DriveError {
+                attempt += 1
+                guard policy.isRetryable(error), attempt < policy.maxAttempts else {
+                    stats.update(method) { $0.failures += 1 }
+                    throw error
+                }
+                let delay = policy.delay(forRetry: attempt - 1, retryAfter: error.info?.retryAfter)
+                guard time.now() + delay - started <= policy.maxElapsed else {
+                    stats.update(method) { $0.failures += 1 }
+                    throw error
+                }
+                stats.update(method) { $0.retries += 1 }
+                time.sleep(delay)
+            } catch {
+                stats.update(method) { $0.failures += 1 }
+                throw error
+            }
+        }
+    }
+
+    /// One exchange (plus at most one replay after a 401 and a token refresh), no backoff retries.
+    /// Success is any 2xx status or one in `accept`; everything else throws a classified `DriveError`.
+    public func sendOnce(_ method: String, _ request: TransportRequest, accept: Set<Int> = []) throws -> TransportResponse {
+        var refreshed = false
+        while true {
+            var sent = request
+            var token: String?
+            if let tokens {
+                let value = try Self.obtainToken(tokens)
+                token = value
+                sent.headers.append(("Authorization", "Bearer \(value)"))
+            }
+            pacer?.acquire()
+            stats.update(method) { $0.requests += 1; $0.bytesOut += request.body.length }
+            let response: TransportResponse
+            do {
+                response = try transport.perform(sent)
+            } catch let error as TransportError {
+                throw error == .aborted ? DriveError.cancelled : DriveError.transport(error)
+            } catch {
+                throw DriveError.transport(.other(code: -1, message: String(describing: error)))
+            }
+            stats.update(method) { $0.bytesIn += max(response.bodyBytes, Int64(response.body.count)) }
+            if (200..<300).contains(response.status) || accept.contains(response.status) { return response }
+            let error = DriveError.classify(status: response.status, headers: response.headers,
+                                            body: response.body, now: time.now())
+            if case .unauthorized = error, let tokens, let token, !refreshed {
+                tokens.invalidate(token)
+                refreshed = true
+                continue
+            }
+            throw error
+        }
+    }
+
+    /// The token, or the grant's failure as a `DriveError`.
+    static func obtainToken(_ tokens: TokenManager) throws -> String {
+        do {
+            return try tokens.accessToken()
+        } catch let error as DriveError {
+            throw error
+        } catch let error as TransportError {
+            throw DriveError.transport(error)
+        } catch let error as any TokenGrantFailure {
+            if error.requiresLogin {
+                throw DriveError.unauthorized(GoogleErrorInfo(status: 401, reason: "invalid_grant",
+                                                              message: DriveError.loginAgainMessage))
+            }
+            if error.isTransient {
+                throw DriveError.server(GoogleErrorInfo(status: 503, reason: "tokenEndpointUnavailable",
+                                                        message: "the token endpoint failed: \(error)"))
+            }
+            throw DriveError.unauthorized(GoogleErrorInfo(status: 401, reason: "tokenRefreshFailed",
+                                                          message: "could not obtain an access token: \(error)"))
+        } catch {
+            throw DriveError.unauthorized(GoogleErrorInfo(status: 401, reason: "tokenRefreshFailed",
+                                                          message: "could not obtain an access token: \(error)"))
+        }
+    }
+}
+
+extension TransportRequest.Body {
+    /// Bytes this body sends.
+    public var length: Int64 {
+        switch self {
+        case .none: return 0
+        case .bytes(let b): return Int64(b.count)
+        case .file(_, _, let length): return length
+        }
+    }
+}

@@ -1,0 +1,211 @@
+import CCurl
+import DriveSupport
+import Foundation
+
+/// `HTTPTransport` over libcurl's easy interface.
+///
+/// Contracts:
+/// - `perform` blocks the calling thread until the exchange ends. Call it from the filesystem's own
+///   threads or a `Thread`, never from a Swift concurrency Task (the cooperative pool is tiny).
+/// - Connections are reused: finished easy handles go back to a pool (`curl_easy_reset` keeps a
+///   handle's connection cache, DNS cache and TLS sessions), so sequential requests to one host
+///   ride one keep-alive connection.
+/// - TLS is always verified (system store, or `caFile`). Redirects are never followed.
+/// - A dead connection never hangs: connect has a timeout, and a transfer that moves fewer than
+///   `stallBytesPerSecond` for `stallTimeout` seconds fails with `TransportError.timedOut`.
+///   There is deliberately no overall timeout: a 10 GiB upload may take hours.
+/// - Bodies stream: a `.file` request body is read with `pread` as libcurl asks for it; 2xx
+///   response bodies go to the sink as they arrive; non-2xx bodies are collected in memory, bounded
+///   by `maxErrorBodyBytes` (the rest is dropped), for the layer above to parse.
+public final class CurlTransport: HTTPTransport, @unchecked Sendable {
+    public struct Options: Sendable {
+        /// Seconds to establish TCP + TLS.
+        public var connectTimeout: Double = 15
+        /// A transfer slower than `stallBytesPerSecond` for this many seconds is abandoned.
+        public var stallTimeout: Int = 30
+        public var stallBytesPerSecond: Int = 1
+        /// PEM bundle of trusted CAs; nil means the system store.
+        public var caFile: String?
+        /// Idle easy handles kept for reuse.
+        public var maxIdleHandles: Int = 16
+        public var maxErrorBodyBytes: Int = 1 << 20
+        public var userAgent: String = "drivefs/0.1"
+
+        public init(connectTimeout: Double = 15, stallTimeout: Int = 30, caFile: String? = nil) {
+            self.connectTimeout = connectTimeout
+            self.stallTimeout = stallTimeout
+            self.caFile = caFile
+        }
+    }
+
+    public let options: Options
+    // INVARIANT: every handle in `idle` is owned by the pool and used by no thread.
+    private let idle = Locked<[UnsafeMutableRawPointer]>([])
+
+    public init(options: Options = Options()) throws {
+        let rc = ccurl_global_init_once()
+        guard rc == CURLE_OK else {
+            throw TransportError.other(code: Int(rc.rawValue), message: "libcurl global init failed")
+        }
+        self.options = options
+    }
+
+    deinit {
+        for handle in idle.withLock({ $0 }) { curl_easy_cleanup(handle) }
+    }
+
+    /// libcurl's version line, e.g. `libcurl/7.88.1 OpenSSL/3.0.11 ...`.
+    public static var libcurlVersion: String { String(cString: ccurl_version()) }
+
+    public func perform(_ request: TransportRequest) throws -> TransportResponse {
+        let handle = try checkOut()
+        var reusable = true
+        defer { checkIn(handle, reusable: reusable) }
+
+        let transfer = CurlTransfer(request: request, maxErrorBody: options.maxErrorBodyBytes)
+        defer { transfer.close() }
+        try transfer.openBody()
+
+        var headerList: UnsafeMutablePointer<curl_slist>? = nil
+        defer { curl_slist_free_all(headerList) }
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+
+        let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errorBuf in
+            let userdata = Unmanaged.passUnretained(transfer).toOpaque()
+            do {
+                try configure(handle, request: request, transfer: transfer, userdata: userdata,
+                              headerList: &headerList, errorBuffer: errorBuf.baseAddress!)
+            } catch {
+                transfer.setupError = error as? TransportError ?? .other(code: -1, message: "\(error)")
+                return CURLE_FAILED_INIT
+            }
+            let rc = curl_easy_perform(handle)
+            // The handle must not keep pointers into this frame.
+            _ = ccurl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, nil)
+            return rc
+        }
+        withExtendedLifetime(transfer) {}
+
+        if let setupError = transfer.setupError { reusable = false; throw setupError }
+        guard code == CURLE_OK else {
+            let fromBuffer = String(decoding: errorBuffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let detail = fromBuffer.isEmpty ? String(cString: curl_easy_strerror(code)) : fromBuffer
+            throw Self.map(code, detail: detail, transfer: transfer)
+        }
+        var status = 0
+        _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        return TransportResponse(status: status, headers: transfer.headers, body: transfer.body,
+                                 bodyBytes: transfer.delivered)
+    }
+
+    private func configure(_ h: UnsafeMutableRawPointer, request: TransportRequest, transfer: CurlTransfer,
+                           userdata: UnsafeMutableRawPointer, headerList: inout UnsafeMutablePointer<curl_slist>?,
+                           errorBuffer: UnsafeMutablePointer<CChar>) throws {
+        func check(_ rc: CURLcode, _ what: String) throws {
+            guard rc == CURLE_OK else {
+                throw TransportError.other(code: Int(rc.rawValue), message: "curl setopt \(what): \(String(cString: curl_easy_strerror(rc)))")
+            }
+        }
+        try check(ccurl_setopt_ptr(h, CURLOPT_ERRORBUFFER, errorBuffer), "errorbuffer")
+        let urlRC = ccurl_setopt_string(h, CURLOPT_URL, request.url)
+        guard urlRC == CURLE_OK, request.url.hasPrefix("http://") || request.url.hasPrefix("https://") else {
+            throw TransportError.invalidURL(Self.redactedURL(request.url))
+        }
+        try check(ccurl_setopt_string(h, CURLOPT_PROTOCOLS_STR, "http,https"), "protocols")
+        try check(ccurl_setopt_long(h, CURLOPT_NOSIGNAL, 1), "nosignal")
+        try check(ccurl_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0), "followlocation")
+        try check(ccurl_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1), "keepalive")
+        try check(ccurl_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000)), "connecttimeout")
+        try check(ccurl_setopt_long(h, CURLOPT_LOW_SPEED_LIMIT, options.stallBytesPerSecond), "low_speed_limit")
+        try check(ccurl_setopt_long(h, CURLOPT_LOW_SPEED_TIME, options.stallTimeout), "low_speed_time")
+        try check(ccurl_setopt_long(h, CURLOPT_SSL_VERIFYPEER, 1), "verifypeer")
+        try check(ccurl_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2), "verifyhost")
+        if let caFile = options.caFile { try check(ccurl_setopt_string(h, CURLOPT_CAINFO, caFile), "cainfo") }
+        try check(ccurl_setopt_string(h, CURLOPT_USERAGENT, options.userAgent), "useragent")
+
+        try check(ccurl_setopt_header(h, curlHeaderCallback), "headerfunction")
+        try check(ccurl_setopt_ptr(h, CURLOPT_HEADERDATA, userdata), "headerdata")
+        try check(ccurl_setopt_write(h, curlWriteCallback), "writefunction")
+        try check(ccurl_setopt_ptr(h, CURLOPT_WRITEDATA, userdata), "writedata")
+
+        let method = request.method.uppercased()
+        switch method {
+        case "GET":
+            try check(ccurl_setopt_long(h, CURLOPT_HTTPGET, 1), "httpget")
+        case "HEAD":
+            try check(ccurl_setopt_long(h, CURLOPT_NOBODY, 1), "nobody")
+        default:
+            // Every other method sends a body of known length (possibly 0, so Content-Length: 0 is sent,
+            // which Google requires on body-less POSTs).
+            try check(ccurl_setopt_long(h, CURLOPT_UPLOAD, 1), "upload")
+            try check(ccurl_setopt_off(h, CURLOPT_INFILESIZE_LARGE, curl_off_t(transfer.bodyLength)), "infilesize")
+            try check(ccurl_setopt_read(h, curlReadCallback), "readfunction")
+            try check(ccurl_setopt_ptr(h, CURLOPT_READDATA, userdata), "readdata")
+            try check(ccurl_setopt_long(h, CURLOPT_UPLOAD_BUFFERSIZE, 256 * 1024), "upload_buffersize")
+            try check(ccurl_setopt_string(h, CURLOPT_CUSTOMREQUEST, method), "customrequest")
+        }
+
+        var list: UnsafeMutablePointer<curl_slist>? = nil
+        for (name, value) in request.headers {
+            guard !name.contains(where: { $0 == "\r" || $0 == "\n" || $0 == ":" }),
+                  !value.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+                throw TransportError.other(code: -1, message: "invalid header \(name)")
+            }
+            list = curl_slist_append(list, "\(name): \(value)")
+        }
+        // No `Expect: 100-continue` round trip: the layer above retries a rejected upload anyway.
+        list = curl_slist_append(list, "Expect:")
+        headerList = list
+        try check(ccurl_setopt_ptr(h, CURLOPT_HTTPHEADER, list), "httpheader")
+    }
+
+    private func checkOut() throws -> UnsafeMutableRawPointer {
+        if let handle = idle.withLock({ $0.popLast() }) {
+            curl_easy_reset(handle)
+            return handle
+        }
+        guard let handle = curl_easy_init() else {
+            throw TransportError.other(code: -1, message: "curl_easy_init failed")
+        }
+        return handle
+    }
+
+    private func checkIn(_ handle: UnsafeMutableRawPointer, reusable: Bool) {
+        let kept = reusable && idle.withLock { pool -> Bool in
+            guard pool.count < options.maxIdleHandles else { return false }
+            pool.append(handle)
+            return true
+        }
+        if !kept { curl_easy_cleanup(handle) }
+    }
+
+    static func map(_ code: CURLcode, detail: String, transfer: CurlTransfer) -> TransportError {
+        if transfer.sinkAborted { return .aborted }
+        if let readError = transfer.readError { return .other(code: Int(code.rawValue), message: readError) }
+        if let sinkError = transfer.sinkError { return .other(code: Int(code.rawValue), message: sinkError) }
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT:
+            return .couldNotConnect(detail)
+        case CURLE_OPERATION_TIMEDOUT:
+            return .timedOut(detail)
+        case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2,
+             CURLE_HTTP2_STREAM, CURLE_BAD_CONTENT_ENCODING:
+            return .connectionLost(detail)
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE,
+             CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ISSUER_ERROR,
+             CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE:
+            return .tls(detail)
+        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
+            return .invalidURL(detail)
+        case CURLE_ABORTED_BY_CALLBACK, CURLE_WRITE_ERROR, CURLE_READ_ERROR:
+            return .aborted
+        default:
+            return .other(code: Int(code.rawValue), message: detail)
+        }
+    }
+
+    /// A URL without its query (which may carry an upload id), for error messages.
+    static func redactedURL(_ url: String) -> String {
+        String(url.prefix(while: { $0 != "?" }))
+    }
+}
