@@ -136,6 +136,9 @@ public enum ConnectionFault: Sendable, Equatable {
     case resetAfterBodyBytes(Int)
     /// Accept the request and send nothing for this many seconds, then close.
     case stall(seconds: Double)
+    /// Read this many bytes of the request body (fewer if it is shorter), then reset the
+    /// connection without answering: an upload cut off mid-body.
+    case resetAfterRequestBodyBytes(Int)
 }
 
 public enum HTTPResponseBody {

@@ -1,0 +1,87 @@
+import Foundation
+
+/// The emulator's own endpoints under `/__emulator/`: stats, faults, token revocation, health.
+/// Control requests are neither counted in stats nor faulted.
+final class ControlAPI: Sendable {
+    static let prefix = "/__emulator/"
+
+    private let stats: EmulatorStats
+    private let faults: FaultPlan
+    private let revoke: @Sendable (String?) -> Void
+
+    init(stats: EmulatorStats, faults: FaultPlan, revoke: @escaping @Sendable (String?) -> Void) {
+        self.stats = stats
+        self.faults = faults
+        self.revoke = revoke
+    }
+
+    func handles(_ request: HTTPRequest) -> Bool { request.path.hasPrefix(Self.prefix) }
+
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        let name = String(request.path.dropFirst(Self.prefix.count))
+        switch (name, request.method) {
+        case ("health", "GET"), ("health", "HEAD"):
+            return .json(200, ["status": "ok"])
+        case ("stats", "GET"), ("stats", "HEAD"):
+            return .json(200, stats.snapshot().json)
+        case ("reset-stats", "POST"):
+            stats.reset()
+            return .json(200, [String: Any]())
+        case ("revoke", "POST"):
+            do {
+                revoke(try tokenParameter(request))
+                return .json(200, [String: Any]())
+            } catch let error as GoogleError {
+                return error.response
+            } catch {
+                return GoogleError.badRequest("Unreadable request body.").response
+            }
+        case ("faults", "GET"):
+            return .json(200, faults.json)
+        case ("faults", "POST"):
+            do {
+                let body = try request.body.readAll(limit: 1 << 20)
+                let (rules, seed) = try FaultRule.parseDocument(Data(body))
+                if request.param("replace") == "true" { faults.clear() }
+                faults.add(rules, seed: seed)
+                return .json(200, faults.json)
+            } catch let error as FaultRule.FormatError {
+                return GoogleError.badRequest("Invalid fault document: \(error.description)").response
+            } catch {
+                return GoogleError.badRequest("Unreadable request body.").response
+            }
+        case ("faults", "DELETE"):
+            faults.clear()
+            return .json(200, faults.json)
+        case ("health", _), ("stats", _), ("reset-stats", _), ("revoke", _), ("faults", _):
+            var error = GoogleError(405, reason: "httpMethodNotAllowed", message: "Method \(request.method) is not allowed on \(request.path).")
+            error.extraHeaders.append(("Allow", Self.allowed(name)))
+            return error.response
+        default:
+            return GoogleError.unknownPath(request.path).response
+        }
+    }
+
+    private static func allowed(_ name: String) -> String {
+        switch name {
+        case "health", "stats": return "GET, HEAD"
+        case "faults": return "GET, POST, DELETE"
+        default: return "POST"
+        }
+    }
+
+    /// `token` from the query, a form body or a JSON body; nil revokes everything.
+    private func tokenParameter(_ request: HTTPRequest) throws -> String? {
+        if let token = request.param("token") { return token }
+        let body = try request.body.readAll(limit: 64 * 1024)
+        guard !body.isEmpty else { return nil }
+        if request.headers["Content-Type"]?.lowercased().hasPrefix("application/json") == true {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+                throw GoogleError.badRequest("Invalid JSON payload received.")
+            }
+            return object["token"] as? String
+        }
+        let form = HTTPRequest.parseQuery(String(decoding: body, as: UTF8.self))
+        return form.first { $0.name == "token" }?.value
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import DriveSupport
+
+/// Counters per route method name: requests, outcomes (HTTP status codes, or `reset` / `stall`
+/// for connection faults, `aborted` when the client went away), request and response body bytes.
+public struct MethodStats: Sendable, Equatable {
+    public var requests = 0
+    /// Keyed by status code as text (`"200"`), or `"reset"`, `"stall"`, `"aborted"`.
+    public var statuses: [String: Int] = [:]
+    public var bytesIn: Int64 = 0
+    public var bytesOut: Int64 = 0
+
+    public init() {}
+
+    mutating func add(_ exchange: HTTPExchange) {
+        requests += 1
+        statuses[Self.outcomeKey(exchange.outcome), default: 0] += 1
+        bytesIn += exchange.bytesIn
+        bytesOut += exchange.bytesOut
+    }
+
+    static func outcomeKey(_ outcome: HTTPExchange.Outcome) -> String {
+        switch outcome {
+        case .status(let s): return String(s)
+        case .reset: return "reset"
+        case .stalled: return "stall"
+        case .aborted: return "aborted"
+        }
+    }
+
+    var json: [String: Any] {
+        ["requests": requests, "statuses": statuses, "bytesIn": bytesIn, "bytesOut": bytesOut]
+    }
+}
+
+/// A snapshot of the emulator's counters.
+public struct EmulatorStatsSnapshot: Sendable, Equatable {
+    public var methods: [String: MethodStats]
+    public var totals: MethodStats
+
+    /// `{"methods":{"files.list":{...}},"totals":{...}}`
+    public var json: [String: Any] {
+        ["methods": methods.mapValues(\.json), "totals": totals.json]
+    }
+}
+
+/// Thread-safe counters fed by the server's finished exchanges. Requests without a stats key
+/// (the control API, unparseable requests) are not counted.
+final class EmulatorStats: Sendable {
+    private let state = Locked([String: MethodStats]())
+
+    func record(_ exchange: HTTPExchange) {
+        guard let key = exchange.statsKey else { return }
+        state.withLock { $0[key, default: MethodStats()].add(exchange) }
+    }
+
+    func reset() { state.withLock { $0 = [:] } }
+
+    func snapshot() -> EmulatorStatsSnapshot {
+        let methods = state.withLock { $0 }
+        var totals = MethodStats()
+        for m in methods.values {
+            totals.requests += m.requests
+            totals.bytesIn += m.bytesIn
+            totals.bytesOut += m.bytesOut
+            for (k, v) in m.statuses { totals.statuses[k, default: 0] += v }
+        }
+        return EmulatorStatsSnapshot(methods: methods, totals: totals)
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import DriveSupport
+
+/// The active scripted faults, consulted once per counted request.
+///
+/// Rules are tried in the order they were added; the first one whose method matches and that
+/// fires (its `fraction` drawn from one seeded generator, so a given seed and request sequence
+/// always hit the same requests) answers, and its `times` count goes down; used-up rules go away.
+final class FaultPlan: Sendable {
+    private struct Active {
+        var rule: FaultRule
+        var remaining: Int?
+        var fired = 0
+    }
+    private struct State {
+        var rules: [Active] = []
+        var seed: UInt64 = 1
+        var random = SplitMix64(seed: 1)
+    }
+    private let state = Locked(State())
+
+    func add(_ rules: [FaultRule], seed: UInt64? = nil) {
+        state.withLock { s in
+            if let seed {
+                s.seed = seed
+                s.random = SplitMix64(seed: seed)
+            }
+            s.rules += rules.map { Active(rule: $0, remaining: $0.times) }
+        }
+    }
+
+    func clear() { state.withLock { $0.rules = [] } }
+
+    /// The fault for one request of this method, if any fires.
+    func next(for method: String) -> FaultRule.Action? {
+        state.withLock { s in
+            for i in s.rules.indices {
+                let rule = s.rules[i].rule
+                guard rule.method == "*" || rule.method == method else { continue }
+                if let fraction = rule.fraction {
+                    guard s.random.nextUnitDouble() < fraction else { continue }
+                }
+                s.rules[i].fired += 1
+                if let remaining = s.rules[i].remaining {
+                    s.rules[i].remaining = remaining - 1
+                    if remaining - 1 <= 0 { s.rules.remove(at: i) }
+                }
+                return rule.action
+            }
+            return nil
+        }
+    }
+
+    /// `{"seed":N,"faults":[{...rule, "remaining":K, "fired":F}]}`
+    var json: [String: Any] {
+        state.withLock { s in
+            let faults: [[String: Any]] = s.rules.map { active in
+                var d = active.rule.json
+                d["fired"] = active.fired
+                if let remaining = active.remaining { d["remaining"] = remaining }
+                return d
+            }
+            return ["seed": s.seed, "faults": faults]
+        }
+    }
+}
+
+/// A small deterministic generator (SplitMix64) for fault fractions.
+struct SplitMix64: Sendable {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    mutating func nextUnitDouble() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}

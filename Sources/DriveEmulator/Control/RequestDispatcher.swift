@@ -1,0 +1,93 @@
+import Foundation
+
+/// Routes each request: control API first, then the providers in order (OAuth, Drive), else
+/// Google's 404. Counted requests get the configured latency and the scripted faults.
+final class RequestDispatcher: HTTPResponder {
+    /// Stats key for requests no provider claims.
+    static let unknownRouteKey = "unknown"
+
+    let control: ControlAPI
+    let providers: [any RouteProvider]
+    let stats: EmulatorStats
+    let faults: FaultPlan
+    let latencyMs: Int
+    let log: EmulatorLog
+
+    init(control: ControlAPI, providers: [any RouteProvider], stats: EmulatorStats, faults: FaultPlan, latencyMs: Int,
+         log: EmulatorLog) {
+        self.control = control
+        self.providers = providers
+        self.stats = stats
+        self.faults = faults
+        self.latencyMs = latencyMs
+        self.log = log
+    }
+
+    func answer(_ request: HTTPRequest) -> HTTPAnswer {
+        if control.handles(request) {
+            return HTTPAnswer(response: control.respond(to: request), statsKey: nil)
+        }
+        guard let route = providers.lazy.compactMap({ $0.route(for: request) }).first else {
+            return HTTPAnswer(response: GoogleError.unknownPath(request.path).response, statsKey: Self.unknownRouteKey)
+        }
+        if latencyMs > 0 { Thread.sleep(forTimeInterval: Double(latencyMs) / 1000) }
+        switch faults.next(for: route.method) {
+        case nil:
+            return HTTPAnswer(response: Self.run(route, request, log: log), statsKey: route.method)
+        case .status(let code, let reason, let message, let retryAfter)?:
+            let rule = FaultRule(method: route.method, action: .status(code: code, reason: reason, message: message,
+                                                                        retryAfterSeconds: retryAfter))
+            let response = rule.googleError()?.response ?? GoogleError(code, reason: reason, message: message).response
+            return HTTPAnswer(response: response, statsKey: route.method)
+        case .stall(let seconds)?:
+            return HTTPAnswer(response: HTTPResponse(status: 0, fault: .stall(seconds: seconds)), statsKey: route.method)
+        case .reset(let bytes)?:
+            if request.body.declaredLength != 0 {
+                return HTTPAnswer(response: HTTPResponse(status: 0, fault: .resetAfterRequestBodyBytes(bytes)),
+                                  statsKey: route.method)
+            }
+            var response = Self.run(route, request, log: log)
+            response.fault = .resetAfterBodyBytes(bytes)
+            return HTTPAnswer(response: response, statsKey: route.method)
+        }
+    }
+
+    /// Calls the handler; a thrown error becomes Google's error response.
+    static func run(_ route: Route, _ request: HTTPRequest, log: EmulatorLog) -> HTTPResponse {
+        do {
+            return try route.handle(request)
+        } catch let error as GoogleError {
+            return error.response
+        } catch let error as HTTPBodyError {
+            switch error {
+            case .tooLarge(let limit):
+                return GoogleError(413, reason: "requestTooLarge", message: "The request body is larger than \(limit) bytes.").response
+            case .truncated:
+                return GoogleError.badRequest("The request body ended before its declared length.").response
+            case .malformedChunk:
+                return GoogleError.badRequest("Malformed chunked request body.").response
+            }
+        } catch {
+            log.info("\(route.method): internal error: \(error)")
+            return GoogleError(500, reason: "backendError", message: "Backend Error").response
+        }
+    }
+
+    func record(_ exchange: HTTPExchange) {
+        stats.record(exchange)
+        log.debug(Self.logLine(exchange))
+    }
+
+    /// `GET /drive/v3/files 200 files.list in=0 out=1234 5ms` (no query, no headers).
+    static func logLine(_ e: HTTPExchange) -> String {
+        let outcome: String
+        switch e.outcome {
+        case .status(let s): outcome = String(s)
+        case .reset: outcome = "reset"
+        case .stalled: outcome = "stall"
+        case .aborted(let s): outcome = "\(s)-aborted"
+        }
+        let path = e.path.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : String($0) }.joined()
+        return "\(e.httpMethod) \(path) \(outcome) \(e.statsKey ?? "-") in=\(e.bytesIn) out=\(e.bytesOut) \(Int(e.seconds * 1000))ms"
+    }
+}
