@@ -109,7 +109,8 @@ final class EmulatorProcess {
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
         child = try ChildProcess(
             executable: binary,
-            arguments: ["--host", "127.0.0.1", "--port", "0", "--state-dir", state.path] + extraArguments,
+            arguments: ["--host", "127.0.0.1", "--port", "0", "--state-dir", state.path, "--log-level", "debug"]
+                + extraArguments,
             logURL: directory.appendingPathComponent("emulator.log"))
         guard let line = child.awaitLine(containing: "listening on http://", timeout: 30),
               let range = line.range(of: #"http://[0-9.]+:[0-9]+"#, options: .regularExpression) else {

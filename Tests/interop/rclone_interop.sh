@@ -92,7 +92,7 @@ mount --bind "$workdir/hosts" /etc/hosts
 
 # --- the emulator and the TLS front ------------------------------------------------------------------
 mkdir -p state
-"$emulator" --host 127.0.0.1 --port 0 --public-url https://www.googleapis.com --state-dir "$workdir/state" \
+"$emulator" --host 127.0.0.1 --port 0 --public-url https://www.googleapis.com --state-dir "$workdir/state" --log-level debug \
     >emulator.log 2>&1 &
 emulator_pid=$!
 line="$(await_line emulator.log 'listening on http://127\.0\.0\.1:[0-9]+/' 30)" \
