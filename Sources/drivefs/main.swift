@@ -1,2 +1,5 @@
-import FuseBridge
-print("drivefs: not yet")
+import Foundation
+
+// Keep this file to the call below: top-level code here is @MainActor, and C callbacks must not
+// live in it (see docs/architecture.md, "Threading").
+exit(DriveFSCommandLine.main(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))

@@ -226,3 +226,47 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(connection.waitForClose(timeout: 5), .eof)
     }
 }
+
+extension HTTPServerTests {
+    func testHTTP10KeepAliveOnRequest() throws {
+        let connection = try RawHTTPConnection(port: port)
+        try connection.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let first = try connection.readResponse()
+        XCTAssertEqual(first.header("Connection"), "keep-alive")
+        try connection.send("GET /hello HTTP/1.0\r\n\r\n")
+        let second = try connection.readResponse()
+        XCTAssertEqual(second.text, "hello")
+        XCTAssertEqual(second.header("Connection"), "close")
+        XCTAssertEqual(connection.waitForClose(timeout: 5), .eof)
+    }
+}
+
+extension HTTPServerTests {
+    func testStreamWithStatedLengthIsNotChunkedAndShortStreamsAreCut() throws {
+        emulator.stop()
+        func sized(_ stated: Int, produce: Int) -> @Sendable (HTTPRequest) throws -> HTTPResponse {
+            { _ in
+                var left = produce
+                return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Length", String(stated))]), body: .stream({
+                    guard left > 0 else { return nil }
+                    let n = min(left, 4000)
+                    left -= n
+                    return [UInt8](repeating: 9, count: n)
+                }))
+            }
+        }
+        emulator = try startTestEmulator(extra: [
+            TestRoutes.Entry(method: "test.sized", path: "/sized", handler: sized(10_000, produce: 10_000)),
+            TestRoutes.Entry(method: "test.short", path: "/short", handler: sized(10_000, produce: 5_000)),
+        ])
+        let connection = try RawHTTPConnection(port: port)
+        try connection.sendRequest("GET", "/sized")
+        let response = try connection.readResponse()
+        XCTAssertEqual(response.header("Content-Length"), "10000")
+        XCTAssertNil(response.header("Transfer-Encoding"))
+        XCTAssertEqual(response.body.count, 10_000)
+        try connection.sendRequest("GET", "/short")
+        XCTAssertThrowsError(try connection.readResponse())
+        XCTAssertEqual(connection.partialBody.count, 5_000)
+    }
+}

@@ -9,4 +9,11 @@
 // Swift 6 rejects the C global; hand it out through a function.
 FILE *cfuse_stderr(void);
 
+// fuse_session_loop_mt is a macro (mapped to a versioned symbol) in some builds of fuse3.
+int cfuse_session_loop_mt(struct fuse_session *se, struct fuse_loop_config *config);
+
+// The bit fields of fuse_file_info, set from Swift without relying on how they import.
+void cfuse_fi_set_keep_cache(struct fuse_file_info *fi, int on);
+void cfuse_fi_set_direct_io(struct fuse_file_info *fi, int on);
+
 #endif

@@ -80,8 +80,8 @@ final class CurlTransfer {
     /// One raw header line (status lines included). A new status line (after `100 Continue`,
     /// or a proxy's `200 Connection established`) starts a fresh header set.
     func header(line: UnsafeRawBufferPointer) {
-        var text = String(decoding: line, as: UTF8.self)
-        while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+        // ("\r\n" is one Character in Swift: trim by scalars.)
+        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .newlines)
         if text.hasPrefix("HTTP/") {
             headers = [:]
             let parts = text.split(separator: " ", maxSplits: 2)

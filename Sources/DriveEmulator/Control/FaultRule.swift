@@ -142,16 +142,20 @@ public struct FaultRule: Sendable, Equatable {
         guard let method = d["method"] as? String, !method.isEmpty else {
             throw FormatError(description: "\"method\" (a route method name such as files.list, or *) is required")
         }
+        // On Linux an NSNumber 1 also casts to Bool, so booleans are told apart by their type.
+        func isBoolean(_ value: Any) -> Bool {
+            type(of: value) == Bool.self || (value as? NSNumber).map { String(cString: $0.objCType) == "c" } == true
+        }
         func integer(_ key: String, _ range: ClosedRange<Int>) throws -> Int? {
             guard let value = d[key] else { return nil }
-            guard let n = value as? NSNumber, !(value is Bool), let i = Int(exactly: n.doubleValue), range.contains(i) else {
+            guard let n = value as? NSNumber, !isBoolean(value), let i = Int(exactly: n.doubleValue), range.contains(i) else {
                 throw FormatError(description: "\"\(key)\" must be an integer in \(range.lowerBound)...\(range.upperBound)")
             }
             return i
         }
         func number(_ key: String, _ range: ClosedRange<Double>) throws -> Double? {
             guard let value = d[key] else { return nil }
-            guard let n = value as? NSNumber, !(value is Bool), range.contains(n.doubleValue) else {
+            guard let n = value as? NSNumber, !isBoolean(value), range.contains(n.doubleValue) else {
                 throw FormatError(description: "\"\(key)\" must be a number in \(range.lowerBound)...\(range.upperBound)")
             }
             return n.doubleValue

@@ -13,6 +13,8 @@ public struct GoogleError: Error {
     public var status: String?
     public var itemMessage: String?
     public var extraHeaders: [(String, String)] = []
+    /// `google.rpc.ErrorInfo` entries of `details` (ESF auth errors carry one).
+    public var details: [GoogleErrorInfo] = []
 
     public init(_ code: Int, reason: String, message: String, domain: String = "global", location: String? = nil,
                 locationType: String? = nil, status: String? = nil, itemMessage: String? = nil) {
@@ -32,6 +34,7 @@ public struct GoogleError: Error {
         if let locationType { item["locationType"] = locationType }
         var error: [String: Any] = ["code": code, "message": message, "errors": [item]]
         if let status { error["status"] = status }
+        if !details.isEmpty { error["details"] = details.map(\.json) }
         var r = HTTPResponse.json(code, ["error": error], extraHeaders: extraHeaders)
         r.headers.set("Cache-Control", "private, max-age=0")
         return r
@@ -49,6 +52,21 @@ public struct GoogleError: Error {
     }
     public static func unknownPath(_ path: String) -> GoogleError {
         GoogleError(404, reason: "notFound", message: "Not Found: \(path)")
+    }
+}
+
+/// A `type.googleapis.com/google.rpc.ErrorInfo` detail.
+public struct GoogleErrorInfo: Sendable {
+    public var reason: String
+    public var domain: String
+    public var metadata: [String: String]
+    public init(reason: String, domain: String = "googleapis.com", metadata: [String: String] = [:]) {
+        self.reason = reason
+        self.domain = domain
+        self.metadata = metadata
+    }
+    var json: [String: Any] {
+        ["@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": domain, "metadata": metadata]
     }
 }
 

@@ -150,11 +150,15 @@ final class HTTPConnection {
 
         let written: Int64
         do {
+            if keepAlive && head.minorVersion == 0 { response.headers.set("Connection", "keep-alive") }
             written = try write(&response, isHead: isHead, keepAlive: keepAlive, chunkedAllowed: head.minorVersion >= 1,
                                 resetBudget: resetBudget)
         } catch ResponseWriteStop.resetNow(let sent) {
             record(.reset, bytesOut: sent)
             finish(reset: true)
+            return false
+        } catch ResponseWriteStop.closeDelimited(let sent) {
+            record(.status(response.status), bytesOut: sent)
             return false
         } catch ResponseWriteStop.aborted(let sent) {
             record(.aborted(status: response.status), bytesOut: sent)
@@ -245,6 +249,8 @@ final class HTTPConnection {
         case resetNow(sent: Int64)
         /// The client went away, or a body source failed after the head was sent.
         case aborted(sent: Int64)
+        /// A close-delimited body (HTTP/1.0 stream) is complete: closing ends it.
+        case closeDelimited(sent: Int64)
     }
 
     /// Writes the head and body; returns the body bytes written.
@@ -252,7 +258,9 @@ final class HTTPConnection {
                        resetBudget: Int64?) throws -> Int64 {
         var headers = response.headers
         headers.remove("Transfer-Encoding")
+        let http10KeepAlive = headers["Connection"] == "keep-alive"
         headers.remove("Connection")
+        if http10KeepAlive && keepAlive { headers.set("Connection", "keep-alive") }
         if headers["Date"] == nil { headers.set("Date", HTTPResponseWriter.httpDate()) }
         if !keepAlive { headers.set("Connection", "close") }
 
@@ -261,6 +269,7 @@ final class HTTPConnection {
             case bytes([UInt8])
             case file(fd: Int32, offset: Int64, length: Int64)
             case stream(() throws -> [UInt8]?, chunked: Bool)
+            case sizedStream(() throws -> [UInt8]?, length: Int64)
         }
         var source = Source.none
         if HTTPResponseWriter.forbidsBody(response.status) {
@@ -284,9 +293,14 @@ final class HTTPConnection {
                 headers.set("Content-Length", String(length))
                 source = .file(fd: fd, offset: offset, length: length)
             case .stream(let producer):
-                headers.remove("Content-Length")
-                if chunkedAllowed { headers.set("Transfer-Encoding", "chunked") }
-                source = .stream(producer, chunked: chunkedAllowed)
+                // A stream whose handler states its length is sent with that length, not chunked.
+                if let stated = headers["Content-Length"].flatMap(HTTPRequestHeadParser.parseDecimal) {
+                    source = .sizedStream(producer, length: stated)
+                } else {
+                    headers.remove("Content-Length")
+                    if chunkedAllowed { headers.set("Transfer-Encoding", "chunked") }
+                    source = .stream(producer, chunked: chunkedAllowed)
+                }
             }
         }
         if case .file(let fd, _, _) = source, isHead { _ = Glibc.close(fd); source = .none }
@@ -348,7 +362,18 @@ final class HTTPConnection {
                 if chunked { try [UInt8]([0x0D, 0x0A]).withUnsafeBytes { try emit($0, framing: true) } }
             }
             if chunked { try Array("0\r\n\r\n".utf8).withUnsafeBytes { try emit($0, framing: true) } }
-            else { throw ResponseWriteStop.aborted(sent: sent) } // close-delimited: closing ends the body
+            else { throw ResponseWriteStop.closeDelimited(sent: sent) }
+        case .sizedStream(let producer, let length):
+            var remaining = length
+            while remaining > 0 {
+                let next: [UInt8]?
+                do { next = try producer() } catch { throw ResponseWriteStop.aborted(sent: sent) }
+                // A producer that ends short of its stated length leaves the client waiting: cut it off.
+                guard let bytes = next else { throw ResponseWriteStop.aborted(sent: sent) }
+                let take = Int(min(Int64(bytes.count), remaining))
+                try bytes.withUnsafeBytes { try emit(UnsafeRawBufferPointer(rebasing: $0[0..<take])) }
+                remaining -= Int64(take)
+            }
         }
         return sent
     }

@@ -69,3 +69,16 @@ func startTestEmulator(_ config: EmulatorConfig = EmulatorConfig(), extra: [Test
     try emulator.start()
     return emulator
 }
+
+/// Stats are recorded just after a response is written, so a client that has read the response
+/// may look a moment too early: wait (bounded) until the predicate holds, then return the stats.
+func waitForStats(_ emulator: Emulator, timeout: Double = 5,
+                  until predicate: (EmulatorStatsSnapshot) -> Bool) -> EmulatorStatsSnapshot {
+    let deadline = Date().addingTimeInterval(timeout)
+    var snapshot = emulator.stats()
+    while !predicate(snapshot) && Date() < deadline {
+        usleep(5_000)
+        snapshot = emulator.stats()
+    }
+    return snapshot
+}

@@ -1,0 +1,246 @@
+import DriveSupport
+import Foundation
+
+/// Uploads: multipart up to `multipartLimit` bytes (inclusive), resumable above.
+///
+/// Contracts:
+/// - Every upload checks the `md5Checksum` in Drive's final answer against the md5 of the source;
+///   a difference throws `DriveError.checksumMismatch` (the file then exists on Drive with wrong
+///   content: the caller decides whether to upload again or trash it).
+/// - Multipart creates carry a pooled ID and are retried whole (a lost answer → 409 → the file is
+///   fetched). Resumable uploads are never replayed blindly: after any failure the client asks the
+///   server what it holds (`PUT`, `Content-Range: bytes */N`) and continues from there; a session
+///   that is gone (404/410) starts over, at most twice.
+/// - With a `sessionFile`, the session is persisted after initiation and after every chunk, and
+///   removed on success, so another process can finish the upload with `resumeUpload(from:)`.
+extension DriveAPI {
+    public func createFile(name: String, parent: String, mimeType: String? = nil, source: UploadSource,
+                           modifiedTime: Int64? = nil, sessionFile: String? = nil) throws -> DriveFile {
+        let prepared = try PreparedSource(source)
+        let id = try idPool.next(self)
+        let metadata = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: id)
+        let method = "files.create.upload"
+        let file: DriveFile
+        if prepared.size <= multipartLimit {
+            let content = try prepared.readAll()
+            file = try createWithID(id, method: method) {
+                multipartRequest(method: "POST", path: "files", metadata: metadata, content: content, contentType: mimeType)
+            }
+        } else {
+            var session = try newSession(prepared, fileId: id, isUpdate: false, metadata: metadata, contentType: mimeType, method: method)
+            file = try runResumable(&session, prepared: prepared, sessionFile: sessionFile, probeFirst: false)
+        }
+        return try verified(file, md5: prepared.md5)
+    }
+
+    /// New content (and optionally new metadata) for an existing file.
+    public func updateContent(_ id: String, source: UploadSource, mimeType: String? = nil, name: String? = nil,
+                              modifiedTime: Int64? = nil, sessionFile: String? = nil) throws -> DriveFile {
+        let prepared = try PreparedSource(source)
+        let metadata = Self.metadata(name: name, parents: nil, mimeType: mimeType, modifiedTime: modifiedTime)
+        let method = "files.update.upload"
+        let file: DriveFile
+        if prepared.size <= multipartLimit {
+            let content = try prepared.readAll()
+            let request = multipartRequest(method: "PATCH", path: Self.filePath(id), metadata: metadata, content: content, contentType: mimeType)
+            file = try decode(DriveFile.self, try executor.execute(method, request), method)
+        } else {
+            var session = try newSession(prepared, fileId: id, isUpdate: true, metadata: metadata, contentType: mimeType, method: method)
+            file = try runResumable(&session, prepared: prepared, sessionFile: sessionFile, probeFirst: false)
+        }
+        return try verified(file, md5: prepared.md5)
+    }
+
+    /// Starts a resumable upload of a file without sending content: initiates the session and
+    /// persists it to `sessionFile`. `resumeUpload(from:)` (in this process or another) sends it.
+    /// For a create, the file gets a pooled ID (`session.fileId`); for an update pass `updating`.
+    public func beginUpload(name: String?, parent: String?, mimeType: String? = nil, path: String, modifiedTime: Int64? = nil,
+                            updating fileID: String? = nil, sessionFile: String) throws -> ResumableUploadSession {
+        let prepared = try PreparedSource(.file(path: path))
+        let isUpdate = fileID != nil
+        let id = try fileID ?? idPool.next(self)
+        let metadata = Self.metadata(name: name, parents: isUpdate ? nil : parent.map { [$0] }, mimeType: mimeType,
+                                     modifiedTime: modifiedTime, id: isUpdate ? nil : id)
+        var session = try newSession(prepared, fileId: id, isUpdate: isUpdate, metadata: metadata, contentType: mimeType,
+                                     method: isUpdate ? "files.update.upload" : "files.create.upload")
+        session.sessionURI = try initiate(session)
+        try session.save(to: sessionFile)
+        return session
+    }
+
+    /// Finishes an upload whose session was persisted (possibly by another process): asks the
+    /// server how much it holds and sends the rest. The source must be unchanged (size and mtime).
+    public func resumeUpload(from sessionFile: String) throws -> DriveFile {
+        var session = try ResumableUploadSession.load(from: sessionFile)
+        let (size, mtime) = try PreparedSource.statFile(session.sourcePath)
+        guard size == session.size, session.sourceModifiedNanos == nil || session.sourceModifiedNanos == mtime else {
+            throw ResumableUploadSession.error("\(session.sourcePath) changed since the upload began; start a new upload")
+        }
+        let prepared = PreparedSourceSnapshot.make(path: session.sourcePath, size: size, md5: session.md5, mtime: mtime)
+        let file = try runResumable(&session, prepared: prepared, sessionFile: sessionFile, probeFirst: true)
+        return try verified(file, md5: session.md5)
+    }
+
+    // MARK: - Multipart
+
+    func multipartRequest(method: String, path: String, metadata: [String: Any], content: [UInt8], contentType: String?) -> TransportRequest {
+        let boundary = "drivefs_" + SecureRandom.token(length: 24)
+        let json = (try? JSONSerialization.data(withJSONObject: metadata, options: [.sortedKeys])) ?? Data("{}".utf8)
+        var body: [UInt8] = []
+        body.reserveCapacity(content.count + json.count + 256)
+        body += Array("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
+        body += Array(json)
+        body += Array("\r\n--\(boundary)\r\nContent-Type: \(contentType ?? "application/octet-stream")\r\n\r\n".utf8)
+        body += content
+        body += Array("\r\n--\(boundary)--\r\n".utf8)
+        return TransportRequest(method: method, url: uploadURL(path, [("uploadType", "multipart"), ("fields", DriveFile.fieldMask)]),
+                                headers: [("Content-Type", "multipart/related; boundary=\(boundary)")], body: .bytes(body))
+    }
+
+    // MARK: - Resumable
+
+    func newSession(_ prepared: PreparedSource, fileId: String, isUpdate: Bool, metadata: [String: Any],
+                    contentType: String?, method: String) throws -> ResumableUploadSession {
+        let json = (try? JSONSerialization.data(withJSONObject: metadata, options: [.sortedKeys])) ?? Data("{}".utf8)
+        var path = ""
+        if case .file(let p) = prepared.source { path = p }
+        return ResumableUploadSession(sessionURI: "", sourcePath: path, size: prepared.size, md5: prepared.md5,
+                                      sourceModifiedNanos: prepared.modifiedNanos, confirmedBytes: 0, chunkSize: chunkSize,
+                                      fileId: fileId, isUpdate: isUpdate, metadataJSON: String(decoding: json, as: UTF8.self),
+                                      contentType: contentType ?? "application/octet-stream", method: method)
+    }
+
+    /// Starts a session: POST (create) or PATCH (update) with the metadata → 200 + `Location`.
+    func initiate(_ session: ResumableUploadSession) throws -> String {
+        let path = session.isUpdate ? Self.filePath(session.fileId) : "files"
+        let request = TransportRequest(
+            method: session.isUpdate ? "PATCH" : "POST",
+            url: uploadURL(path, [("uploadType", "resumable"), ("fields", DriveFile.fieldMask)]),
+            headers: Self.jsonHeaders + [("X-Upload-Content-Type", session.contentType),
+                                         ("X-Upload-Content-Length", String(session.size))],
+            body: .bytes(Array(session.metadataJSON.utf8)))
+        let response = try executor.execute(session.method, request)
+        guard let location = response.headers["location"], !location.isEmpty else {
+            throw DriveError.malformedResponse("resumable upload initiation without a Location")
+        }
+        return location
+    }
+
+    enum ChunkOutcome {
+        case progress
+        case done(DriveFile)
+    }
+
+    func runResumable(_ session: inout ResumableUploadSession, prepared: PreparedSource, sessionFile: String?,
+                      probeFirst: Bool) throws -> DriveFile {
+        var restarts = 0
+        var mustProbe = probeFirst && !session.sessionURI.isEmpty
+        func persist(_ s: ResumableUploadSession) throws {
+            guard let sessionFile, !s.sourcePath.isEmpty else { return }
+            try s.save(to: sessionFile)
+        }
+        while true {
+            if session.sessionURI.isEmpty {
+                do {
+                    session.sessionURI = try initiate(session)
+                } catch DriveError.conflict(let info) where restarts > 0 && !session.isUpdate {
+                    // The create landed before the session was lost: the pooled ID is taken by our own file.
+                    _ = info
+                    let file = try getFile(session.fileId)
+                    if let sessionFile { unlink(sessionFile) }
+                    return file
+                }
+                session.confirmedBytes = 0
+                mustProbe = false
+                try persist(session)
+            }
+            do {
+                while true {
+                    let outcome: ChunkOutcome = try executor.retrying(session.method) { attempt in
+                        if attempt > 0 || mustProbe {
+                            mustProbe = false
+                            if case .done(let file) = try probe(&session) { return .done(file) }
+                        }
+                        return try sendChunk(&session, prepared: prepared)
+                    }
+                    switch outcome {
+                    case .done(let file):
+                        if let sessionFile { unlink(sessionFile) }
+                        return file
+                    case .progress:
+                        try persist(session)
+                    }
+                }
+            } catch DriveError.notFound(let info) where restarts < 2 {
+                // The session is gone (expired, or the server forgot it): start over.
+                _ = info
+                restarts += 1
+                session.sessionURI = ""
+                session.confirmedBytes = 0
+            }
+        }
+    }
+
+    /// Sends the next chunk from the confirmed offset.
+    func sendChunk(_ session: inout ResumableUploadSession, prepared: PreparedSource) throws -> ChunkOutcome {
+        let start = session.confirmedBytes
+        let length = min(session.chunkSize, session.size - start)
+        let range = length > 0 ? "bytes \(start)-\(start + length - 1)/\(session.size)" : "bytes */\(session.size)"
+        let request = TransportRequest(method: "PUT", url: session.sessionURI, headers: [("Content-Range", range)],
+                                       body: length > 0 ? prepared.body(offset: start, length: length) : .none)
+        let response = try executor.sendOnce(session.method, request, accept: [308])
+        return try outcome(of: response, session: &session)
+    }
+
+    /// Asks the server how much of the upload it holds.
+    func probe(_ session: inout ResumableUploadSession) throws -> ChunkOutcome {
+        let request = TransportRequest(method: "PUT", url: session.sessionURI, headers: [("Content-Range", "bytes */\(session.size)")])
+        let response = try executor.sendOnce(session.method, request, accept: [308])
+        return try outcome(of: response, session: &session)
+    }
+
+    private func outcome(of response: TransportResponse, session: inout ResumableUploadSession) throws -> ChunkOutcome {
+        if response.status == 308 {
+            // `Range: bytes=0-N` → N+1 bytes held; no Range → nothing held.
+            session.confirmedBytes = Self.confirmedBytes(fromRange: response.headers["range"])
+            guard session.confirmedBytes <= session.size else {
+                throw DriveError.malformedResponse("upload server claims more bytes than were sent")
+            }
+            return .progress
+        }
+        return .done(try decode(DriveFile.self, response, session.method))
+    }
+
+    static func confirmedBytes(fromRange header: String?) -> Int64 {
+        guard let header, let dash = header.lastIndex(of: "-"), let last = Int64(header[header.index(after: dash)...].trimmingCharacters(in: .whitespaces)) else {
+            return 0
+        }
+        return last + 1
+    }
+
+    func verified(_ file: DriveFile, md5: String) throws -> DriveFile {
+        guard let reported = file.md5Checksum else {
+            throw DriveError.checksumMismatch(expected: md5, actual: "(none reported)")
+        }
+        guard reported.lowercased() == md5.lowercased() else {
+            throw DriveError.checksumMismatch(expected: md5, actual: reported)
+        }
+        return file
+    }
+}
+
+/// A `PreparedSource` rebuilt from a persisted session (no second md5 pass).
+enum PreparedSourceSnapshot {
+    static func make(path: String, size: Int64, md5: String, mtime: Int64) -> PreparedSource {
+        PreparedSource(path: path, size: size, md5: md5, modifiedNanos: mtime)
+    }
+}
+
+extension PreparedSource {
+    init(path: String, size: Int64, md5: String, modifiedNanos: Int64?) {
+        self.source = .file(path: path)
+        self.size = size
+        self.md5 = md5
+        self.modifiedNanos = modifiedNanos
+    }
+}

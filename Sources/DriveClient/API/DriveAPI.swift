@@ -1,0 +1,226 @@
+import DriveSupport
+import Foundation
+
+/// Drive v3 operations the filesystem needs, over `DriveRequestExecutor` (which adds the token,
+/// pacing, retries and counters). Blocking; call from the filesystem's threads, never from a Task.
+///
+/// Every call that returns files asks for `DriveFile.fieldMask`. Creates carry an ID from the
+/// `FileIDPool`, so a create whose response was lost and that is retried gets 409 fileIdInUse; the
+/// file that the first attempt made is then fetched and returned: never a duplicate.
+public final class DriveAPI: Sendable {
+    public let executor: DriveRequestExecutor
+    public let endpoints: DriveEndpoints
+    /// Uploads up to this size (inclusive) are multipart; larger ones resumable. Google allows 5 MiB.
+    public let multipartLimit: Int64
+    /// Resumable chunk size: a positive multiple of 256 KiB.
+    public let chunkSize: Int64
+    let idPool: FileIDPool
+
+    public static let chunkGranularity: Int64 = 256 * 1024
+
+    public init(executor: DriveRequestExecutor, endpoints: DriveEndpoints = .google,
+                chunkSize: Int64 = 8 * 1024 * 1024, multipartLimit: Int64 = 5 * 1024 * 1024, idBatchSize: Int = 100) {
+        precondition(chunkSize > 0 && chunkSize % Self.chunkGranularity == 0, "chunk size must be a positive multiple of 256 KiB")
+        self.executor = executor
+        self.endpoints = endpoints
+        self.chunkSize = chunkSize
+        self.multipartLimit = multipartLimit
+        self.idPool = FileIDPool(batchSize: idBatchSize)
+    }
+
+    /// The usual stack: libcurl, a token manager over `grant`, a 10 req/s pacer, default retries.
+    public static func make(grant: any TokenGrant, endpoints: DriveEndpoints = .fromEnvironment(),
+                            caFile: String? = nil, time: any TimeSource = SystemTimeSource()) throws -> DriveAPI {
+        let transport = try CurlTransport(options: CurlTransport.Options(caFile: caFile))
+        let executor = DriveRequestExecutor(transport: transport, tokens: TokenManager(grant: grant, time: time),
+                                            pacer: Pacer(time: time), time: time)
+        return DriveAPI(executor: executor, endpoints: endpoints)
+    }
+
+    // MARK: - Helpers
+
+    func apiURL(_ path: String, _ query: [(String, String?)] = []) -> String {
+        URLBuilder.make(endpoints.driveBase, path, query)
+    }
+
+    func uploadURL(_ path: String, _ query: [(String, String?)] = []) -> String {
+        URLBuilder.make(endpoints.uploadBase, path, query)
+    }
+
+    static func filePath(_ id: String) -> String { "files/" + URLBuilder.encode(id) }
+
+    static let jsonHeaders = [("Content-Type", "application/json; charset=UTF-8")]
+
+    static func jsonBody(_ object: [String: Any]) -> TransportRequest.Body {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return .bytes(Array(data))
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, _ response: TransportResponse, _ what: String) throws -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(response.body))
+        } catch {
+            throw DriveError.malformedResponse("\(what): \(error)")
+        }
+    }
+
+    func jsonObject(_ response: TransportResponse, _ what: String) throws -> [String: Any] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
+            throw DriveError.malformedResponse("\(what): not a JSON object")
+        }
+        return object
+    }
+
+    /// Metadata for a create or update body.
+    static func metadata(name: String?, parents: [String]?, mimeType: String?, modifiedTime: Int64?, id: String? = nil) -> [String: Any] {
+        var object: [String: Any] = [:]
+        if let id { object["id"] = id }
+        if let name { object["name"] = name }
+        if let parents { object["parents"] = parents }
+        if let mimeType { object["mimeType"] = mimeType }
+        if let modifiedTime { object["modifiedTime"] = RFC3339.format(millis: modifiedTime) }
+        return object
+    }
+
+    // MARK: - Metadata
+
+    public func about() throws -> DriveAbout {
+        let response = try executor.execute("about.get", TransportRequest(method: "GET", url: apiURL("about", [("fields", DriveAbout.fieldMask)])))
+        let object = try jsonObject(response, "about")
+        func int64(_ v: Any?) -> Int64? { (v as? String).flatMap { Int64($0) } ?? (v as? NSNumber)?.int64Value }
+        let user = object["user"] as? [String: Any] ?? [:]
+        let quota = object["storageQuota"] as? [String: Any] ?? [:]
+        return DriveAbout(displayName: user["displayName"] as? String, emailAddress: user["emailAddress"] as? String,
+                          permissionId: user["permissionId"] as? String, storageLimit: int64(quota["limit"]),
+                          storageUsage: int64(quota["usage"]), usageInDrive: int64(quota["usageInDrive"]),
+                          usageInDriveTrash: int64(quota["usageInDriveTrash"]), maxUploadSize: int64(object["maxUploadSize"]),
+                          exportFormats: object["exportFormats"] as? [String: [String]] ?? [:])
+    }
+
+    /// files.get (metadata). `id` may be `root`.
+    public func getFile(_ id: String) throws -> DriveFile {
+        let response = try executor.execute("files.get", TransportRequest(method: "GET", url: apiURL(Self.filePath(id), [("fields", DriveFile.fieldMask)])))
+        return try decode(DriveFile.self, response, "files.get")
+    }
+
+    public func createFolder(name: String, parent: String, modifiedTime: Int64? = nil) throws -> DriveFile {
+        let id = try idPool.next(self)
+        let body = Self.metadata(name: name, parents: [parent], mimeType: DriveFile.folderMimeType, modifiedTime: modifiedTime, id: id)
+        return try createWithID(id, method: "files.create") {
+            TransportRequest(method: "POST", url: apiURL("files", [("fields", DriveFile.fieldMask)]), headers: Self.jsonHeaders, body: Self.jsonBody(body))
+        }
+    }
+
+    /// A file without content (metadata-only create), e.g. a Google Doc (`application/vnd.google-apps.document`)
+    /// or an empty placeholder.
+    public func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64? = nil) throws -> DriveFile {
+        let id = try idPool.next(self)
+        let body = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: id)
+        return try createWithID(id, method: "files.create") {
+            TransportRequest(method: "POST", url: apiURL("files", [("fields", DriveFile.fieldMask)]), headers: Self.jsonHeaders, body: Self.jsonBody(body))
+        }
+    }
+
+    /// files.update (metadata only): rename, change MIME type, set modifiedTime.
+    public func updateMetadata(_ id: String, name: String? = nil, mimeType: String? = nil, modifiedTime: Int64? = nil) throws -> DriveFile {
+        try patch(id, Self.metadata(name: name, parents: nil, mimeType: mimeType, modifiedTime: modifiedTime), query: [])
+    }
+
+    public func setModifiedTime(_ id: String, millis: Int64) throws -> DriveFile {
+        try updateMetadata(id, modifiedTime: millis)
+    }
+
+    /// Moves (one parent: add the new, remove the old) and optionally renames in the same request.
+    public func move(_ id: String, addParent: String, removeParent: String?, newName: String? = nil) throws -> DriveFile {
+        try patch(id, Self.metadata(name: newName, parents: nil, mimeType: nil, modifiedTime: nil),
+                  query: [("addParents", addParent), ("removeParents", removeParent)])
+    }
+
+    /// files.update `{"trashed": true}` (v3 has no trash method). Only the owner may trash.
+    public func trash(_ id: String) throws -> DriveFile { try patch(id, ["trashed": true], query: []) }
+
+    public func untrash(_ id: String) throws -> DriveFile { try patch(id, ["trashed": false], query: []) }
+
+    private func patch(_ id: String, _ body: [String: Any], query: [(String, String?)]) throws -> DriveFile {
+        let url = apiURL(Self.filePath(id), query + [("fields", DriveFile.fieldMask)])
+        let response = try executor.execute("files.update", TransportRequest(method: "PATCH", url: url, headers: Self.jsonHeaders, body: Self.jsonBody(body)))
+        return try decode(DriveFile.self, response, "files.update")
+    }
+
+    /// Permanent delete, skipping the trash. A retried delete whose first attempt landed gets 404:
+    /// that counts as success.
+    public func delete(_ id: String) throws {
+        var attempted = false
+        do {
+            _ = try executor.execute("files.delete") { attempt in
+                attempted = attempt > 0
+                return TransportRequest(method: "DELETE", url: apiURL(Self.filePath(id)))
+            }
+        } catch DriveError.notFound(let info) {
+            if !attempted { throw DriveError.notFound(info) }
+        }
+    }
+
+    public func emptyTrash() throws {
+        _ = try executor.execute("files.emptyTrash", TransportRequest(method: "DELETE", url: apiURL("files/trash")))
+    }
+
+    /// files.generateIds (1...1000).
+    public func generateIds(count: Int) throws -> [String] {
+        let n = max(1, min(1000, count))
+        let response = try executor.execute("files.generateIds", TransportRequest(method: "GET", url: apiURL("files/generateIds", [("count", String(n)), ("space", "drive")])))
+        guard let ids = try jsonObject(response, "files.generateIds")["ids"] as? [String], !ids.isEmpty else {
+            throw DriveError.malformedResponse("files.generateIds: no ids")
+        }
+        return ids
+    }
+
+    // MARK: - Changes
+
+    public func changesStartPageToken() throws -> String {
+        let response = try executor.execute("changes.getStartPageToken", TransportRequest(method: "GET", url: apiURL("changes/startPageToken")))
+        guard let token = try jsonObject(response, "changes.getStartPageToken")["startPageToken"] as? String else {
+            throw DriveError.malformedResponse("changes.getStartPageToken: no startPageToken")
+        }
+        return token
+    }
+
+    public func changes(pageToken: String, pageSize: Int = 1000) throws -> DriveChangePage {
+        let fields = "nextPageToken,newStartPageToken,changes(fileId,removed,time,file(\(DriveFile.fieldMask)))"
+        let url = apiURL("changes", [("pageToken", pageToken), ("pageSize", String(pageSize)), ("includeRemoved", "true"), ("fields", fields)])
+        let response = try executor.execute("changes.list", TransportRequest(method: "GET", url: url))
+        struct Wire: Decodable {
+            struct Change: Decodable { var fileId: String?; var removed: Bool?; var time: String?; var file: DriveFile? }
+            var changes: [Change]?
+            var nextPageToken: String?
+            var newStartPageToken: String?
+        }
+        let wire = try decode(Wire.self, response, "changes.list")
+        let changes = (wire.changes ?? []).compactMap { c -> DriveChange? in
+            guard let id = c.fileId ?? c.file?.id else { return nil }
+            return DriveChange(fileId: id, removed: c.removed ?? false, time: c.time.flatMap { RFC3339.parseMillis($0) }, file: c.file)
+        }
+        guard wire.nextPageToken != nil || wire.newStartPageToken != nil else {
+            throw DriveError.malformedResponse("changes.list: neither nextPageToken nor newStartPageToken")
+        }
+        return DriveChangePage(changes: changes, nextPageToken: wire.nextPageToken, newStartPageToken: wire.newStartPageToken)
+    }
+
+    // MARK: - Creates with pooled IDs
+
+    /// Sends a create that carries `id`. If a retry meets 409 fileIdInUse, an earlier attempt landed
+    /// although its answer was lost: fetch and return that file.
+    func createWithID(_ id: String, method: String, _ makeRequest: () -> TransportRequest) throws -> DriveFile {
+        var retried = false
+        do {
+            let response = try executor.execute(method) { attempt in
+                retried = attempt > 0
+                return makeRequest()
+            }
+            return try decode(DriveFile.self, response, method)
+        } catch DriveError.conflict(let info) where retried {
+            _ = info
+            return try getFile(id)
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import DriveSupport
+import Foundation
+
+/// A Drive file or folder, with the fields the filesystem needs.
+/// Decoded from Drive's JSON: int64s arrive as strings (`size`, `version`), times as RFC 3339 and
+/// are kept as integer milliseconds since the epoch.
+public struct DriveFile: Codable, Sendable, Equatable {
+    public var id: String
+    public var name: String
+    public var mimeType: String
+    public var parents: [String]
+    /// Absent for folders, shortcuts and (sometimes) Google Workspace files.
+    public var size: Int64?
+    public var md5Checksum: String?
+    public var modifiedTime: Int64?
+    public var createdTime: Int64?
+    public var trashed: Bool
+    public var version: Int64?
+    public var headRevisionId: String?
+    public var shortcutDetails: ShortcutDetails?
+    public var exportLinks: [String: String]?
+    public var capabilities: Capabilities?
+
+    public struct ShortcutDetails: Codable, Sendable, Equatable {
+        public var targetId: String
+        public var targetMimeType: String?
+    }
+
+    /// The subset of `capabilities` the filesystem uses for permissions.
+    public struct Capabilities: Codable, Sendable, Equatable {
+        public var canEdit: Bool?
+        public var canDownload: Bool?
+        public var canAddChildren: Bool?
+        public var canListChildren: Bool?
+        public var canRename: Bool?
+        public var canTrash: Bool?
+        public var canDelete: Bool?
+    }
+
+    public static let folderMimeType = "application/vnd.google-apps.folder"
+    public static let shortcutMimeType = "application/vnd.google-apps.shortcut"
+
+    public var isFolder: Bool { mimeType == Self.folderMimeType }
+    public var isShortcut: Bool { mimeType == Self.shortcutMimeType }
+    /// Docs, Sheets, Slides...: no bytes, export only. (Folders and shortcuts are not counted.)
+    public var isGoogleWorkspaceDocument: Bool {
+        mimeType.hasPrefix("application/vnd.google-apps.") && !isFolder && !isShortcut
+    }
+
+    /// The `fields` mask that fills this struct.
+    public static let fieldMask = "id,name,mimeType,parents,size,md5Checksum,modifiedTime,createdTime,trashed,version,"
+        + "headRevisionId,shortcutDetails,exportLinks,"
+        + "capabilities(canEdit,canDownload,canAddChildren,canListChildren,canRename,canTrash,canDelete)"
+
+    public init(id: String, name: String, mimeType: String, parents: [String] = [], size: Int64? = nil,
+                md5Checksum: String? = nil, modifiedTime: Int64? = nil, createdTime: Int64? = nil, trashed: Bool = false,
+                version: Int64? = nil, headRevisionId: String? = nil, shortcutDetails: ShortcutDetails? = nil,
+                exportLinks: [String: String]? = nil, capabilities: Capabilities? = nil) {
+        self.id = id; self.name = name; self.mimeType = mimeType; self.parents = parents; self.size = size
+        self.md5Checksum = md5Checksum; self.modifiedTime = modifiedTime; self.createdTime = createdTime
+        self.trashed = trashed; self.version = version; self.headRevisionId = headRevisionId
+        self.shortcutDetails = shortcutDetails; self.exportLinks = exportLinks; self.capabilities = capabilities
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, mimeType, parents, size, md5Checksum, modifiedTime, createdTime, trashed, version
+        case headRevisionId, shortcutDetails, exportLinks, capabilities
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        name = try c.decodeIfPresent(String.self, forKey: .name) ?? ""
+        mimeType = try c.decodeIfPresent(String.self, forKey: .mimeType) ?? "application/octet-stream"
+        parents = try c.decodeIfPresent([String].self, forKey: .parents) ?? []
+        size = try Self.int64(c, .size)
+        md5Checksum = try c.decodeIfPresent(String.self, forKey: .md5Checksum)
+        modifiedTime = try Self.time(c, .modifiedTime)
+        createdTime = try Self.time(c, .createdTime)
+        trashed = try c.decodeIfPresent(Bool.self, forKey: .trashed) ?? false
+        version = try Self.int64(c, .version)
+        headRevisionId = try c.decodeIfPresent(String.self, forKey: .headRevisionId)
+        shortcutDetails = try c.decodeIfPresent(ShortcutDetails.self, forKey: .shortcutDetails)
+        exportLinks = try c.decodeIfPresent([String: String].self, forKey: .exportLinks)
+        capabilities = try c.decodeIfPresent(Capabilities.self, forKey: .capabilities)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(name, forKey: .name)
+        try c.encode(mimeType, forKey: .mimeType)
+        try c.encode(parents, forKey: .parents)
+        try c.encodeIfPresent(size.map(String.init), forKey: .size)
+        try c.encodeIfPresent(md5Checksum, forKey: .md5Checksum)
+        try c.encodeIfPresent(modifiedTime.map { RFC3339.format(millis: $0) }, forKey: .modifiedTime)
+        try c.encodeIfPresent(createdTime.map { RFC3339.format(millis: $0) }, forKey: .createdTime)
+        try c.encode(trashed, forKey: .trashed)
+        try c.encodeIfPresent(version.map(String.init), forKey: .version)
+        try c.encodeIfPresent(headRevisionId, forKey: .headRevisionId)
+        try c.encodeIfPresent(shortcutDetails, forKey: .shortcutDetails)
+        try c.encodeIfPresent(exportLinks, forKey: .exportLinks)
+        try c.encodeIfPresent(capabilities, forKey: .capabilities)
+    }
+
+    /// int64 as Drive sends it (a JSON string), tolerating a bare number.
+    private static func int64(_ c: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> Int64? {
+        if let text = try? c.decodeIfPresent(String.self, forKey: key) {
+            guard let value = Int64(text) else {
+                throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "not an int64: \(text)")
+            }
+            return value
+        }
+        return try c.decodeIfPresent(Int64.self, forKey: key)
+    }
+
+    private static func time(_ c: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> Int64? {
+        guard let text = try c.decodeIfPresent(String.self, forKey: key) else { return nil }
+        guard let millis = RFC3339.parseMillis(text) else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "not an RFC 3339 time: \(text)")
+        }
+        return millis
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// about.get: who is logged in and how much room is left.
+public struct DriveAbout: Sendable, Equatable {
+    public var displayName: String?
+    public var emailAddress: String?
+    public var permissionId: String?
+    /// nil for unlimited storage.
+    public var storageLimit: Int64?
+    public var storageUsage: Int64?
+    public var usageInDrive: Int64?
+    public var usageInDriveTrash: Int64?
+    public var maxUploadSize: Int64?
+    /// Google Workspace MIME type → the MIME types it can be exported to.
+    public var exportFormats: [String: [String]]
+
+    public static let fieldMask = "user(displayName,emailAddress,permissionId),storageQuota,maxUploadSize,exportFormats"
+}
+
+/// One page of files.list.
+public struct DriveFileListPage: Sendable, Equatable {
+    public var files: [DriveFile]
+    public var nextPageToken: String?
+    public var incompleteSearch: Bool
+}
+
+/// One entry of the change log: the file's current state, or a tombstone (`removed`, no `file`)
+/// for deletion or loss of access.
+public struct DriveChange: Sendable, Equatable {
+    public var fileId: String
+    public var removed: Bool
+    public var time: Int64?
+    public var file: DriveFile?
+}
+
+/// One page of changes.list: exactly one of `nextPageToken` (more to read now) and
+/// `newStartPageToken` (caught up: poll from there later) is set.
+public struct DriveChangePage: Sendable, Equatable {
+    public var changes: [DriveChange]
+    public var nextPageToken: String?
+    public var newStartPageToken: String?
+}

@@ -1,0 +1,24 @@
+import Foundation
+
+/// Building `q` for files.list safely.
+public enum DriveQuery {
+    /// A string literal for `q`: single-quoted, with `\` → `\\` and `'` → `\'`.
+    public static func quote(_ value: String) -> String {
+        "'" + escape(value) + "'"
+    }
+
+    /// `\` → `\\`, `'` → `\'` (the backslash first).
+    public static func escape(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
+    }
+
+    /// `'<id>' in parents and trashed = false`
+    public static func children(of folderID: String) -> String {
+        "\(quote(folderID)) in parents and trashed = false"
+    }
+
+    /// Exact-name lookup in a folder. Drive compares names case-insensitively: filter the result by exact case.
+    public static func child(named name: String, in folderID: String) -> String {
+        "name = \(quote(name)) and \(quote(folderID)) in parents and trashed = false"
+    }
+}

@@ -1,0 +1,86 @@
+import DriveSupport
+import Foundation
+
+/// What an upload sends: bytes in memory, or a file read as it is sent (never loaded whole unless
+/// it is small enough for a multipart upload).
+public enum UploadSource: Sendable {
+    case bytes([UInt8])
+    case file(path: String)
+}
+
+/// A source with its size and md5, measured before sending. The md5 is computed by one streaming
+/// pass (1 MiB at a time); the file must not change while it is uploaded (a persisted session
+/// checks size and mtime before resuming).
+struct PreparedSource {
+    let source: UploadSource
+    let size: Int64
+    let md5: String
+    let modifiedNanos: Int64?
+
+    init(_ source: UploadSource) throws {
+        self.source = source
+        switch source {
+        case .bytes(let bytes):
+            size = Int64(bytes.count)
+            md5 = Digest.hex(.md5, of: bytes)
+            modifiedNanos = nil
+        case .file(let path):
+            let (size, mtime) = try Self.statFile(path)
+            self.size = size
+            self.modifiedNanos = mtime
+            self.md5 = try Self.md5(path: path, size: size)
+        }
+    }
+
+    static func statFile(_ path: String) throws -> (size: Int64, mtimeNanos: Int64) {
+        var info = Foundation.stat()
+        guard fstatat(AT_FDCWD, path, &info, 0) == 0 else {
+            throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceUnreadable",
+                                                             message: "cannot read \(path): \(String(cString: strerror(errno)))"))
+        }
+        return (Int64(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    }
+
+    static func md5(path: String, size: Int64) throws -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceUnreadable",
+                                                             message: "cannot open \(path): \(String(cString: strerror(errno)))"))
+        }
+        defer { close(fd) }
+        var digest = Digest(.md5)
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var total: Int64 = 0
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceUnreadable", message: "cannot read \(path)")) }
+            if n == 0 { break }
+            buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            total += Int64(n)
+        }
+        guard total == size else {
+            throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceChanged", message: "\(path) changed while it was read"))
+        }
+        return digest.hexDigest()
+    }
+
+    /// The whole content (multipart uploads only: at most the multipart limit).
+    func readAll() throws -> [UInt8] {
+        switch source {
+        case .bytes(let bytes): return bytes
+        case .file(let path):
+            guard let data = FileManager.default.contents(atPath: path), Int64(data.count) == size else {
+                throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceChanged", message: "\(path) changed while it was read"))
+            }
+            return Array(data)
+        }
+    }
+
+    /// Bytes `[offset, offset + length)` as a request body (streamed from disk for files).
+    func body(offset: Int64, length: Int64) -> TransportRequest.Body {
+        switch source {
+        case .bytes(let bytes): return .bytes(Array(bytes[Int(offset)..<Int(offset + length)]))
+        case .file(let path): return .file(path: path, offset: offset, length: length)
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import DriveSupport
+import Foundation
+
+/// The change feed: every create, update (content or metadata), move, trash, untrash and delete
+/// gets the next token; Drive keeps one entry per file (the newest), oldest first; an entry shows
+/// the file as it is now, a deleted file is a tombstone (`removed: true`, no `file`).
+/// Page tokens are small decimal strings; the start page token is the next token to be handed out.
+extension DriveService {
+    func changesStartPageToken(_ r: HTTPRequest) throws -> HTTPResponse {
+        let sel = try selection(r, DriveSchema.startPageToken, defaults: nil)
+        if let driveId = r.param("driveId") ?? r.param("teamDriveId"), !driveId.isEmpty { throw DriveService.sharedDriveNotFound(driveId) }
+        let token = store.read { $0.data.changeCounter + 1 }
+        return respond(200, ["kind": "drive#startPageToken", "startPageToken": String(token)], sel)
+    }
+
+    func changesList(_ r: HTTPRequest) throws -> HTTPResponse {
+        let defaults = try! FieldSelection.parse(
+            "kind,nextPageToken,newStartPageToken,changes(kind,changeType,type,time,removed,fileId,file(kind,id,name,mimeType,resourceKey))")
+        let sel = try selection(r, DriveSchema.changeList, defaults: defaults)
+        guard let tokenText = r.param("pageToken"), !tokenText.isEmpty else { throw GoogleError.required("pageToken") }
+        var pageSize = 100
+        if let n = try intParam(r, "pageSize") {
+            guard n > 0 else { throw GoogleError.invalidValue(location: "pageSize") }
+            pageSize = min(n, 1000)
+        }
+        let includeRemoved = try boolParam(r, "includeRemoved", default: true)
+        _ = try boolParam(r, "restrictToMyDrive", default: false)
+        if let driveId = r.param("driveId") ?? r.param("teamDriveId"), !driveId.isEmpty { throw DriveService.sharedDriveNotFound(driveId) }
+        let spaces = Set((r.param("spaces") ?? "drive").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        guard spaces.isSubset(of: ["drive", "appDataFolder", "photos"]), !spaces.isEmpty else { throw GoogleError.invalidValue(location: "spaces") }
+
+        let (entries, next, newStart, rootId) = try store.read { s -> ([(ChangeRecord, DriveItem?)], Int64?, Int64, String) in
+            guard let token = Int64(tokenText), token >= 1, token <= s.data.changeCounter + 1 else {
+                throw GoogleError.invalidValue(location: "pageToken")
+            }
+            let pending = s.data.changes.values
+                .filter { $0.token >= token && (includeRemoved || !$0.removed) && spaces.contains("drive") }
+                .sorted { $0.token < $1.token }
+            let page = pending.prefix(pageSize).map { ($0, $0.removed ? nil : s.data.items[$0.fileId]) }
+            let next = pending.count > pageSize ? pending[pageSize].token : nil
+            return (page, next, s.data.changeCounter + 1, s.rootId)
+        }
+        let res = resource(r, rootId: rootId)
+        let changes: [[String: Any]] = entries.map { record, item in
+            var c: [String: Any] = ["kind": "drive#change", "changeType": "file", "type": "file", "fileId": record.fileId,
+                                    "time": RFC3339.format(millis: record.time), "removed": record.removed || item == nil]
+            if let item { c["file"] = res.render(item) }
+            return c
+        }
+        var body: [String: Any] = ["kind": "drive#changeList", "changes": changes]
+        if let next { body["nextPageToken"] = String(next) } else { body["newStartPageToken"] = String(newStart) }
+        return respond(200, body, sel)
+    }
+}

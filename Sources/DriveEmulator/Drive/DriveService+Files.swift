@@ -1,0 +1,285 @@
+import DriveSupport
+import Foundation
+
+/// Content received for a create or update, already on disk under `tmp/` with its checksums.
+struct StagedContent {
+    var tempPath: String
+    var summary: ContentSummary
+    /// The media's own Content-Type, when the client sent a meaningful one.
+    var contentType: String?
+}
+
+extension DriveService {
+    // MARK: files.get
+
+    func filesGet(_ r: HTTPRequest) throws -> HTTPResponse {
+        let id = DriveService.fileId(r)
+        let sel = try selection(r, DriveSchema.file, defaults: FileResource.defaultFields)
+        let (item, rootId) = try store.read { s -> (DriveItem, String) in
+            guard let item = s.item(id) else { throw GoogleError.notFound(id) }
+            return (item, s.rootId)
+        }
+        return respond(200, resource(r, rootId: rootId).render(item), sel)
+    }
+
+    // MARK: files.create (metadata only)
+
+    func filesCreate(_ r: HTTPRequest) throws -> HTTPResponse {
+        let sel = try selection(r, DriveSchema.file, defaults: FileResource.defaultFields)
+        let patch = try MetadataPatch(try jsonBody(r), mode: .create)
+        let item = try createItem(patch, content: nil)
+        return respond(200, resource(r, rootId: rootFolderId).render(item), sel)
+    }
+
+    /// Creates an item from validated metadata and (optionally) staged content, which it adopts.
+    func createItem(_ patch: MetadataPatch, content: StagedContent?) throws -> DriveItem {
+        let name = patch.name ?? "Untitled"
+        var mime = patch.mimeType ?? ""
+        if mime.isEmpty {
+            if let t = content?.contentType, !t.isEmpty, t != "application/octet-stream" { mime = t }
+            else { mime = ExportFormats.mimeType(forName: name) }
+        }
+        if content != nil, mime == DriveMime.folder || mime == DriveMime.shortcut {
+            throw GoogleError.badRequest("Folders and shortcuts cannot have content.")
+        }
+        if content != nil, DriveMime.isWorkspace(mime), let t = content?.contentType, !t.hasPrefix("text/"),
+           !(ExportFormats.imports[t] ?? []).contains(mime) {
+            throw GoogleError(400, reason: "conversionUnsupportedConversionPath",
+                              message: "Conversion of the uploaded content to the requested output type is not supported.")
+        }
+        if mime == DriveMime.shortcut, patch.shortcutTargetId == nil {
+            throw GoogleError.required("shortcutDetails.targetId", message: "Shortcut target ID is required.")
+        }
+        // Blobs and Workspace files always own a content file (empty when created from metadata).
+        var staged = content
+        if staged == nil, mime != DriveMime.folder, mime != DriveMime.shortcut {
+            let path = store.newTempPath()
+            let w = try ContentWriter(path: path)
+            staged = StagedContent(tempPath: path, summary: w.finish(), contentType: nil)
+        }
+        let contentName = try staged.map { try store.adoptContent(tempPath: $0.tempPath) }
+        do {
+            return try store.mutate { s in
+                guard (patch.parents?.count ?? 0) <= 1 else { throw GoogleError.cannotAddParent }
+                let parentRaw = patch.parents?.first ?? "root"
+                guard let parent = s.item(parentRaw) else { throw GoogleError.notFound(parentRaw) }
+                guard parent.isFolder else { throw GoogleError.badRequest("The specified parent is not a folder.") }
+                var id = DriveIDs.newFileID()
+                if let wanted = patch.id {
+                    if s.data.items[wanted] != nil { throw GoogleError.fileIdInUse }
+                    guard s.data.issuedIds.contains(wanted) else {
+                        throw GoogleError(400, reason: "invalid", message: "The provided file ID is not usable.",
+                                          location: "file.id", locationType: "other")
+                    }
+                    id = wanted
+                }
+                var targetMime: String?
+                if let target = patch.shortcutTargetId {
+                    guard let t = s.item(target) else { throw GoogleError.notFound(target) }
+                    targetMime = t.mimeType
+                }
+                var item = DriveItem(id: id, name: name, mimeType: mime, parent: parent.id, createdTime: s.now, modifiedTime: s.now)
+                patch.applySimple(to: &item)
+                if patch.name == nil, let target = patch.shortcutTargetId, let t = s.item(target) { item.name = t.name }
+                item.explicitlyTrashed = patch.trashed ?? false
+                item.trashed = item.explicitlyTrashed || parent.trashed
+                if mime == DriveMime.shortcut {
+                    item.shortcutTargetId = patch.shortcutTargetId
+                    item.shortcutTargetMimeType = targetMime
+                }
+                if let staged, let contentName {
+                    item.contentFile = contentName
+                    if item.isBlob {
+                        item.size = staged.summary.size
+                        item.md5 = staged.summary.md5
+                        item.sha1 = staged.summary.sha1
+                        item.sha256 = staged.summary.sha256
+                        item.headRevisionId = DriveIDs.newRevisionID()
+                        if item.originalFilename == nil { item.originalFilename = item.name }
+                    }
+                }
+                item.seq = s.nextSeq()
+                if patch.id != nil { s.consume(id) }
+                s.put(item)
+                return item
+            }
+        } catch {
+            store.removeContent(contentName)
+            throw error
+        }
+    }
+
+    // MARK: files.update (metadata)
+
+    func filesUpdate(_ r: HTTPRequest) throws -> HTTPResponse {
+        let sel = try selection(r, DriveSchema.file, defaults: FileResource.defaultFields)
+        let patch = try MetadataPatch(try jsonBody(r), mode: .update)
+        let item = try updateItem(DriveService.fileId(r), patch, addParents: r.param("addParents"),
+                                  removeParents: r.param("removeParents"), content: nil)
+        return respond(200, resource(r, rootId: rootFolderId).render(item), sel)
+    }
+
+    static func idList(_ text: String?) -> [String] {
+        (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// Applies a metadata patch, `addParents`/`removeParents` and optionally new content (a new revision).
+    func updateItem(_ rawId: String, _ patch: MetadataPatch, addParents addText: String?, removeParents removeText: String?,
+                    content: StagedContent?) throws -> DriveItem {
+        let addParents = DriveService.idList(addText)
+        let removeParents = DriveService.idList(removeText)
+        let contentName = try content.map { try store.adoptContent(tempPath: $0.tempPath) }
+        var oldContent: String?
+        do {
+            let item = try store.mutate { s -> DriveItem in
+                guard var item = s.item(rawId) else { throw GoogleError.notFound(rawId) }
+                let isRoot = item.id == s.rootId
+                if isRoot, patch.name != nil || patch.trashed != nil || !addParents.isEmpty || !removeParents.isEmpty || content != nil {
+                    throw GoogleError.insufficientFilePermissions(item.id)
+                }
+                // Moves: exactly one parent before and after.
+                var newParent = item.parent
+                if !addParents.isEmpty || !removeParents.isEmpty {
+                    let adds = addParents.map { s.resolve($0) }
+                    let removes = Set(removeParents.map { s.resolve($0) })
+                    guard adds.count <= 1 else { throw GoogleError.cannotAddParent }
+                    if let add = adds.first, add != item.parent {
+                        guard let p = item.parent, removes.contains(p) else { throw GoogleError.cannotAddParent }
+                        guard let target = s.data.items[add] else { throw GoogleError.notFound(addParents[0]) }
+                        guard target.isFolder else { throw GoogleError.badRequest("The specified parent is not a folder.") }
+                        if add == item.id || s.descendants(of: item.id).contains(add) {
+                            throw GoogleError.badRequest("A folder cannot be moved into itself or one of its descendants.")
+                        }
+                        newParent = add
+                    } else if adds.isEmpty, let p = item.parent, removes.contains(p) {
+                        throw GoogleError.badRequest("A file must have exactly one parent.")
+                    }
+                }
+                if let mime = patch.mimeType, mime != item.mimeType,
+                   item.isFolder || mime == DriveMime.folder || item.isShortcut || mime == DriveMime.shortcut || DriveMime.isWorkspace(mime) != item.isWorkspace {
+                    throw GoogleError.badRequest("The mimeType of this item cannot be changed to \(mime).")
+                }
+                if content != nil, item.isFolder || item.isShortcut {
+                    throw GoogleError.badRequest("Folders and shortcuts cannot have content.")
+                }
+                // Validation done: mutate.
+                let moved = newParent != item.parent
+                patch.applySimple(to: &item)
+                if let mime = patch.mimeType { item.mimeType = mime }
+                item.parent = newParent
+                let wasTrashed = item.trashed
+                if let t = patch.trashed { item.explicitlyTrashed = t }
+                let parentTrashed = newParent.flatMap { s.data.items[$0]?.trashed } ?? false
+                item.trashed = item.explicitlyTrashed || parentTrashed
+                if let content, let contentName {
+                    oldContent = item.contentFile
+                    item.contentFile = contentName
+                    if item.isBlob {
+                        item.size = content.summary.size
+                        item.md5 = content.summary.md5
+                        item.sha1 = content.summary.sha1
+                        item.sha256 = content.summary.sha256
+                        item.headRevisionId = DriveIDs.newRevisionID()
+                    }
+                    if patch.modifiedTime == nil { item.modifiedTime = s.now }
+                }
+                s.put(item)
+                if moved || wasTrashed != item.trashed { s.propagateTrash(below: item.id) }
+                return s.data.items[item.id]!
+            }
+            store.removeContent(oldContent)
+            return item
+        } catch {
+            store.removeContent(contentName)
+            throw error
+        }
+    }
+
+    // MARK: files.delete, files.emptyTrash
+
+    func filesDelete(_ r: HTTPRequest) throws -> HTTPResponse {
+        let id = DriveService.fileId(r)
+        let contents = try store.mutate { s -> [String] in
+            guard let item = s.item(id) else { throw GoogleError.notFound(id) }
+            guard item.id != s.rootId else { throw GoogleError.insufficientFilePermissions(item.id) }
+            return removeTree(item.id, &s)
+        }
+        contents.forEach { store.removeContent($0) }
+        return HTTPResponse(status: 204)
+    }
+
+    /// Removes an item and everything below it; returns the content files to delete after the commit.
+    private func removeTree(_ id: String, _ s: inout MetadataState) -> [String] {
+        let ids = [id] + s.descendants(of: id)
+        var contents: [String] = []
+        for victim in ids.reversed() {
+            if let c = s.data.items[victim]?.contentFile { contents.append(c) }
+            s.remove(victim)
+        }
+        return contents
+    }
+
+    func filesEmptyTrash(_ r: HTTPRequest) throws -> HTTPResponse {
+        if let driveId = r.param("driveId"), !driveId.isEmpty { throw DriveService.sharedDriveNotFound(driveId) }
+        let contents = store.mutate { s -> [String] in
+            // Top-most trashed items; their subtrees go with them.
+            let tops = s.data.items.values.filter { item in
+                item.trashed && !(item.parent.flatMap { s.data.items[$0]?.trashed } ?? false)
+            }.map(\.id)
+            return tops.flatMap { removeTree($0, &s) }
+        }
+        contents.forEach { store.removeContent($0) }
+        return HTTPResponse(status: 204)
+    }
+
+    static func sharedDriveNotFound(_ id: String) -> GoogleError {
+        GoogleError(404, reason: "notFound", message: "Shared drive not found: \(id)", location: "driveId", locationType: "parameter")
+    }
+
+    // MARK: files.copy
+
+    func filesCopy(_ r: HTTPRequest) throws -> HTTPResponse {
+        let id = DriveService.fileId(r)
+        let sel = try selection(r, DriveSchema.file, defaults: FileResource.defaultFields)
+        var patch = try MetadataPatch(try jsonBody(r), mode: .copy)
+        let source = try store.read { s -> DriveItem in
+            guard let item = s.item(id) else { throw GoogleError.notFound(id) }
+            return item
+        }
+        guard !source.isFolder else {
+            throw GoogleError(403, reason: "cannotCopyFile", message: "This file cannot be copied by the user.")
+        }
+        var staged: StagedContent?
+        if let file = source.contentFile {
+            let temp = store.newTempPath()
+            do { try FileManager.default.copyItem(atPath: store.contentPath(file), toPath: temp) } catch { throw GoogleError.notFound(id) }
+            staged = StagedContent(tempPath: temp, summary: ContentSummary(size: source.size ?? 0, md5: source.md5 ?? "",
+                                                                           sha1: source.sha1 ?? "", sha256: source.sha256 ?? ""),
+                                   contentType: nil)
+        }
+        if patch.name == nil { patch.name = source.name }
+        if patch.mimeType == nil { patch.mimeType = source.mimeType }
+        if patch.parents == nil, let p = source.parent { patch.parents = [p] }
+        if patch.description == nil { patch.description = .some(source.description) }
+        if patch.shortcutTargetId == nil { patch.shortcutTargetId = source.shortcutTargetId }
+        if patch.properties == nil, let p = source.properties { patch.properties = p.mapValues { .some($0) } }
+        if patch.appProperties == nil, let p = source.appProperties { patch.appProperties = p.mapValues { .some($0) } }
+        let item = try createItem(patch, content: staged ?? nil)
+        return respond(200, resource(r, rootId: rootFolderId).render(item), sel)
+    }
+
+    // MARK: files.generateIds
+
+    func filesGenerateIds(_ r: HTTPRequest) throws -> HTTPResponse {
+        let sel = try selection(r, DriveSchema.generatedIds, defaults: nil)
+        let count = try intParam(r, "count") ?? 10
+        guard (1...1000).contains(count) else { throw GoogleError.invalidValue(location: "count") }
+        let space = r.param("space") ?? "drive"
+        guard ["drive", "appDataFolder"].contains(space) else { throw GoogleError.invalidValue(location: "space") }
+        let type = r.param("type") ?? "files"
+        guard ["files", "shortcuts"].contains(type) else { throw GoogleError.invalidValue(location: "type") }
+        let ids = (0..<count).map { _ in DriveIDs.newFileID() }
+        store.mutate { $0.issue(ids) }
+        return respond(200, ["kind": "drive#generatedIds", "space": space, "ids": ids], sel)
+    }
+}

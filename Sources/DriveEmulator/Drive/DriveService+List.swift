@@ -1,0 +1,138 @@
+import DriveSupport
+import Foundation
+
+/// One `orderBy` key.
+struct SortKey: Equatable {
+    enum Key: String { case folder, name, name_natural, createdTime, modifiedTime, modifiedByMeTime, viewedByMeTime,
+                            sharedWithMeTime, quotaBytesUsed, starred, recency }
+    var key: Key
+    var descending: Bool
+
+    /// `folder,modifiedTime desc,name`; an unknown key or modifier → 400 invalid on `orderBy`.
+    static func parse(_ text: String) throws -> [SortKey] {
+        try text.split(separator: ",").map { part in
+            let words = part.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            guard let first = words.first, let key = Key(rawValue: first), words.count <= 2 else {
+                throw GoogleError.invalidValue(location: "orderBy")
+            }
+            if words.count == 2 {
+                guard ["desc", "asc"].contains(words[1].lowercased()) else { throw GoogleError.invalidValue(location: "orderBy") }
+            }
+            return SortKey(key: key, descending: words.count == 2 && words[1].lowercased() == "desc")
+        }
+    }
+
+    /// -1, 0, 1 in ascending order of this key.
+    func compare(_ a: DriveItem, _ b: DriveItem) -> Int {
+        func cmp<T: Comparable>(_ x: T, _ y: T) -> Int { x < y ? -1 : (x > y ? 1 : 0) }
+        switch key {
+        case .folder: return cmp(a.isFolder ? 0 : 1, b.isFolder ? 0 : 1)
+        case .name:
+            let c = cmp(a.name.lowercased(), b.name.lowercased())
+            return c != 0 ? c : cmp(a.name, b.name)
+        case .name_natural:
+            switch a.name.compare(b.name, options: [.numeric, .caseInsensitive]) {
+            case .orderedAscending: return -1
+            case .orderedDescending: return 1
+            case .orderedSame: return cmp(a.name, b.name)
+            }
+        case .createdTime: return cmp(a.createdTime, b.createdTime)
+        case .modifiedTime, .modifiedByMeTime: return cmp(a.modifiedTime, b.modifiedTime)
+        case .viewedByMeTime: return cmp(a.viewedByMeTime ?? 0, b.viewedByMeTime ?? 0)
+        case .sharedWithMeTime: return 0
+        case .quotaBytesUsed: return cmp(a.size ?? 0, b.size ?? 0)
+        case .starred: return cmp(a.starred ? 0 : 1, b.starred ? 0 : 1)
+        case .recency: return cmp(max(a.modifiedTime, a.viewedByMeTime ?? 0), max(b.modifiedTime, b.viewedByMeTime ?? 0))
+        }
+    }
+}
+
+/// files.list page tokens: opaque (`~!!~` + base64url), carrying the offset of the next page and a
+/// digest of the query they belong to, so a token used with another query is refused.
+enum ListPageToken {
+    static func make(offset: Int, binding: String) -> String {
+        "~!!~" + Base64URL.encode(Array("\(offset):\(binding)".utf8))
+    }
+
+    static func offset(_ token: String, binding: String) -> Int? {
+        guard token.hasPrefix("~!!~"), let data = Base64URL.decode(String(token.dropFirst(4))),
+              let text = String(data: data, encoding: .utf8) else { return nil }
+        let parts = text.split(separator: ":", maxSplits: 1)
+        guard parts.count == 2, parts[1] == binding, let n = Int(parts[0]), n >= 0 else { return nil }
+        return n
+    }
+
+    static func binding(_ parts: [String]) -> String {
+        String(Digest.hex(.sha256, of: Array(parts.joined(separator: "\u{0}").utf8)).prefix(16))
+    }
+}
+
+extension DriveService {
+    func filesList(_ r: HTTPRequest) throws -> HTTPResponse {
+        let defaults = try! FieldSelection.parse("kind,nextPageToken,incompleteSearch,files(kind,id,name,mimeType,resourceKey)")
+        let sel = try selection(r, DriveSchema.fileList, defaults: defaults)
+        var pageSize = 100
+        if let n = try intParam(r, "pageSize") {
+            guard n > 0 else { throw GoogleError.invalidValue(location: "pageSize") }
+            pageSize = min(n, 1000)
+        }
+        let qText = r.param("q") ?? ""
+        var query: DriveQuery?
+        if !qText.trimmingCharacters(in: .whitespaces).isEmpty {
+            do { query = try DriveQuery.parse(qText) } catch { throw GoogleError.invalidValue(location: "q") }
+        }
+        let orderText = r.param("orderBy") ?? ""
+        let order = orderText.isEmpty ? [] : try SortKey.parse(orderText)
+        if !order.isEmpty, qText.contains("fullText") {
+            throw GoogleError(400, reason: "badRequest",
+                              message: "Sorting is not supported for queries with fullText terms. Results are always in descending relevance order.",
+                              location: "orderBy", locationType: "parameter")
+        }
+        let corpora = r.param("corpora") ?? r.param("corpus") ?? "user"
+        guard ["user", "domain", "drive", "allDrives", "default"].contains(corpora) else { throw GoogleError.invalidValue(location: "corpora") }
+        if let driveId = r.param("driveId") ?? r.param("teamDriveId"), !driveId.isEmpty { throw DriveService.sharedDriveNotFound(driveId) }
+        if corpora == "drive" { throw GoogleError.required("driveId", message: "The driveId parameter must be specified if and only if corpora is set to drive.") }
+        let spaces = Set((r.param("spaces") ?? "drive").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        guard spaces.isSubset(of: ["drive", "appDataFolder", "photos"]), !spaces.isEmpty else { throw GoogleError.invalidValue(location: "spaces") }
+        let binding = ListPageToken.binding([qText, orderText, corpora, spaces.sorted().joined(separator: ",")])
+        var offset = 0
+        if let token = r.param("pageToken"), !token.isEmpty {
+            guard let o = ListPageToken.offset(token, binding: binding) else { throw GoogleError.invalidValue(location: "pageToken") }
+            offset = o
+        }
+
+        let (matches, rootId) = store.read { s -> ([DriveItem], String) in
+            guard spaces.contains("drive") else { return ([], s.rootId) }
+            let ctx = DriveQuery.Context(rootId: s.rootId, userEmail: user.emailAddress)
+            // `'X' in parents` at the top of an `and` chain: scan only X's children.
+            let candidates: [DriveItem]
+            if let query, let parent = DriveService.requiredParent(query) {
+                candidates = s.children(of: s.resolve(parent))
+            } else {
+                candidates = Array(s.data.items.values)
+            }
+            return (candidates.filter { $0.id != s.rootId && (query?.matches($0, ctx) ?? true) }, s.rootId)
+        }
+        let sorted = matches.sorted { a, b in
+            for key in order {
+                let c = key.compare(a, b)
+                if c != 0 { return key.descending ? c > 0 : c < 0 }
+            }
+            return a.seq < b.seq
+        }
+        let page = offset < sorted.count ? Array(sorted[offset..<min(sorted.count, offset + pageSize)]) : []
+        let res = resource(r, rootId: rootId)
+        var body: [String: Any] = ["kind": "drive#fileList", "incompleteSearch": false, "files": page.map(res.render)]
+        if offset + pageSize < sorted.count { body["nextPageToken"] = ListPageToken.make(offset: offset + pageSize, binding: binding) }
+        return respond(200, body, sel)
+    }
+
+    /// The parent id that every match must have, when the query is `'X' in parents [and …]`.
+    static func requiredParent(_ q: DriveQuery) -> String? {
+        switch q {
+        case .inCollection(let value, .parents): return value
+        case .and(let a, let b): return requiredParent(a) ?? requiredParent(b)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,283 @@
+import DriveSupport
+import Foundation
+
+/// Uploads on `/upload/drive/v3/files[/{fileId}]` (and `/resumable/upload/...`): `uploadType=media`,
+/// `multipart` and `resumable`, for files.create (POST) and files.update (PATCH). Content always
+/// streams to disk; checksums are computed on the way (resumable: when the last byte arrives).
+extension DriveService {
+    static let chunkGranularity: Int64 = 256 * 1024
+    static let multipartMetadataLimit = 1 << 20
+
+    func uploadCreate(_ r: HTTPRequest) throws -> HTTPResponse { try upload(r, fileId: nil) }
+    func uploadUpdate(_ r: HTTPRequest) throws -> HTTPResponse { try upload(r, fileId: DriveService.fileId(r)) }
+
+    private func upload(_ r: HTTPRequest, fileId: String?) throws -> HTTPResponse {
+        if let uploadId = r.param("upload_id") { return try resumableChunk(r, uploadId: uploadId) }
+        let m = r.method.uppercased()
+        guard m == (fileId == nil ? "POST" : "PATCH") else { throw GoogleError.unknownPath(r.path) }
+        let type = r.param("uploadType") ?? (r.path.hasPrefix("/resumable/") ? "resumable" : "")
+        switch type {
+        case "media": return try mediaUpload(r, fileId: fileId)
+        case "multipart", "related": return try multipartUpload(r, fileId: fileId)
+        case "resumable": return try resumableInitiate(r, fileId: fileId)
+        default: throw GoogleError.invalidValue(location: "uploadType")
+        }
+    }
+
+    private func requireExisting(_ fileId: String?) throws {
+        guard let fileId else { return }
+        try store.read { s in guard s.item(fileId) != nil else { throw GoogleError.notFound(fileId) } }
+    }
+
+    private func finish(_ r: HTTPRequest, fileId: String?, patch: MetadataPatch, staged: StagedContent,
+                        fieldsText: String?, addParents: String?, removeParents: String?) throws -> HTTPResponse {
+        let sel = try selection(fieldsText: fieldsText, DriveSchema.file, defaults: FileResource.defaultFields)
+        let item: DriveItem
+        if let fileId {
+            item = try updateItem(fileId, patch, addParents: addParents, removeParents: removeParents, content: staged)
+        } else {
+            item = try createItem(patch, content: staged)
+        }
+        return respond(200, resource(r, rootId: rootFolderId).render(item), sel)
+    }
+
+    /// Streams a body into a new temporary file; a truncated body removes it and propagates.
+    private func stage(_ r: HTTPRequest, contentType: String?) throws -> StagedContent {
+        let writer = try ContentWriter(path: store.newTempPath())
+        do { try writer.copy(from: r.body) } catch { writer.abandon(); throw error }
+        return StagedContent(tempPath: writer.path, summary: writer.finish(), contentType: contentType)
+    }
+
+    // MARK: uploadType=media
+
+    private func mediaUpload(_ r: HTTPRequest, fileId: String?) throws -> HTTPResponse {
+        _ = try selection(r, DriveSchema.file, defaults: nil)
+        try requireExisting(fileId)
+        let patch = try MetadataPatch([:], mode: fileId == nil ? .create : .update)
+        let staged = try stage(r, contentType: r.headers["Content-Type"])
+        return try finish(r, fileId: fileId, patch: patch, staged: staged, fieldsText: r.param("fields"),
+                          addParents: r.param("addParents"), removeParents: r.param("removeParents"))
+    }
+
+    // MARK: uploadType=multipart
+
+    private func multipartUpload(_ r: HTTPRequest, fileId: String?) throws -> HTTPResponse {
+        _ = try selection(r, DriveSchema.file, defaults: nil)
+        guard let boundary = MultipartReader.boundary(contentType: r.headers["Content-Type"]) else {
+            throw GoogleError.badRequest("Multipart upload requests need a multipart/related Content-Type with a boundary.")
+        }
+        try requireExisting(fileId)
+        let reader = MultipartReader(body: r.body, boundary: boundary)
+        let writer = try ContentWriter(path: store.newTempPath())
+        var mediaType: String?
+        var metadata: [UInt8] = []
+        do {
+            guard try reader.start() else { throw MultipartReader.Failure.malformed("no parts") }
+            _ = try reader.readHeaders()
+            let (meta, more) = try reader.readBody(limit: DriveService.multipartMetadataLimit)
+            metadata = meta
+            guard more else { throw MultipartReader.Failure.malformed("no media part") }
+            let mediaHeaders = try reader.readHeaders()
+            mediaType = mediaHeaders["Content-Type"]
+            if try reader.readBody({ try writer.write($0) }) {
+                // Parts after the media part are read and ignored.
+                while try reader.readBody({ _ in }) {}
+            }
+            try r.body.drain()
+        } catch let e as MultipartReader.Failure {
+            writer.abandon()
+            guard case .malformed(let why) = e else { throw e }
+            throw GoogleError.badRequest("Malformed multipart body: \(why).")
+        } catch {
+            writer.abandon()
+            throw error
+        }
+        let staged = StagedContent(tempPath: writer.path, summary: writer.finish(), contentType: mediaType)
+        do {
+            let patch = try MetadataPatch(try DriveService.parseJSONObject(metadata), mode: fileId == nil ? .create : .update)
+            return try finish(r, fileId: fileId, patch: patch, staged: staged, fieldsText: r.param("fields"),
+                              addParents: r.param("addParents"), removeParents: r.param("removeParents"))
+        } catch {
+            unlink(staged.tempPath)
+            throw error
+        }
+    }
+
+    // MARK: uploadType=resumable
+
+    private func resumableInitiate(_ r: HTTPRequest, fileId: String?) throws -> HTTPResponse {
+        _ = try selection(r, DriveSchema.file, defaults: nil)
+        let metaBytes = try r.body.readAll(limit: DriveService.multipartMetadataLimit)
+        let patch = try MetadataPatch(try DriveService.parseJSONObject(metaBytes), mode: fileId == nil ? .create : .update)
+        try requireExisting(fileId)
+        if fileId == nil {
+            // Fail early on what would fail at the end.
+            try store.read { s in
+                let parentRaw = patch.parents?.first ?? "root"
+                guard s.item(parentRaw) != nil else { throw GoogleError.notFound(parentRaw) }
+                if let id = patch.id {
+                    if s.data.items[id] != nil { throw GoogleError.fileIdInUse }
+                    guard s.data.issuedIds.contains(id) else {
+                        throw GoogleError(400, reason: "invalid", message: "The provided file ID is not usable.",
+                                          location: "file.id", locationType: "other")
+                    }
+                }
+            }
+        }
+        var total: Int64?
+        if let text = r.headers["X-Upload-Content-Length"] {
+            guard let n = Int64(text.trimmingCharacters(in: .whitespaces)), n >= 0 else {
+                throw GoogleError.badRequest("Invalid X-Upload-Content-Length header.")
+            }
+            total = n
+        }
+        let uploadId = "AEnB2U" + SecureRandom.token(length: 90)
+        let query = r.query.filter { $0.name != "upload_id" }.map { [$0.name, $0.value] }
+        let record = UploadSessionRecord(uploadId: uploadId, fileId: fileId.map { id in store.read { $0.resolve(id) } },
+                                         metadata: String(decoding: metaBytes, as: UTF8.self),
+                                         contentType: r.headers["X-Upload-Content-Type"], totalLength: total,
+                                         query: query, createdTime: store.nowMillis)
+        _ = try sessions.create(record)
+        var pairs = query.filter { $0[0] != "uploadType" }.map { "\(FileResource.queryEscape($0[0]))=\(FileResource.queryEscape($0[1]))" }
+        pairs.insert("uploadType=resumable", at: 0)
+        pairs.append("upload_id=\(uploadId)")
+        let path = fileId.map { "/upload/drive/v3/files/\(FileResource.queryEscape($0))" } ?? "/upload/drive/v3/files"
+        let headers = HTTPHeaders([("Location", "\(r.baseURL)\(path)?\(pairs.joined(separator: "&"))"),
+                                   ("X-GUploader-UploadID", uploadId), ("Content-Type", "text/html; charset=UTF-8")])
+        return HTTPResponse(status: 200, headers: headers, body: .empty)
+    }
+
+    /// `Content-Range` of a chunk: `bytes a-b/total`, `bytes a-b/*`, `bytes */total`, `bytes */*`.
+    struct ChunkRange {
+        var first: Int64?
+        var last: Int64?
+        var total: Int64?
+
+        static func parse(_ text: String) -> ChunkRange? {
+            let t = text.trimmingCharacters(in: .whitespaces)
+            guard t.lowercased().hasPrefix("bytes ") else { return nil }
+            let spec = t.dropFirst(6).trimmingCharacters(in: .whitespaces)
+            let halves = spec.split(separator: "/", omittingEmptySubsequences: false)
+            guard halves.count == 2 else { return nil }
+            var r = ChunkRange()
+            if halves[1] != "*" {
+                guard let n = Int64(halves[1]), n >= 0 else { return nil }
+                r.total = n
+            }
+            if halves[0] != "*" {
+                let ends = halves[0].split(separator: "-", omittingEmptySubsequences: false)
+                guard ends.count == 2, let a = Int64(ends[0]), let b = Int64(ends[1]), a >= 0, b >= a else { return nil }
+                if let total = r.total, b >= total { return nil }
+                r.first = a
+                r.last = b
+            }
+            return r
+        }
+    }
+
+    private func resumableChunk(_ r: HTTPRequest, uploadId: String) throws -> HTTPResponse {
+        guard let session = sessions.get(uploadId) else {
+            throw GoogleError(404, reason: "notFound", message: "The upload session was not found or has expired.")
+        }
+        session.lock.lock()
+        defer { session.lock.unlock() }
+        if let done = session.record.completedFileId {
+            try r.body.drain()
+            let sel = try selection(fieldsText: session.record.param("fields"), DriveSchema.file, defaults: FileResource.defaultFields)
+            let (item, rootId) = try store.read { s -> (DriveItem, String) in
+                guard let item = s.item(done) else { throw GoogleError.notFound(done) }
+                return (item, s.rootId)
+            }
+            return respond(200, resource(r, rootId: rootId).render(item), sel)
+        }
+        var held = sessions.held(uploadId)
+        guard let header = r.headers["Content-Range"] else {
+            // No Content-Range: the body is the whole content, from byte 0.
+            truncate(sessions.dataPath(uploadId), 0)
+            let writer = try ContentWriter(path: sessions.dataPath(uploadId), append: true)
+            held = try writer.copy(from: r.body)
+            _ = writer.finish()
+            if let known = session.record.totalLength, known != held { throw GoogleError.badRequest("Failed to parse Content-Range header.") }
+            session.record.totalLength = held
+            return try completeSession(session, r)
+        }
+        guard let range = ChunkRange.parse(header) else { throw GoogleError.badRequest("Failed to parse Content-Range header.") }
+        if let total = range.total {
+            if let known = session.record.totalLength, known != total {
+                throw GoogleError.badRequest("Failed to parse Content-Range header.")
+            }
+            if session.record.totalLength == nil {
+                session.record.totalLength = total
+                try sessions.save(session.record)
+            }
+        }
+        if let first = range.first, let last = range.last {
+            guard first <= held else {
+                throw GoogleError.badRequest("Invalid request.  According to the Content-Range header, the upload offset is \(first) byte(s), which exceeds already uploaded size of \(held) byte(s).")
+            }
+            let length = last - first + 1
+            let isFinal = range.total.map { last + 1 == $0 } ?? false
+            if !isFinal, length % DriveService.chunkGranularity != 0 {
+                throw GoogleError.badRequest("Invalid request. The number of bytes uploaded is required to be equal or greater than 262144, except for the final request (it's recommended to be the exact multiple of 262144). The received request contained \(length) bytes, which does not meet this requirement.")
+            }
+            // Bytes this server already holds are skipped; the rest is appended. A body cut short
+            // leaves what arrived on disk before the error propagates.
+            try DriveService.discard(r.body, count: held - first)
+            if last + 1 > held {
+                let writer = try ContentWriter(path: sessions.dataPath(uploadId), append: true)
+                defer { _ = writer.finish() }
+                held += try writer.copy(from: r.body, limit: last + 1 - held)
+            }
+        }
+        try r.body.drain()
+        if let total = range.total, held >= total {
+            return try completeSession(session, r)
+        }
+        var headers = HTTPHeaders()
+        if held > 0 { headers.add("Range", "bytes=0-\(held - 1)") }
+        headers.add("X-GUploader-UploadID", uploadId)
+        if r.headers["X-GUploader-No-308"]?.lowercased() == "yes" {
+            headers.add("X-Http-Status-Code-Override", "308")
+            return HTTPResponse(status: 200, headers: headers)
+        }
+        return HTTPResponse(status: 308, headers: headers)
+    }
+
+    static func discard(_ body: HTTPRequestBody, count: Int64) throws {
+        guard count > 0 else { return }
+        var left = count
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while left > 0 {
+            let want = Int(min(Int64(buffer.count), left))
+            let n = try buffer.withUnsafeMutableBytes { try body.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want])) }
+            if n == 0 { return }
+            left -= Int64(n)
+        }
+    }
+
+    /// The last byte has arrived: hash the session's data, turn it into the file, and remember the result.
+    private func completeSession(_ session: UploadSessions.Session, _ r: HTTPRequest) throws -> HTTPResponse {
+        let record = session.record
+        let dataPath = sessions.dataPath(record.uploadId)
+        do {
+            let summary = try ContentHasher.summarize(path: dataPath)
+            let patch = try MetadataPatch(try DriveService.parseJSONObject(Array(record.metadata.utf8)),
+                                          mode: record.fileId == nil ? .create : .update)
+            let staged = StagedContent(tempPath: dataPath, summary: summary, contentType: record.contentType)
+            let sel = try selection(fieldsText: record.param("fields"), DriveSchema.file, defaults: FileResource.defaultFields)
+            let item: DriveItem
+            if let fileId = record.fileId {
+                item = try updateItem(fileId, patch, addParents: record.param("addParents"),
+                                      removeParents: record.param("removeParents"), content: staged)
+            } else {
+                item = try createItem(patch, content: staged)
+            }
+            session.record.completedFileId = item.id
+            try? sessions.save(session.record)
+            return respond(200, resource(r, rootId: rootFolderId).render(item), sel)
+        } catch {
+            sessions.remove(record.uploadId)
+            throw error
+        }
+    }
+}

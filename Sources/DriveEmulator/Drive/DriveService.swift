@@ -1,0 +1,221 @@
+import DriveSupport
+import Foundation
+
+/// Drive v3 (My Drive only) with Google's semantics and error format: the `RouteProvider` that the
+/// emulator's HTTP server asks for every `/drive/v3/...`, `/upload/drive/v3/...`,
+/// `/resumable/upload/drive/v3/...` and `/download/drive/v3/...` request.
+///
+/// Route method names (for stats and fault injection): `about.get`, `files.list`, `files.get`,
+/// `files.get.media`, `files.export`, `files.create`, `files.create.upload`, `files.update`,
+/// `files.update.upload`, `files.copy`, `files.delete`, `files.emptyTrash`, `files.generateIds`,
+/// `changes.getStartPageToken`, `changes.list`, and `drive.unknown` for any other path under those prefixes.
+///
+/// Thread-safe: metadata lives behind the store's lock; content streams without it.
+public final class DriveService: RouteProvider, @unchecked Sendable {
+    let store: DriveStore
+    let sessions: UploadSessions
+    let validator: AccessTokenValidator
+    let clock: TimeSource
+    let user = DriveUser()
+    /// Set when the state lives in a temporary directory of our own, removed by `close()`.
+    private let temporaryDirectory: URL?
+    private let closed = Locked(false)
+
+    /// `stateDirectory` nil: a temporary directory, removed on `close()`. `seedDirectory` is imported
+    /// into My Drive when the store is empty (first start).
+    public init(stateDirectory: URL?, seedDirectory: URL?, validator: AccessTokenValidator, clock: TimeSource) throws {
+        let directory: URL
+        if let stateDirectory {
+            directory = stateDirectory
+            temporaryDirectory = nil
+        } else {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("drivefs-emulator-\(SecureRandom.token(length: 10))")
+            temporaryDirectory = directory
+        }
+        self.validator = validator
+        self.clock = clock
+        store = try DriveStore(directory: directory, clock: clock)
+        sessions = try UploadSessions(store: store)
+        if let seedDirectory, store.read({ $0.data.items.count == 1 }) {
+            try SeedImporter(service: self).importTree(at: seedDirectory)
+        }
+    }
+
+    public func close() {
+        let wasClosed = closed.withLock { c -> Bool in defer { c = true }; return c }
+        guard !wasClosed else { return }
+        store.close()
+        if let temporaryDirectory { try? FileManager.default.removeItem(at: temporaryDirectory) }
+    }
+
+    deinit { close() }
+
+    /// The id of My Drive's root folder.
+    public var rootFolderId: String { store.read { $0.rootId } }
+
+    // MARK: Routing
+
+    typealias Handler = (DriveService) -> (HTTPRequest) throws -> HTTPResponse
+
+    public func route(for request: HTTPRequest) -> Route? {
+        guard let (name, handler) = DriveService.match(request) else { return nil }
+        return Route(method: name) { [self] req in try serve(name, req, handler(self)) }
+    }
+
+    static let prefixes: [(String, String)] = [
+        ("/drive/v3/", "api"), ("/upload/drive/v3/", "upload"), ("/resumable/upload/drive/v3/", "upload"),
+        ("/download/drive/v3/", "download"),
+    ]
+
+    static func match(_ r: HTTPRequest) -> (String, Handler)? {
+        guard let (prefix, kind) = prefixes.first(where: { r.path.hasPrefix($0.0) }) else { return nil }
+        let segments = r.path.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let m = r.method.uppercased()
+        let unknown: (String, Handler) = ("drive.unknown", { s in s.unknownPath })
+        switch kind {
+        case "api":
+            switch (m, segments.count, segments.first ?? "") {
+            case ("GET", 1, "about"): return ("about.get", { s in s.aboutGet })
+            case ("GET", 1, "files"): return ("files.list", { s in s.filesList })
+            case ("POST", 1, "files"): return ("files.create", { s in s.filesCreate })
+            case ("GET", 1, "changes"): return ("changes.list", { s in s.changesList })
+            case ("GET", 2, "changes") where segments[1] == "startPageToken":
+                return ("changes.getStartPageToken", { s in s.changesStartPageToken })
+            case ("GET", 2, "files") where segments[1] == "generateIds": return ("files.generateIds", { s in s.filesGenerateIds })
+            case ("DELETE", 2, "files") where segments[1] == "trash": return ("files.emptyTrash", { s in s.filesEmptyTrash })
+            case ("GET", 2, "files"):
+                if r.param("alt") == "media" { return ("files.get.media", { s in s.filesGetMedia }) }
+                return ("files.get", { s in s.filesGet })
+            case ("PATCH", 2, "files"): return ("files.update", { s in s.filesUpdate })
+            case ("DELETE", 2, "files"): return ("files.delete", { s in s.filesDelete })
+            case ("POST", 3, "files") where segments[2] == "copy": return ("files.copy", { s in s.filesCopy })
+            case ("GET", 3, "files") where segments[2] == "export": return ("files.export", { s in s.filesExport })
+            default: return unknown
+            }
+        case "upload":
+            guard segments.first == "files" else { return unknown }
+            if segments.count == 1, ["POST", "PUT"].contains(m) { return ("files.create.upload", { s in s.uploadCreate }) }
+            if segments.count == 2, ["PATCH", "PUT", "POST"].contains(m) { return ("files.update.upload", { s in s.uploadUpdate }) }
+            return unknown
+        default:
+            if m == "GET", segments.count == 2, segments[0] == "files" { return ("files.get.media", { s in s.filesGetMedia }) }
+            return unknown
+        }
+    }
+
+    /// The file id in `/…/files/{fileId}[/…]`.
+    static func fileId(_ r: HTTPRequest) -> String {
+        guard let range = r.path.range(of: "/files/") else { return "" }
+        return String(r.path[range.upperBound...].split(separator: "/", omittingEmptySubsequences: false).first ?? "")
+    }
+
+    private func unknownPath(_ r: HTTPRequest) throws -> HTTPResponse {
+        throw GoogleError.unknownPath(r.path)
+    }
+
+    // MARK: Serving
+
+    static let mutatingMethods: Set<String> = [
+        "files.create", "files.create.upload", "files.update", "files.update.upload", "files.copy", "files.delete",
+        "files.emptyTrash",
+    ]
+
+    private func serve(_ name: String, _ r: HTTPRequest, _ handler: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse {
+        do {
+            try authorize(name, r)
+            return try handler(r)
+        } catch let e as GoogleError {
+            return e.response
+        } catch let e as FieldSelection.Invalid {
+            return GoogleError.invalidParameter("fields", "Invalid field selection \(e.token)").response
+        } catch HTTPBodyError.truncated {
+            // The client is gone; whatever arrived has been kept. Nothing to answer.
+            throw HTTPBodyError.truncated
+        } catch HTTPBodyError.tooLarge(let limit) {
+            return GoogleError(413, reason: "uploadTooLarge", message: "The request body is larger than \(limit) bytes.").response
+        } catch let e as HTTPBodyError {
+            return GoogleError.badRequest("Malformed request body (\(e)).").response
+        } catch {
+            return GoogleError(500, reason: "backendError", message: "Backend Error").response
+        }
+    }
+
+    private func authorize(_ name: String, _ r: HTTPRequest) throws {
+        switch validator.check(authorization: r.headers["Authorization"]) {
+        case .missing: throw GoogleError.loginRequired(rpcMethod: DriveService.rpcMethod(name))
+        case .invalid: throw GoogleError.invalidCredentials
+        case .granted(let scopes):
+            guard !scopes.isEmpty else { return }
+            let short = Set(scopes.map { $0.split(separator: "/").last.map(String.init) ?? $0 })
+            let any: Set<String> = ["drive", "drive.file", "drive.appdata", "drive.readonly", "drive.metadata",
+                                    "drive.metadata.readonly", "drive.photos.readonly", "drive.apps.readonly"]
+            let write: Set<String> = ["drive", "drive.file", "drive.appdata", "drive.metadata"]
+            if short.isDisjoint(with: any) || (DriveService.mutatingMethods.contains(name) && short.isDisjoint(with: write)) {
+                throw GoogleError.insufficientScopes
+            }
+        }
+    }
+
+    static func rpcMethod(_ name: String) -> String {
+        let map = [
+            "about.get": "DriveAbout.Get", "changes.list": "DriveChanges.List", "changes.getStartPageToken": "DriveChanges.GetStartPageToken",
+            "files.list": "DriveFiles.List", "files.get": "DriveFiles.Get", "files.get.media": "DriveFiles.Get",
+            "files.export": "DriveFiles.Export", "files.create": "DriveFiles.Create", "files.create.upload": "DriveFiles.Create",
+            "files.update": "DriveFiles.Update", "files.update.upload": "DriveFiles.Update", "files.copy": "DriveFiles.Copy",
+            "files.delete": "DriveFiles.Delete", "files.emptyTrash": "DriveFiles.EmptyTrash", "files.generateIds": "DriveFiles.GenerateIds",
+        ]
+        return "google.apps.drive.v3." + (map[name] ?? "DriveFiles.Get")
+    }
+
+    // MARK: Helpers shared by the handlers
+
+    /// The `fields` selection of a request, validated against the response schema; absent or empty → `defaults`.
+    func selection(_ r: HTTPRequest, _ schema: [String: FieldSchema], defaults: FieldSelection?) throws -> FieldSelection? {
+        try selection(fieldsText: r.param("fields"), schema, defaults: defaults)
+    }
+
+    func selection(fieldsText: String?, _ schema: [String: FieldSchema], defaults: FieldSelection?) throws -> FieldSelection? {
+        guard let text = fieldsText, !text.trimmingCharacters(in: .whitespaces).isEmpty else { return defaults }
+        let sel = try FieldSelection.parse(text)
+        try sel.validate(schema)
+        return sel
+    }
+
+    func respond(_ status: Int, _ object: [String: Any], _ selection: FieldSelection?) -> HTTPResponse {
+        let shaped = selection.map { $0.apply(to: object) } ?? object
+        return HTTPResponse.json(status, shaped as? [String: Any] ?? object)
+    }
+
+    func resource(_ r: HTTPRequest, rootId: String) -> FileResource {
+        FileResource(user: user, rootId: rootId, baseURL: r.baseURL)
+    }
+
+    /// The request body as a JSON object; an empty body is `{}`.
+    func jsonBody(_ r: HTTPRequest, limit: Int = 4 << 20) throws -> [String: Any] {
+        let bytes = try r.body.readAll(limit: limit)
+        return try DriveService.parseJSONObject(bytes)
+    }
+
+    static func parseJSONObject(_ bytes: [UInt8]) throws -> [String: Any] {
+        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [:] }
+        guard let obj = try? JSONSerialization.jsonObject(with: Data(bytes)), let dict = obj as? [String: Any] else {
+            throw GoogleError(400, reason: "parseError", message: "Invalid JSON payload received.", itemMessage: "Parse Error")
+        }
+        return dict
+    }
+
+    func boolParam(_ r: HTTPRequest, _ name: String, default value: Bool) throws -> Bool {
+        guard let v = r.param(name) else { return value }
+        switch v.lowercased() {
+        case "true", "1", "": return true
+        case "false", "0": return false
+        default: throw GoogleError.invalidValue(location: name)
+        }
+    }
+
+    func intParam(_ r: HTTPRequest, _ name: String) throws -> Int? {
+        guard let v = r.param(name) else { return nil }
+        guard let n = Int(v) else { throw GoogleError.invalidValue(location: name) }
+        return n
+    }
+}

@@ -1,0 +1,287 @@
+import DriveSupport
+import Foundation
+
+/// The persisted part of My Drive's metadata.
+struct DriveSnapshot: Codable {
+    var format = 1
+    var rootId: String
+    var items: [String: DriveItem]
+    /// The newest change per file id (tombstones included).
+    var changes: [String: ChangeRecord]
+    /// The last change token handed out; the start page token is `changeCounter + 1`.
+    var changeCounter: Int64
+    var nextSeq: Int64
+    /// Ids handed out by files.generateIds that files.create may still accept.
+    var issuedIds: Set<String>
+}
+
+/// One line of the metadata journal: what a single mutation changed.
+struct JournalRecord: Codable {
+    var put: [DriveItem]?
+    var del: [String]?
+    var changes: [ChangeRecord]?
+    var changeCounter: Int64?
+    var nextSeq: Int64?
+    var issue: [String]?
+    var consume: [String]?
+
+    var isEmpty: Bool { put == nil && del == nil && changes == nil && issue == nil && consume == nil && nextSeq == nil }
+}
+
+/// The metadata under the store's lock: the snapshot, a child index and the pending journal record.
+struct MetadataState {
+    var data: DriveSnapshot
+    /// parent id → child ids. Derived; rebuilt on load.
+    var children: [String: Set<String>] = [:]
+    var pending = JournalRecord()
+    /// "Now" for the mutation in progress, in milliseconds.
+    var now: Int64 = 0
+
+    init(data: DriveSnapshot) {
+        self.data = data
+        for item in data.items.values { if let p = item.parent { children[p, default: []].insert(item.id) } }
+    }
+
+    var rootId: String { data.rootId }
+
+    /// `root` is an alias for the My Drive folder id (in paths, queries and parents).
+    func resolve(_ id: String) -> String { id == "root" ? data.rootId : id }
+
+    func item(_ id: String) -> DriveItem? { data.items[resolve(id)] }
+
+    func children(of id: String) -> [DriveItem] { (children[id] ?? []).compactMap { data.items[$0] } }
+
+    /// Every descendant of `id` (not `id` itself), parents before children.
+    func descendants(of id: String) -> [String] {
+        var out: [String] = []
+        var queue = [id]
+        while let next = queue.popLast() {
+            for c in children[next] ?? [] { out.append(c); queue.append(c) }
+        }
+        return out
+    }
+
+    /// Stores `item` as it now is; `recordChange` adds it to the change feed (and bumps its version).
+    mutating func put(_ item: DriveItem, recordChange: Bool = true) {
+        var item = item
+        let old = data.items[item.id]
+        if recordChange, old != nil { item.version += 1 }
+        if old?.parent != item.parent {
+            if let p = old?.parent { children[p]?.remove(item.id) }
+            if let p = item.parent { children[p, default: []].insert(item.id) }
+        }
+        data.items[item.id] = item
+        pending.put = (pending.put ?? []).filter { $0.id != item.id } + [item]
+        if recordChange { change(item.id, removed: false) }
+    }
+
+    /// Forgets `id` for good and leaves a tombstone in the change feed. Children are the caller's business.
+    mutating func remove(_ id: String) {
+        guard let old = data.items.removeValue(forKey: id) else { return }
+        if let p = old.parent { children[p]?.remove(id) }
+        children.removeValue(forKey: id)
+        pending.put = pending.put?.filter { $0.id != id }
+        pending.del = (pending.del ?? []) + [id]
+        change(id, removed: true)
+    }
+
+    mutating func change(_ id: String, removed: Bool) {
+        data.changeCounter += 1
+        let record = ChangeRecord(fileId: id, token: data.changeCounter, time: now, removed: removed)
+        data.changes[id] = record
+        pending.changes = (pending.changes ?? []).filter { $0.fileId != id } + [record]
+        pending.changeCounter = data.changeCounter
+    }
+
+    mutating func nextSeq() -> Int64 {
+        data.nextSeq += 1
+        pending.nextSeq = data.nextSeq
+        return data.nextSeq
+    }
+
+    mutating func issue(_ ids: [String]) {
+        data.issuedIds.formUnion(ids)
+        pending.issue = (pending.issue ?? []) + ids
+    }
+
+    mutating func consume(_ id: String) {
+        guard data.issuedIds.remove(id) != nil else { return }
+        pending.consume = (pending.consume ?? []) + [id]
+    }
+
+    /// Re-derives `trashed` below `id` from the explicit flags (trash is inherited from the parent).
+    mutating func propagateTrash(below id: String) {
+        guard let top = data.items[id] else { return }
+        var queue = [(id, top.trashed)]
+        while let (parentId, parentTrashed) = queue.popLast() {
+            for childId in children[parentId] ?? [] {
+                guard var child = data.items[childId] else { continue }
+                let trashed = child.explicitlyTrashed || parentTrashed
+                if child.trashed != trashed {
+                    child.trashed = trashed
+                    put(child)
+                }
+                queue.append((childId, trashed))
+            }
+        }
+    }
+
+    mutating func apply(_ r: JournalRecord) {
+        for id in r.del ?? [] {
+            if let old = data.items.removeValue(forKey: id), let p = old.parent { children[p]?.remove(id) }
+            children.removeValue(forKey: id)
+        }
+        for item in r.put ?? [] {
+            let old = data.items[item.id]
+            if old?.parent != item.parent {
+                if let p = old?.parent { children[p]?.remove(item.id) }
+                if let p = item.parent { children[p, default: []].insert(item.id) }
+            }
+            data.items[item.id] = item
+        }
+        for c in r.changes ?? [] { data.changes[c.fileId] = c }
+        if let c = r.changeCounter { data.changeCounter = max(data.changeCounter, c) }
+        if let s = r.nextSeq { data.nextSeq = max(data.nextSeq, s) }
+        data.issuedIds.formUnion(r.issue ?? [])
+        data.issuedIds.subtract(r.consume ?? [])
+    }
+}
+
+/// My Drive on disk: metadata as a JSON snapshot plus an append-only journal (one JSON line per
+/// mutation, compacted into a new snapshot written to a temporary file and renamed), content as one
+/// file per revision under `content/`.
+///
+/// Lock order: `UploadSessions` locks may be held when taking the metadata lock, never the reverse.
+/// The metadata lock is never held while content streams (only for journal appends and compaction).
+final class DriveStore: @unchecked Sendable {
+    let directory: URL
+    let contentDirectory: URL
+    let tempDirectory: URL
+    let uploadsDirectory: URL
+    private let snapshotURL: URL
+    private let journalURL: URL
+    private let clock: TimeSource
+    private let metadata: Locked<(state: MetadataState, journalFD: Int32, journalLines: Int)>
+
+    init(directory: URL, clock: TimeSource) throws {
+        self.directory = directory
+        self.clock = clock
+        contentDirectory = directory.appendingPathComponent("content")
+        tempDirectory = directory.appendingPathComponent("tmp")
+        uploadsDirectory = directory.appendingPathComponent("uploads")
+        snapshotURL = directory.appendingPathComponent("metadata.json")
+        journalURL = directory.appendingPathComponent("metadata.journal")
+        let fm = FileManager.default
+        for d in [directory, contentDirectory, tempDirectory, uploadsDirectory] {
+            try fm.createDirectory(at: d, withIntermediateDirectories: true)
+        }
+        // Leftovers of interrupted writes.
+        for name in (try? fm.contentsOfDirectory(atPath: tempDirectory.path)) ?? [] {
+            try? fm.removeItem(at: tempDirectory.appendingPathComponent(name))
+        }
+        var state: MetadataState
+        if let data = try? Data(contentsOf: snapshotURL) {
+            state = MetadataState(data: try JSONDecoder().decode(DriveSnapshot.self, from: data))
+        } else {
+            let now = Int64((clock.now() * 1000).rounded(.down))
+            let rootId = DriveIDs.newRootID()
+            let root = DriveItem(id: rootId, name: "My Drive", mimeType: DriveMime.folder, parent: nil,
+                                 createdTime: now, modifiedTime: now)
+            state = MetadataState(data: DriveSnapshot(rootId: rootId, items: [rootId: root], changes: [:],
+                                                      changeCounter: 0, nextSeq: 0, issuedIds: []))
+        }
+        if let journal = try? Data(contentsOf: journalURL) {
+            let decoder = JSONDecoder()
+            // A torn last line (crash during an append) is ignored.
+            for line in journal.split(separator: UInt8(ascii: "\n")) {
+                guard let record = try? decoder.decode(JournalRecord.self, from: line) else { continue }
+                state.apply(record)
+            }
+        }
+        try DriveStore.writeSnapshot(state.data, to: snapshotURL, temp: tempDirectory)
+        let fd = open(journalURL.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw StoreError.io("cannot open \(journalURL.path): errno \(errno)") }
+        metadata = Locked((state, fd, 0))
+        // Content no item refers to: a crash between writing content and journaling it.
+        let referenced = Set(state.data.items.values.compactMap(\.contentFile))
+        for name in (try? fm.contentsOfDirectory(atPath: contentDirectory.path)) ?? [] where !referenced.contains(name) {
+            try? fm.removeItem(at: contentDirectory.appendingPathComponent(name))
+        }
+    }
+
+    enum StoreError: Error { case io(String) }
+
+    func close() {
+        metadata.withLock { m in
+            if m.journalFD >= 0 {
+                try? DriveStore.writeSnapshot(m.state.data, to: snapshotURL, temp: tempDirectory)
+                ftruncate(m.journalFD, 0)
+                Foundation.close(m.journalFD)
+                m.journalFD = -1
+            }
+        }
+    }
+
+    var nowMillis: Int64 { Int64((clock.now() * 1000).rounded(.down)) }
+
+    /// Reads the metadata under the lock.
+    func read<R>(_ body: (MetadataState) throws -> R) rethrows -> R {
+        try metadata.withLock { try body($0.state) }
+    }
+
+    /// Mutates the metadata under the lock and journals what changed.
+    /// Contract: `body` validates before its first mutation, so a throw leaves the state untouched.
+    func mutate<R>(_ body: (inout MetadataState) throws -> R) rethrows -> R {
+        try metadata.withLock { m in
+            m.state.now = nowMillis
+            m.state.pending = JournalRecord()
+            let result = try body(&m.state)
+            let record = m.state.pending
+            m.state.pending = JournalRecord()
+            guard !record.isEmpty, m.journalFD >= 0 else { return result }
+            if var line = try? JSONEncoder().encode(record) {
+                line.append(UInt8(ascii: "\n"))
+                line.withUnsafeBytes { raw in
+                    var off = 0
+                    while off < raw.count {
+                        let n = write(m.journalFD, raw.baseAddress! + off, raw.count - off)
+                        if n <= 0 { break }
+                        off += n
+                    }
+                }
+                m.journalLines += 1
+            }
+            if m.journalLines > max(2000, m.state.data.items.count) {
+                if (try? DriveStore.writeSnapshot(m.state.data, to: snapshotURL, temp: tempDirectory)) != nil {
+                    ftruncate(m.journalFD, 0)
+                    m.journalLines = 0
+                }
+            }
+            return result
+        }
+    }
+
+    private static func writeSnapshot(_ data: DriveSnapshot, to url: URL, temp: URL) throws {
+        let bytes = try JSONEncoder().encode(data)
+        let tmp = temp.appendingPathComponent("metadata.\(SecureRandom.token(length: 8)).json")
+        try bytes.write(to: tmp)
+        guard rename(tmp.path, url.path) == 0 else { throw StoreError.io("rename \(tmp.path): errno \(errno)") }
+    }
+
+    func contentPath(_ name: String) -> String { contentDirectory.appendingPathComponent(name).path }
+
+    /// A fresh path under `tmp/` for content being written.
+    func newTempPath() -> String { tempDirectory.appendingPathComponent(SecureRandom.token(length: 16)).path }
+
+    /// Moves finished content into `content/` under a new revision-unique name.
+    func adoptContent(tempPath: String) throws -> String {
+        let name = SecureRandom.token(length: 24)
+        guard rename(tempPath, contentPath(name)) == 0 else { throw StoreError.io("rename \(tempPath): errno \(errno)") }
+        return name
+    }
+
+    func removeContent(_ name: String?) {
+        guard let name else { return }
+        unlink(contentPath(name))
+    }
+}

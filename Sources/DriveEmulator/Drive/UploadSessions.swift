@@ -1,0 +1,85 @@
+import DriveSupport
+import Foundation
+
+/// A resumable upload session as persisted in `uploads/<id>.json`; its bytes are in `uploads/<id>.data`
+/// (the bytes held = that file's size, so a chunk cut short keeps what arrived).
+struct UploadSessionRecord: Codable {
+    var uploadId: String
+    /// Set for files.update sessions.
+    var fileId: String?
+    /// The initiation's JSON metadata, verbatim.
+    var metadata: String
+    var contentType: String?
+    /// Known from `X-Upload-Content-Length` or a chunk's `Content-Range` total.
+    var totalLength: Int64?
+    /// The initiation's query parameters (`fields`, `addParents`…), carried into the final response.
+    var query: [[String]]
+    var createdTime: Int64
+    /// Set once the upload has completed: later probes answer with this file.
+    var completedFileId: String?
+
+    func param(_ name: String) -> String? { query.first { $0.first == name }.flatMap { $0.count > 1 ? $0[1] : nil } }
+}
+
+/// Resumable sessions, persisted so they survive a client's disconnect and an emulator restart.
+/// Each session has its own lock, held while a chunk streams in (never the metadata lock).
+final class UploadSessions: @unchecked Sendable {
+    final class Session: @unchecked Sendable {
+        let lock = NSLock()
+        var record: UploadSessionRecord
+        init(_ record: UploadSessionRecord) { self.record = record }
+    }
+
+    private let directory: URL
+    private let tempDirectory: URL
+    private let sessions: Locked<[String: Session]>
+
+    init(store: DriveStore) throws {
+        directory = store.uploadsDirectory
+        tempDirectory = store.tempDirectory
+        var loaded: [String: Session] = [:]
+        let decoder = JSONDecoder()
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasSuffix(".json") {
+            guard let data = try? Data(contentsOf: directory.appendingPathComponent(name)),
+                  let record = try? decoder.decode(UploadSessionRecord.self, from: data) else { continue }
+            loaded[record.uploadId] = Session(record)
+        }
+        sessions = Locked(loaded)
+    }
+
+    func dataPath(_ id: String) -> String { directory.appendingPathComponent("\(id).data").path }
+
+    func create(_ record: UploadSessionRecord) throws -> Session {
+        let session = Session(record)
+        try save(record)
+        guard FileManager.default.createFile(atPath: dataPath(record.uploadId), contents: nil) else {
+            throw DriveStore.StoreError.io("cannot create \(dataPath(record.uploadId))")
+        }
+        sessions.withLock { $0[record.uploadId] = session }
+        return session
+    }
+
+    func get(_ id: String) -> Session? { sessions.withLock { $0[id] } }
+
+    /// Writes the record atomically (temporary file + rename).
+    func save(_ record: UploadSessionRecord) throws {
+        let data = try JSONEncoder().encode(record)
+        let tmp = tempDirectory.appendingPathComponent("session.\(SecureRandom.token(length: 8))")
+        try data.write(to: tmp)
+        let path = directory.appendingPathComponent("\(record.uploadId).json").path
+        guard rename(tmp.path, path) == 0 else { throw DriveStore.StoreError.io("rename \(path): errno \(errno)") }
+    }
+
+    func remove(_ id: String) {
+        sessions.withLock { $0[id] = nil }
+        unlink(directory.appendingPathComponent("\(id).json").path)
+        unlink(dataPath(id))
+    }
+
+    /// Bytes held for a session.
+    func held(_ id: String) -> Int64 {
+        var st = stat()
+        guard stat(dataPath(id), &st) == 0 else { return 0 }
+        return Int64(st.st_size)
+    }
+}

@@ -1,0 +1,94 @@
+/// The kinds of file drivefs serves.
+public enum FileKind: Sendable, Equatable {
+    case regular
+    case directory
+    case symbolicLink
+
+    /// The `S_IFMT` bits of `st_mode`.
+    public var modeTypeBits: UInt32 {
+        switch self {
+        case .regular: return 0o100000
+        case .directory: return 0o040000
+        case .symbolicLink: return 0o120000
+        }
+    }
+}
+
+/// What `stat(2)` shows for an inode. Times are integer milliseconds since the epoch (as Drive keeps them).
+public struct FileAttributes: Sendable, Equatable {
+    public var inode: Inode
+    public var kind: FileKind
+    /// Permission bits only (`0o7777`); the type bits come from `kind`.
+    public var permissions: UInt32
+    public var size: UInt64
+    public var linkCount: UInt32
+    public var userID: UInt32
+    public var groupID: UInt32
+    public var accessedMillis: Int64
+    public var modifiedMillis: Int64
+    public var changedMillis: Int64
+
+    public init(inode: Inode, kind: FileKind, permissions: UInt32, size: UInt64, linkCount: UInt32,
+                userID: UInt32, groupID: UInt32, accessedMillis: Int64, modifiedMillis: Int64, changedMillis: Int64) {
+        self.inode = inode
+        self.kind = kind
+        self.permissions = permissions
+        self.size = size
+        self.linkCount = linkCount
+        self.userID = userID
+        self.groupID = groupID
+        self.accessedMillis = accessedMillis
+        self.modifiedMillis = modifiedMillis
+        self.changedMillis = changedMillis
+    }
+
+    /// `st_mode`: type bits and permission bits.
+    public var mode: UInt32 { kind.modeTypeBits | (permissions & 0o7777) }
+}
+
+/// One entry of a directory listing. `nextOffset` is the cookie that resumes the listing right
+/// after this entry (it must be unique and non-zero within one open directory handle).
+public struct DirectoryEntry: Sendable, Equatable {
+    public var name: String
+    public var inode: Inode
+    public var kind: FileKind
+    public var nextOffset: Int64
+
+    public init(name: String, inode: Inode, kind: FileKind, nextOffset: Int64) {
+        self.name = name
+        self.inode = inode
+        self.kind = kind
+        self.nextOffset = nextOffset
+    }
+}
+
+/// What an open returns: the handle the later calls receive, and how the kernel may cache.
+public struct OpenedFile: Sendable, Equatable {
+    public var handle: UInt64
+    /// The content has not changed since the last open: keep the page cache.
+    public var keepCache: Bool
+    public init(handle: UInt64, keepCache: Bool) {
+        self.handle = handle
+        self.keepCache = keepCache
+    }
+}
+
+/// `statfs(2)` numbers, in blocks of `blockSize` bytes.
+public struct FilesystemStatistics: Sendable, Equatable {
+    public var blockSize: UInt64
+    public var totalBlocks: UInt64
+    public var freeBlocks: UInt64
+    public var totalFiles: UInt64
+    public var freeFiles: UInt64
+    public var maximumNameLength: UInt64
+
+    public init(blockSize: UInt64, totalBlocks: UInt64, freeBlocks: UInt64, totalFiles: UInt64, freeFiles: UInt64,
+                maximumNameLength: UInt64) {
+        self.blockSize = blockSize
+        self.totalBlocks = totalBlocks
+        self.freeBlocks = freeBlocks
+        self.totalFiles = totalFiles
+        self.freeFiles = freeFiles
+        self.maximumNameLength = maximumNameLength
+    }
+}

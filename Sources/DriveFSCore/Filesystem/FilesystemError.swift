@@ -1,0 +1,21 @@
+import Glibc
+
+/// A failed filesystem operation, as the errno the kernel passes on to the caller.
+///
+/// The core throws these; the FUSE bridge replies with `errno` unchanged. A `DriveError` becomes
+/// one in a single place, `FilesystemError.init(_: DriveError)` (FilesystemError+DriveError.swift).
+public struct FilesystemError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let errno: Int32
+    public init(errno: Int32) { self.errno = errno }
+
+    public static let notFound = FilesystemError(errno: ENOENT)
+    public static let notADirectory = FilesystemError(errno: ENOTDIR)
+    public static let isADirectory = FilesystemError(errno: EISDIR)
+    public static let readOnly = FilesystemError(errno: EROFS)
+    public static let invalidArgument = FilesystemError(errno: EINVAL)
+    public static let badHandle = FilesystemError(errno: EBADF)
+    public static let nameTooLong = FilesystemError(errno: ENAMETOOLONG)
+    public static let ioError = FilesystemError(errno: EIO)
+
+    public var description: String { String(cString: strerror(errno)) }
+}

@@ -1,0 +1,49 @@
+import Foundation
+
+/// The `drivefs` program: parses the command line against the command tree, runs the command,
+/// and turns errors into messages on standard error and an exit status (see `ExitStatus`).
+enum DriveFSCommandLine {
+    static func main(_ arguments: [String], environment: [String: String]) -> Int32 {
+        let root = CommandTree.make()
+        let parser = CommandLineParser(root: root, environment: environment)
+        if arguments.isEmpty {
+            // No command: the overview, on standard error since nothing was done.
+            Output.standardError(HelpFormatter.help(for: root))
+            return ExitStatus.usage
+        }
+        do {
+            switch try parser.parse(arguments) {
+            case .help(let command):
+                Output.standardOutput(HelpFormatter.help(for: command))
+                return ExitStatus.success
+            case .version:
+                Output.standardOutput("drivefs \(DriveFSVersion.current)\n")
+                return ExitStatus.success
+            case .run(let invocation):
+                return try invocation.command.run!(invocation)
+            }
+        } catch let error as CLIError {
+            Output.standardError(error.message + "\n")
+            return error.exitStatus
+        } catch {
+            Output.standardError("drivefs: \(error)\n")
+            return ExitStatus.failure
+        }
+    }
+}
+
+/// Unbuffered writes to the standard streams (the process may exec, fork or exit right after).
+enum Output {
+    static func standardOutput(_ text: String) { write(1, text) }
+    static func standardError(_ text: String) { write(2, text) }
+
+    private static func write(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            bytes = bytes.dropFirst(n)
+        }
+    }
+}

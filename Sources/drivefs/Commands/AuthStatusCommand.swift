@@ -1,0 +1,93 @@
+import DriveClient
+import DriveSupport
+import Foundation
+
+/// `drivefs auth status`: the profile's credential kind, account, scopes and a fresh access
+/// token's expiry, checked against the token endpoint (and Drive's about.get for the account).
+/// Never prints a token or a secret.
+enum AuthStatusCommand {
+    static func make() -> Command {
+        Command(
+            name: "status", summary: "Show who is signed in, with which scopes, and the token's expiry",
+            discussion: """
+                Reads the profile's credentials, obtains an access token to prove they still work,
+                and asks Drive (about.get) who the account is. Exit status 1 when the profile has no
+                working credentials. Tokens and secrets are never printed.
+                """,
+            examples: [("auth status", "The default profile"), ("auth status --profile work", "Another profile")],
+            talksToDrive: true,
+            run: run)
+    }
+
+    static func run(_ invocation: Invocation) throws -> Int32 {
+        let choice = try DriveOptions.resolve(invocation)
+        let store = AuthCommand.store(invocation)
+        let credential: StoredCredential
+        let profile: ProfileConfig?
+        do {
+            profile = try store.profile(choice.profile)
+            guard let c = try store.loadCredential(profile: choice.profile) else { throw OAuthError.notLoggedIn(profile: choice.profile) }
+            credential = c
+        } catch {
+            throw AuthCommand.failure(error, doing: "cannot read the credentials")
+        }
+        let resolved = choice.apply(profileDefaults: AuthCommand.profileDefaults(profile))
+        var lines = ["profile: \(choice.profile)"]
+        switch credential.kind {
+        case .oauth:
+            lines.append("kind: OAuth user (client \(credential.clientID ?? "?"))")
+        case .serviceAccount:
+            lines.append("kind: service account (key \(credential.serviceAccountKeyPath ?? "?"))")
+            if let who = credential.impersonate { lines.append("impersonating: \(who)") }
+        }
+        lines.append("scopes: \(credential.scopes.joined(separator: " "))")
+        if let created = credential.created { lines.append("signed in: \(created)") }
+        // The token endpoint: an explicit one (option, environment, profile), else the one used at
+        // login (refresh tokens belong to the server that issued them), else Google's / the key's.
+        let explicitToken = choice.tokenURL ?? profile?.tokenURL
+        lines.append("token endpoint: \(explicitToken ?? credential.tokenURL ?? resolved.tokenURL)")
+        lines.append("credentials: \((try? store.tokenFile(profile: choice.profile).path) ?? "?")")
+
+        let transport = try AuthCommand.transport(caFile: resolved.caFile)
+        let token: AccessToken
+        do {
+            let grant = try credential.makeGrant(tokenURL: explicitToken, transport: transport)
+            token = try grant.fetchToken()
+        } catch {
+            Output.standardOutput(lines.joined(separator: "\n") + "\n")
+            throw AuthCommand.failure(error, doing: "the credentials do not work")
+        }
+        let now = Date().timeIntervalSince1970
+        lines.append("access token: valid for \(AuthCommand.duration(token.expiresAt - now)) (until \(AuthCommand.timestamp(token.expiresAt)))")
+        if let granted = token.scope, !granted.isEmpty, Set(granted.split(separator: " ").map(String.init)) != Set(credential.scopes) {
+            lines.append("granted scopes: \(granted)")
+        }
+        lines.append("account: " + account(token: token, apiURL: resolved.apiURL, transport: transport, fallback: credential.account))
+        Output.standardOutput(lines.joined(separator: "\n") + "\n")
+        return ExitStatus.success
+    }
+
+    /// `Name <email>` from about.get, or what is known without it.
+    static func account(token: AccessToken, apiURL: String, transport: any HTTPTransport, fallback: String?) -> String {
+        let executor = DriveRequestExecutor(transport: transport, tokens: TokenManager(grant: FixedGrant(token: token)), pacer: nil,
+                                            retryPolicy: RetryPolicy(maxAttempts: 1))
+        let api = DriveAPI(executor: executor, endpoints: DriveEndpoints(apiRoot: apiURL))
+        do {
+            let about = try api.about()
+            switch (about.displayName, about.emailAddress) {
+            case let (name?, email?): return "\(name) <\(email)>"
+            case let (nil, email?): return email
+            case let (name?, nil): return name
+            default: return fallback ?? "unknown"
+            }
+        } catch {
+            return (fallback ?? "unknown") + " (about.get failed: \(error))"
+        }
+    }
+}
+
+/// Hands out one token already obtained (status asks about.get with the token it just fetched).
+struct FixedGrant: TokenGrant {
+    let token: AccessToken
+    func fetchToken() throws -> AccessToken { token }
+}

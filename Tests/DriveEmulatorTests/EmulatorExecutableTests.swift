@@ -1,0 +1,128 @@
+import XCTest
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `drivefs-emulator` binary: flags, the ready line, signals.
+final class EmulatorExecutableTests: XCTestCase {
+    func spawn(_ arguments: [String]) throws -> SpawnedProcess {
+        try SpawnedProcess(executable: try ExecutableLocator.url(of: "drivefs-emulator"), arguments: arguments)
+    }
+
+    /// Starts the emulator on a free port and returns it with its base URL's port.
+    func startEmulator(_ extra: [String] = []) throws -> (SpawnedProcess, Int) {
+        let process = try spawn(["--port", "0"] + extra)
+        guard let line = process.waitForLine(prefix: "listening on ", timeout: 20) else {
+            process.terminate()
+            XCTFail("no ready line; stderr: \(process.stderr)")
+            throw XCTSkip("emulator did not start")
+        }
+        let pattern = #/^listening on http://127\.0\.0\.1:(\d+)/$/#
+        guard let match = line.wholeMatch(of: pattern), let port = Int(match.1) else {
+            process.terminate()
+            XCTFail("ready line is \(line)")
+            throw XCTSkip("bad ready line")
+        }
+        return (process, port)
+    }
+
+    func testReadyLineThenServesAndStopsOnSIGTERM() throws {
+        let (process, port) = try startEmulator()
+        defer { process.terminate() }
+        XCTAssertEqual(process.stdout.filter { $0 == "\n" }.count, 1, "exactly one line: \(process.stdout)")
+        XCTAssertEqual(try RawHTTP.request(port: port, "GET", "/__emulator/health").status, 200)
+        let token = try RawHTTP.request(port: port, "POST", "/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                        body: Array("grant_type=refresh_token&refresh_token=drivefs-emulator-refresh-token&client_id=a&client_secret=b".utf8))
+        XCTAssertEqual(token.status, 200, token.text)
+        process.signal(SIGTERM)
+        XCTAssertEqual(process.waitForExit(timeout: 10), 0)
+    }
+
+    func testStopsOnSIGINTWithAnOpenConnection() throws {
+        let (process, port) = try startEmulator()
+        defer { process.terminate() }
+        let idle = try RawHTTPConnection(port: port)
+        try idle.sendRequest("GET", "/__emulator/health")
+        XCTAssertEqual(try idle.readResponse().status, 200)
+        process.signal(SIGINT)
+        XCTAssertEqual(process.waitForExit(timeout: 10), 0)
+    }
+
+    func testDebugLogLineOmitsQueryAndAuthorization() throws {
+        let (process, port) = try startEmulator(["--log-level", "debug"])
+        defer { process.terminate() }
+        _ = try RawHTTP.request(port: port, "GET", "/drive/v3/files?access_token=SECRET1",
+                                headers: [("Authorization", "Bearer SECRET2")])
+        let deadline = Date().addingTimeInterval(5)
+        while !process.stderr.contains("/drive/v3/files") && Date() < deadline { usleep(20_000) }
+        XCTAssertTrue(process.stderr.contains("GET /drive/v3/files"), process.stderr)
+        XCTAssertFalse(process.stderr.contains("SECRET"))
+    }
+
+    func testHelpAndVersion() throws {
+        let help = try spawn(["--help"])
+        XCTAssertEqual(help.waitForExit(timeout: 10), 0)
+        for flag in ["--host", "--port", "--public-url", "--state-dir", "--seed", "--latency", "--bandwidth", "--faults",
+                     "--token-lifetime", "--refresh-token", "--write-service-account", "--log-level"] {
+            XCTAssertTrue(help.stdout.contains(flag), "help mentions \(flag)")
+        }
+        let version = try spawn(["--version"])
+        XCTAssertEqual(version.waitForExit(timeout: 10), 0)
+        XCTAssertTrue(version.stdout.hasPrefix("drivefs-emulator "))
+    }
+
+    func testBadOptionsExitWithStatus2NamingThem() throws {
+        let cases: [([String], String)] = [
+            (["--bogus"], "--bogus"),
+            (["--port", "70000"], "--port"),
+            (["--port", "abc"], "--port"),
+            (["--port"], "--port"),
+            (["--latency", "-5"], "--latency"),
+            (["--bandwidth", "0"], "--bandwidth"),
+            (["--log-level", "loud"], "--log-level"),
+            (["--public-url", "ftp://x"], "--public-url"),
+            (["stray"], "stray"),
+        ]
+        for (arguments, named) in cases {
+            let process = try spawn(arguments)
+            XCTAssertEqual(process.waitForExit(timeout: 10), 2, "\(arguments)")
+            let deadline = Date().addingTimeInterval(2)
+            while !process.stderr.contains(named) && Date() < deadline { usleep(20_000) }
+            XCTAssertTrue(process.stderr.contains(named), "\(arguments): \(process.stderr)")
+        }
+    }
+
+    func testBadFaultsFileFailsToStart() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("faults-\(UUID().uuidString).json")
+        try Data("{".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let process = try spawn(["--port", "0", "--faults", file.path])
+        XCTAssertEqual(process.waitForExit(timeout: 10), 1)
+        XCTAssertTrue(process.stdout.isEmpty)
+    }
+
+    func testFlagsShapeTheEmulator() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("faults-\(UUID().uuidString).json")
+        try Data(#"[{"method":"token","status":503,"times":1}]"#.utf8).write(to: file)
+        let key = FileManager.default.temporaryDirectory.appendingPathComponent("sa-\(UUID().uuidString).json")
+        defer {
+            try? FileManager.default.removeItem(at: file)
+            try? FileManager.default.removeItem(at: key)
+        }
+        let (process, port) = try startEmulator(["--faults", file.path, "--latency", "100", "--refresh-token", "my-refresh",
+                                                 "--token-lifetime", "60", "--write-service-account", key.path])
+        defer { process.terminate() }
+        let form = Array("grant_type=refresh_token&refresh_token=my-refresh&client_id=a&client_secret=b".utf8)
+        let headers = [("Content-Type", "application/x-www-form-urlencoded")]
+        XCTAssertEqual(try RawHTTP.request(port: port, "POST", "/token", headers: headers, body: form).status, 503)
+        let started = Date()
+        let token = try RawHTTP.request(port: port, "POST", "/token", headers: headers, body: form)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.09)
+        XCTAssertEqual(token.status, 200, token.text)
+        XCTAssertEqual(token.json?["expires_in"] as? Int, 60)
+        let keyJSON = try JSONSerialization.jsonObject(with: Data(contentsOf: key)) as? [String: Any]
+        XCTAssertEqual(keyJSON?["type"] as? String, "service_account")
+        XCTAssertEqual(keyJSON?["token_uri"] as? String, "http://127.0.0.1:\(port)/token")
+    }
+}

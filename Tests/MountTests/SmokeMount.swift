@@ -1,0 +1,108 @@
+import Foundation
+import XCTest
+
+/// `drivefs debug smoke-mount DIR -f` in a subprocess, on a fresh temporary directory.
+///
+/// `start` returns once the mount is listed in /proc/mounts (or fails within `mountTimeout`).
+/// `tearDown` always leaves nothing behind, whatever state the mount is in: `fusermount -u`, then
+/// `fusermount -uz` (lazy, for a busy mount), then the daemon is stopped (SIGTERM, SIGKILL), then
+/// the empty mountpoint is removed. Every step is bounded in time.
+final class SmokeMount {
+    static let mountTimeout: TimeInterval = 20
+
+    let mountpoint: String
+    let process: Process
+    private let logURL: URL
+    private let fusermount: String
+
+    /// Skips the test when this machine cannot mount FUSE at all.
+    static func requireFuse() throws -> String {
+        guard FileManager.default.fileExists(atPath: "/dev/fuse") else {
+            throw XCTSkip("/dev/fuse is missing: this machine (or container) has no FUSE device; mount tests need one")
+        }
+        guard let fusermount = ExternalCommand.which("fusermount3") ?? ExternalCommand.which("fusermount") else {
+            throw XCTSkip("fusermount is missing: install the fuse3 package ('make deps') to run the mount tests")
+        }
+        return fusermount
+    }
+
+    static func start(extraArguments: [String] = []) throws -> SmokeMount {
+        let fusermount = try requireFuse()
+        let binary = try DriveFSBinary.path()
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("drivefs-mount-\(UUID().uuidString)")
+        let mountpoint = base.appendingPathComponent("mnt").path
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let logURL = base.appendingPathComponent("drivefs.log")
+        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["debug", "smoke-mount", mountpoint, "-f"] + extraArguments
+        let log = try FileHandle(forWritingTo: logURL)
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try? log.close()
+
+        let mount = SmokeMount(mountpoint: mountpoint, process: process, logURL: logURL, fusermount: fusermount)
+        let deadline = Date().addingTimeInterval(mountTimeout)
+        while !mount.isMounted {
+            if !process.isRunning || Date() > deadline {
+                let log = mount.log
+                mount.tearDown()
+                throw MountFailure(description: "the smoke mount did not appear in /proc/mounts within \(Int(mountTimeout)) s"
+                                   + " (drivefs \(process.isRunning ? "still running" : "exited with \(process.terminationStatus)")); log:\n\(log)")
+            }
+            usleep(20_000)
+        }
+        return mount
+    }
+
+    struct MountFailure: Error, CustomStringConvertible { let description: String }
+
+    private init(mountpoint: String, process: Process, logURL: URL, fusermount: String) {
+        self.mountpoint = mountpoint
+        self.process = process
+        self.logURL = logURL
+        self.fusermount = fusermount
+    }
+
+    func path(_ relative: String) -> String { mountpoint + "/" + relative }
+
+    /// What drivefs wrote on standard output and error so far.
+    var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+    var isMounted: Bool { SmokeMount.mountEntry(for: mountpoint) != nil }
+
+    /// The /proc/mounts line for `mountpoint` split into fields, if mounted.
+    static func mountEntry(for mountpoint: String) -> [String]? {
+        guard let text = try? String(contentsOfFile: "/proc/mounts", encoding: .utf8) else { return nil }
+        // /proc/mounts escapes space, tab, newline and backslash as octal.
+        let escaped = mountpoint.replacingOccurrences(of: "\\", with: "\\134").replacingOccurrences(of: " ", with: "\\040")
+            .replacingOccurrences(of: "\t", with: "\\011").replacingOccurrences(of: "\n", with: "\\012")
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ").map(String.init)
+            if fields.count >= 4 && fields[1] == escaped { return fields }
+        }
+        return nil
+    }
+
+    /// `fusermount -u`, as a user would.
+    func unmount(timeout: TimeInterval = 10) throws -> ExternalCommand.Result {
+        try ExternalCommand.run(fusermount, ["-u", mountpoint], timeout: timeout)
+    }
+
+    /// Idempotent; safe on a mount in any state.
+    func tearDown() {
+        if isMounted { _ = try? ExternalCommand.run(fusermount, ["-u", mountpoint], timeout: 5) }
+        if isMounted { _ = try? ExternalCommand.run(fusermount, ["-uz", mountpoint], timeout: 5) }
+        if !ExternalCommand.waitForExit(process, timeout: 5) { ExternalCommand.stop(process) }
+        // rmdir only: never delete recursively under what might still be a mount.
+        if !isMounted {
+            rmdir(mountpoint)
+            try? FileManager.default.removeItem(at: logURL)
+            rmdir(URL(fileURLWithPath: mountpoint).deletingLastPathComponent().path)
+        }
+    }
+}
