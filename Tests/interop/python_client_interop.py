@@ -237,6 +237,44 @@ class Interop:
         self.state["resumable"] = (resource["id"], data)
         return f"{resource['id']} {size} bytes in {chunks} chunks, md5 {resource['md5Checksum']}"
 
+    def control(self, method, path, document=None):
+        """The emulator's control API (not part of Drive): JSON in, JSON out."""
+        body = json.dumps(document).encode() if document is not None else None
+        request = urllib.request.Request(self.base + path, data=body, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read() or b"{}")
+
+    def step_upload_interrupted(self):
+        """A chunk cut off mid-body by a connection reset: the session survives the disconnect, and the
+        client resumes (its status probe `PUT Content-Range: bytes */SIZE` → 308 with `Range`, or a resend)."""
+        size, chunksize = 1024 * 1024 + 4321, 256 * 1024
+        data = deterministic_bytes("interrupted", size)
+        media = MediaIoBaseUpload(io.BytesIO(data), mimetype="application/octet-stream", chunksize=chunksize, resumable=True)
+        request = self.drive.files().create(body={"name": "interrupted.bin", "parents": [self.state["work"]]},
+                                            media_body=media, fields="id, name, size, md5Checksum, parents")
+        status, response = request.next_chunk()
+        check(response is None and status.resumable_progress == chunksize, f"first chunk: {status}, {response}")
+        resets_before = self.control("GET", "/__emulator/stats").get("totals", {}).get("statuses", {}).get("reset", 0)
+        self.control("POST", "/__emulator/faults",
+                     {"faults": [{"method": "files.create.upload", "resetAfterBytes": 100000, "times": 1}]})
+        errors, calls = [], 0
+        while response is None:
+            calls += 1
+            check(calls < 50, "the interrupted upload never completes")
+            try:
+                status, response = request.next_chunk()
+            except (OSError, ConnectionError, HttpError) as error:  # what a reset looks like to the client
+                errors.append(type(error).__name__)
+                check(len(errors) <= 3, f"the client cannot resume: {errors}")
+        time.sleep(0.2)  # stats are counted just after each response is written
+        resets = self.control("GET", "/__emulator/stats").get("totals", {}).get("statuses", {}).get("reset", 0)
+        check(resets == resets_before + 1, f"the reset fault did not fire once (reset count {resets_before} → {resets})")
+        self.check_file(response, "interrupted.bin", data, self.state["work"])
+        check(self.drive.files().get_media(fileId=response["id"]).execute() == data, "content after a resumed upload differs")
+        how = f"client saw {errors[0]}, probed and resumed" if errors else "client resent the chunk on its own"
+        return f"{response['id']} {size} bytes; one chunk reset after 100000 bytes; {how}"
+
     def step_get(self):
         file_id, data = self.state["resumable"]
         resource = self.drive.files().get(
@@ -387,7 +425,7 @@ class Interop:
 
 
 STEPS = ["about", "start_page_token", "root", "create_folder", "list_paging", "upload_multipart",
-         "upload_resumable", "get", "download_chunks", "update_content", "rename", "move", "trash",
+         "upload_resumable", "upload_interrupted", "get", "download_chunks", "update_content", "rename", "move", "trash",
          "delete", "changes", "token_refresh"]
 
 
