@@ -145,12 +145,13 @@ $3
 $2" rclone.log emulator.log
 }
 
-# Local tree to upload: small files, a name with spaces and quotes, a subfolder, and a file above the
+# Local tree to upload: small files, an empty one, a name with spaces and quotes, a subfolder, and a file above the
 # upload cutoff (resumable, 1 MiB chunks, the last one short).
 mkdir -p src/sub down
 printf 'hello from rclone\n' >src/small.txt
 printf "quotes and spaces\n" >"src/it's a \"name\".txt"
 printf 'nested\n' >src/sub/nested.txt
+: >src/empty.txt
 "$python" -c 'import hashlib,sys; sys.stdout.buffer.write(b"".join(hashlib.sha256(b"%d" % i).digest() for i in range(6400)))' >src/data.bin
 "$python" -c 'import hashlib,sys; sys.stdout.buffer.write(b"".join(hashlib.sha512(b"%d" % i).digest() for i in range(55000))[:3*1048576+12345])' >src/big.bin
 
@@ -166,11 +167,11 @@ echo "ok   mkdir"
 step copy copy src emu:interop/copied
 chunks="$(grep -c 'Sending chunk' rclone.log || true)"
 [ "$chunks" -ge 3 ] || fail "copy: big.bin went up in $chunks resumable chunks, expected at least 3" rclone.log emulator.log
-echo "ok   copy               5 files, big.bin in $chunks resumable chunks"
+echo "ok   copy               6 files (one empty), big.bin in $chunks resumable chunks"
 
 step lsf-R lsf -R emu:
 expect lsf-R "$(sort out/lsf-R)" "$(printf '%s\n' interop/ interop/copied/ interop/copied/big.bin interop/copied/data.bin \
-    "interop/copied/it's a \"name\".txt" interop/copied/small.txt interop/copied/sub/ interop/copied/sub/nested.txt \
+    interop/copied/empty.txt "interop/copied/it's a \"name\".txt" interop/copied/small.txt interop/copied/sub/ interop/copied/sub/nested.txt \
     interop/empty-dir/ | sort)"
 echo "ok   lsf-R              $(wc -l <out/lsf-R) entries"
 
@@ -205,5 +206,10 @@ expect deletefile "$(cat out/deletefile-list)" ""
 step deletefile-trash lsf --drive-trashed-only emu:interop/moved
 expect deletefile-trash "$(cat out/deletefile-trash)" "renamed.txt"
 echo "ok   deletefile         renamed.txt is in the trash"
+
+step about-after about --json emu:
+"$python" -c 'import json,sys; u=json.load(open(sys.argv[1])).get("used", 0); sys.exit(0 if u >= 3*1048576 else 1)' out/about-after \
+    || fail "about: usage does not count the uploaded bytes: $(cat out/about-after)" rclone.log
+echo "ok   about-after        $(tr -d '\n\t ' <out/about-after)"
 
 echo "PASS rclone interop"
