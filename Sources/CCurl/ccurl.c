@@ -19,3 +19,4 @@ CURLcode ccurl_global_init_once(void) { pthread_once(&ccurl_once, ccurl_do_init)
 size_t ccurl_readfunc_abort(void) { return CURL_READFUNC_ABORT; }
 size_t ccurl_writefunc_abort(void) { return 0; }
 const char *ccurl_version(void) { return curl_version(); }
+CURLcode ccurl_setopt_seek(CURL *h, int (*cb)(void *, curl_off_t, int)) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, cb); }

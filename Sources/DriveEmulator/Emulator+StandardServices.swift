@@ -2,15 +2,20 @@ import Foundation
 
 extension EmulatorServices {
     /// The OAuth and Drive services the real emulator serves, built from its config, in route
-    /// order: OAuth, then Drive. (Drive is wired here once `DriveService` lands.)
+    /// order: OAuth, then Drive (which asks OAuth about every bearer token). Both keep their state
+    /// in `config.stateDirectory` (OAuth in `oauth.json`, Drive beside it); without one, OAuth lives
+    /// in memory and Drive in a temporary directory removed at `stop()`.
     public static func standard(config: EmulatorConfig) throws -> EmulatorServices {
         let oauth = OAuthService(config: OAuthConfig(tokenLifetime: Double(config.tokenLifetime),
                                                      refreshToken: config.refreshToken,
                                                      stateDirectory: config.stateDirectory),
                                  clock: config.clock)
+        let drive = try DriveService(stateDirectory: config.stateDirectory, seedDirectory: config.seedDirectory,
+                                     validator: oauth, clock: config.clock)
         return EmulatorServices(
-            providers: [oauth],
+            providers: [oauth, drive],
             revoke: { token in _ = oauth.revoke(token: token) },
-            writeServiceAccountKey: { url, tokenURL in try oauth.writeServiceAccountKey(to: url, tokenURL: tokenURL) })
+            writeServiceAccountKey: { url, tokenURL in try oauth.writeServiceAccountKey(to: url, tokenURL: tokenURL) },
+            close: { drive.close() })
     }
 }

@@ -169,4 +169,33 @@ final class AuthGrantTests: XCTestCase {
             }
         }
     }
+
+    // MARK: Over real HTTP, with the emulator's faults
+
+    func testTokenEndpointFaultIsTransientThenTheGrantWorks() throws {
+        let emulator = try Emulator(config: EmulatorConfig(port: 0))
+        try emulator.start()
+        defer { emulator.stop() }
+        emulator.addFaults([FaultRule.status(503, method: "token")])
+        let grant = RefreshTokenGrant(tokenURL: emulator.baseURL + "/token", clientID: "c", clientSecret: "s",
+                                      refreshToken: "drivefs-emulator-refresh-token", transport: try CurlTransport())
+        XCTAssertThrowsError(try grant.fetchToken()) { error in
+            guard let e = error as? OAuthError, case .server(503, _, _) = e else { return XCTFail("\(error)") }
+            XCTAssertTrue(e.isTransient)
+            XCTAssertFalse(e.requiresLogin)
+        }
+        XCTAssertTrue(try grant.fetchToken().value.hasPrefix("ya29."))
+    }
+
+    func testUnreachableTokenEndpointIsATransportError() throws {
+        let listener = try LoopbackListener()
+        let port = listener.port
+        listener.close()
+        let grant = RefreshTokenGrant(tokenURL: "http://127.0.0.1:\(port)/token", clientID: "c", clientSecret: "s",
+                                      refreshToken: "1//r", transport: try CurlTransport())
+        XCTAssertThrowsError(try grant.fetchToken()) { error in
+            guard case .transport = error as? OAuthError else { return XCTFail("\(error)") }
+            XCTAssertTrue((error as? OAuthError)?.isTransient == true)
+        }
+    }
 }

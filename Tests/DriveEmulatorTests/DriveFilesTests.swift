@@ -159,7 +159,7 @@ final class DriveFilesTests: XCTestCase {
         XCTAssertEqual(try h.call("GET", "/drive/v3/files/\(leaf)").0, 404)
         XCTAssertEqual(try h.send("DELETE", "/drive/v3/files/\(top)").status, 404)
         XCTAssertEqual(try h.send("DELETE", "/drive/v3/files/root").status, 403)
-        let content = try FileManager.default.contentsOfDirectory(atPath: h.stateDirectory.appendingPathComponent("content").path)
+        let content = try FileManager.default.contentsOfDirectory(atPath: h.stateDirectory.appendingPathComponent("drive/content").path)
         XCTAssertEqual(content.count, 0, "deleted content must leave the disk")
     }
 
@@ -272,5 +272,36 @@ final class DriveFilesTests: XCTestCase {
         XCTAssertEqual((ordered["files"] as? [[String: Any]])?.compactMap { $0["name"] as? String }, ["n4", "n3", "n2", "n1", "n0"])
         let (_, none) = try h.call("GET", "/drive/v3/files?q=\(DriveHarness.q("name = 'zzz'"))")
         XCTAssertEqual((none["files"] as? [Any])?.count, 0)
+    }
+
+    /// Many callers at once: creates, uploads, lists and renames from 8 threads.
+    func testConcurrentRequests() throws {
+        let folder = try h.create("shared", mime: "application/vnd.google-apps.folder")
+        let failures = Locked(0)
+        let harness = h!
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            for i in 0..<30 {
+                do {
+                    let id = try harness.upload("w\(worker)-\(i)", Array("worker \(worker) item \(i)".utf8), parent: folder)
+                    let (s1, _) = try harness.call("PATCH", "/drive/v3/files/\(id)", json: ["description": "d\(i)"])
+                    let (s2, _) = try harness.call("GET", "/drive/v3/files?q=\(DriveHarness.q("'\(folder)' in parents"))&pageSize=50")
+                    let media = try harness.send("GET", "/drive/v3/files/\(id)?alt=media")
+                    if s1 != 200 || s2 != 200 || DriveHarness.bytes(media) != Array("worker \(worker) item \(i)".utf8) {
+                        failures.withLock { $0 += 1 }
+                    }
+                } catch {
+                    failures.withLock { $0 += 1 }
+                }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, 0)
+        var count = 0
+        var token: String?
+        repeat {
+            let (_, page) = try h.call("GET", "/drive/v3/files?q=\(DriveHarness.q("'\(folder)' in parents"))&pageSize=100\(token.map { "&pageToken=\(DriveHarness.q($0))" } ?? "")")
+            count += (page["files"] as? [Any])?.count ?? 0
+            token = page["nextPageToken"] as? String
+        } while token != nil
+        XCTAssertEqual(count, 240)
     }
 }

@@ -40,8 +40,9 @@ final class PiecewiseBody: HTTPRequestBody {
     }
 }
 
-/// A DriveService in a temporary state directory, called without a server.
-final class DriveHarness {
+/// A DriveService in a temporary state directory, called without a server. `restart` is not
+/// thread-safe; everything else may be called from many threads.
+final class DriveHarness: @unchecked Sendable {
     let stateDirectory: URL
     let clock = ManualTimeSource(now: 1_700_000_000)
     private(set) var service: DriveService!

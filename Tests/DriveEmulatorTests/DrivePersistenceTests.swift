@@ -43,13 +43,13 @@ final class DrivePersistenceTests: XCTestCase {
         try h.restart()
         let (_, f) = try h.call("GET", "/drive/v3/files/\(ids[2099])?fields=name")
         XCTAssertEqual(f["name"] as? String, "n2099")
-        let journal = try FileManager.default.attributesOfItem(atPath: h.stateDirectory.appendingPathComponent("metadata.journal").path)
+        let journal = try FileManager.default.attributesOfItem(atPath: h.stateDirectory.appendingPathComponent("drive/metadata.journal").path)
         XCTAssertLessThan((journal[.size] as? Int) ?? 0, 1 << 20)
     }
 
     func testTemporaryStateIsRemovedOnClose() throws {
         let service = try DriveService(stateDirectory: nil, seedDirectory: nil, validator: StubValidator(), clock: ManualTimeSource())
-        let dir = service.store.directory
+        let dir = service.store.directory.deletingLastPathComponent()
         XCTAssertTrue(FileManager.default.fileExists(atPath: dir.path))
         service.close()
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.path))
@@ -83,5 +83,23 @@ final class DrivePersistenceTests: XCTestCase {
         XCTAssertEqual((again["files"] as? [Any])?.count, 6)
         XCTAssertEqual(SeedImporter.driveName(forLocalName: "Plans%2F2026.gsheet~dup3").name, "Plans/2026")
         XCTAssertEqual(SeedImporter.driveName(forLocalName: "Plans%2F2026.gsheet~dup3").workspaceMime, "application/vnd.google-apps.spreadsheet")
+    }
+
+    /// The sample tree of `make demo` imports as documented.
+    func testDemoSeedImports() throws {
+        let seed = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("scripts/demo-seed")
+        let h = try DriveHarness(seed: seed)
+        defer { h.shutdown() }
+        let (_, list) = try h.call("GET", "/drive/v3/files?pageSize=1000&fields=files(name,mimeType,size)")
+        let files = list["files"] as? [[String: Any]] ?? []
+        let names = files.compactMap { $0["name"] as? String }
+        XCTAssertEqual(names.filter { $0 == "notes.txt" }.count, 2)
+        XCTAssertTrue(names.contains("Reports/2026.txt"))
+        XCTAssertTrue(files.contains { $0["name"] as? String == "Meeting notes" && $0["mimeType"] as? String == "application/vnd.google-apps.document" })
+        XCTAssertTrue(files.contains { $0["name"] as? String == "Budget" && $0["mimeType"] as? String == "application/vnd.google-apps.spreadsheet" })
+        XCTAssertTrue(files.contains { $0["name"] as? String == "checkerboard.png" && $0["mimeType"] as? String == "image/png" })
+        XCTAssertTrue(files.contains { $0["name"] as? String == "data.bin" && $0["size"] as? String == "1024" })
+        XCTAssertTrue(files.contains { $0["name"] as? String == "drivefs" && $0["mimeType"] as? String == "application/vnd.google-apps.folder" })
     }
 }

@@ -56,4 +56,35 @@ final class EmulatorAssemblyTests: XCTestCase {
         let second = try Emulator(config: EmulatorConfig(port: first.port))
         XCTAssertThrowsError(try second.start())
     }
+
+    func testStandardEmulatorServesDriveBehindOAuthWithFaults() throws {
+        let emulator = try Emulator(config: EmulatorConfig(port: 0))
+        try emulator.start()
+        defer { emulator.stop() }
+        let port = emulator.port
+        XCTAssertEqual(try RawHTTP.request(port: port, "GET", "/drive/v3/about?fields=user").status, 401)
+        let token = try RawHTTP.request(port: port, "POST", "/token", headers: formHeaders, body: refreshForm)
+        let access = try XCTUnwrap(token.json?["access_token"] as? String)
+        let auth = [("Authorization", "Bearer \(access)")]
+        XCTAssertEqual(try RawHTTP.request(port: port, "GET", "/drive/v3/about?fields=user", headers: auth).status, 200)
+
+        let content = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let created = try RawHTTP.request(port: port, "POST", "/upload/drive/v3/files?uploadType=media&fields=id",
+                                          headers: auth + [("Content-Type", "application/octet-stream")], body: content)
+        XCTAssertEqual(created.status, 200, created.text)
+        let id = try XCTUnwrap(created.json?["id"] as? String)
+
+        emulator.addFaults([FaultRule(method: "files.get.media", action: .reset(afterBytes: 1000))])
+        let cut = try RawHTTPConnection(port: port)
+        try cut.sendRequest("GET", "/drive/v3/files/\(id)?alt=media", headers: auth)
+        XCTAssertThrowsError(try cut.readResponse())
+        XCTAssertEqual(cut.partialBody, Array(content[0..<1000]))
+
+        let whole = try RawHTTP.request(port: port, "GET", "/drive/v3/files/\(id)?alt=media", headers: auth)
+        XCTAssertEqual(whole.status, 200)
+        XCTAssertEqual(whole.body, content)
+        let stats = waitForStats(emulator) { $0.methods["files.get.media"]?.requests == 2 }
+        XCTAssertEqual(stats.methods["files.get.media"]?.statuses, ["reset": 1, "200": 1])
+        XCTAssertEqual(stats.methods["files.create.upload"]?.bytesIn, 100_000)
+    }
 }

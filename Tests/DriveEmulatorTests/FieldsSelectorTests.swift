@@ -82,4 +82,17 @@ final class FieldsSelectorTests: XCTestCase {
         XCTAssertEqual(Set(shaped.keys), ["x"])
         XCTAssertEqual((shaped["x"] as? [[String: Any]])?.first.map { Set($0.keys) }, ["y"])
     }
+
+    /// Wire format: int64 as strings, booleans as JSON booleans, three-digit UTC timestamps, no nulls.
+    func testWireEncoding() throws {
+        let r = try h.send("GET", "/drive/v3/files/\(fileId)?fields=size,starred,trashed,version,createdTime,description")
+        let text = String(decoding: DriveHarness.bytes(r), as: UTF8.self)
+        XCTAssertTrue(text.contains("\"size\" : \"7\""), text)
+        XCTAssertTrue(text.contains("\"starred\" : false"), text)
+        XCTAssertTrue(text.contains("\"version\" : \"1\""), text)
+        XCTAssertFalse(text.contains("null"), text)
+        XCTAssertFalse(text.contains("description"), text)
+        XCTAssertNotNil(text.range(of: "\"createdTime\" : \"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\\.[0-9]{3}Z\"", options: .regularExpression), text)
+        XCTAssertEqual(r.headers["Content-Type"], "application/json; charset=UTF-8")
+    }
 }

@@ -136,4 +136,26 @@ final class HTTPServerMalformedInputTests: XCTestCase {
         try connection.sendRequest("GET", "/hello")
         XCTAssertEqual(try connection.readResponse().text, "hello")
     }
+
+    /// A client still sending when the server refuses must still get the answer (no RST eating it).
+    func testRefusalReachesAClientThatKeepsSending() throws {
+        let connection = try RawHTTPConnection(port: port)
+        try connection.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        try? connection.send([UInt8](repeating: 0x61, count: 3 << 20))
+        let response = try connection.readResponse()
+        XCTAssertEqual(response.status, 431)
+        try assertStillServing()
+    }
+
+    func testAnswerWithoutContinueSurvivesABodySentAnyway() throws {
+        // curl sends the body after waiting a second for 100 Continue; the server has answered and
+        // closes, but must not reset the answer away.
+        let connection = try RawHTTPConnection(port: port)
+        try connection.send("POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 4194304\r\nExpect: 100-continue\r\n\r\n")
+        usleep(100_000)
+        try? connection.send([UInt8](repeating: 1, count: 4 << 20))
+        let response = try connection.readResponse()
+        XCTAssertEqual(response.text, "hello")
+        XCTAssertEqual(response.header("Connection"), "close")
+    }
 }

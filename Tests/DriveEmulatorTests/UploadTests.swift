@@ -272,4 +272,16 @@ final class UploadTests: XCTestCase {
             return n
         }
     }
+
+    /// Hostile Content-Range values are 400s, never a crash.
+    func testMalformedContentRanges() throws {
+        let session = try initiate()
+        for range in ["bytes 5-2/10", "bytes a-b/c", "bytes 0-9223372036854775807/*", "bytes 0-1/9223372036854775807",
+                      "bytes 9223372036854775806-9223372036854775807/*", "bytes */-1", "octets 0-1/2", "bytes 0-10/5", "bytes", ""] {
+            let r = try put(session, [1, 2], range: range)
+            XCTAssertEqual(r.status, 400, range)
+        }
+        let huge = try h.send("POST", "/upload/drive/v3/files?uploadType=resumable", headers: [("X-Upload-Content-Length", "99999999999999999999")], bytes: [])
+        XCTAssertEqual(huge.status, 400)
+    }
 }

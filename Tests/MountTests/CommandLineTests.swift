@@ -147,6 +147,7 @@ final class CommandLineTests: XCTestCase {
             api-url: https://www.googleapis.com/
             token-url: https://oauth2.googleapis.com/token
             auth-url: https://accounts.google.com/o/oauth2/v2/auth
+            revoke-url: https://oauth2.googleapis.com/revoke
             profile: default
             ca-file: (system store)
 
@@ -160,6 +161,14 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(withEquals.output.contains("auth-url: http://127.0.0.1:9/auth\n"), withEquals.summary)
         XCTAssertTrue(withEquals.output.contains("profile: work\n"), withEquals.summary)
         XCTAssertTrue(withEquals.output.contains("token-url: https://oauth2.googleapis.com/token\n"), withEquals.summary)
+        let emulator = try drivefs("debug", "endpoints", "--token-url=http://127.0.0.1:9/token")
+        XCTAssertTrue(emulator.output.contains("revoke-url: http://127.0.0.1:9/revoke\n"), emulator.summary)
+    }
+
+    func testMountOptionsLibfuseRejectsAreAUsageError() throws {
+        let result = try drivefs("debug", "smoke-mount", NSTemporaryDirectory(), "-f", "-o", "no_such_option=1")
+        XCTAssertEqual(result.status, 2, result.summary)
+        XCTAssertTrue(result.errorOutput.contains("drivefs: libfuse rejected the mount options 'no_such_option=1'"), result.summary)
     }
 
     func testDoubleDashEndsOptions() throws {

@@ -73,6 +73,9 @@ final class SmokeMount {
     /// What drivefs wrote on standard output and error so far.
     var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
+    /// drivefs's exit status, or nil while it runs (reading `terminationStatus` then would trap).
+    var exitStatus: Int32? { process.isRunning ? nil : process.terminationStatus }
+
     var isMounted: Bool { SmokeMount.mountEntry(for: mountpoint) != nil }
 
     /// The /proc/mounts line for `mountpoint` split into fields, if mounted.

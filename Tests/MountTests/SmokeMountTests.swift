@@ -125,14 +125,14 @@ final class SmokeMountTests: XCTestCase {
         let result = try mount.unmount()
         XCTAssertEqual(result.status, 0, result.summary)
         XCTAssertTrue(ExternalCommand.waitForExit(mount.process, timeout: 10), "drivefs still runs after fusermount -u")
-        XCTAssertEqual(mount.process.terminationStatus, 0, mount.log)
+        XCTAssertEqual(mount.exitStatus, 0, mount.log)
         XCTAssertFalse(mount.isMounted)
     }
 
     func testSIGTERMUnmountsAndTheProcessExitsZero() throws {
         kill(mount.process.processIdentifier, SIGTERM)
         XCTAssertTrue(ExternalCommand.waitForExit(mount.process, timeout: 10), "drivefs still runs after SIGTERM")
-        XCTAssertEqual(mount.process.terminationStatus, 0, mount.log)
+        XCTAssertEqual(mount.exitStatus, 0, mount.log)
         XCTAssertFalse(mount.isMounted, "SIGTERM left the mount behind")
     }
 }
@@ -153,6 +153,53 @@ final class SmokeMountDirectIOTests: XCTestCase {
         let result = try mount.unmount()
         XCTAssertEqual(result.status, 0, result.summary)
         XCTAssertTrue(ExternalCommand.waitForExit(mount.process, timeout: 10))
-        XCTAssertEqual(mount.process.terminationStatus, 0, mount.log)
+        XCTAssertEqual(mount.exitStatus, 0, mount.log)
+    }
+}
+
+/// Without `-f`, smoke-mount returns once mounted and leaves a daemon that `fusermount -u` ends.
+final class SmokeMountDaemonTests: XCTestCase {
+    /// Processes whose command line is exactly `arguments` (the daemon has no parent we know).
+    private func processes(withArguments arguments: [String]) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { pid_t($0) }.filter { pid in
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+            let words = data.split(separator: 0, omittingEmptySubsequences: false).dropLast().map { String(decoding: $0, as: UTF8.self) }
+            return Array(words.dropFirst()) == arguments
+        }
+    }
+
+    func testWithoutForegroundItDaemonizesAndFusermountEndsTheDaemon() throws {
+        let fusermount = try SmokeMount.requireFuse()
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("drivefs-mount-\(UUID().uuidString)")
+        let mountpoint = base.appendingPathComponent("mnt").path
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let arguments = ["debug", "smoke-mount", mountpoint]
+        defer {
+            if SmokeMount.mountEntry(for: mountpoint) != nil {
+                _ = try? ExternalCommand.run(fusermount, ["-u", mountpoint], timeout: 5)
+                _ = try? ExternalCommand.run(fusermount, ["-uz", mountpoint], timeout: 5)
+            }
+            for pid in processes(withArguments: arguments) { kill(pid, SIGKILL) }
+            if SmokeMount.mountEntry(for: mountpoint) == nil {
+                rmdir(mountpoint)
+                rmdir(base.path)
+            }
+        }
+
+        let start = try DriveFSBinary.run(arguments, timeout: 20)
+        XCTAssertEqual(start.status, 0, start.summary)
+        XCTAssertTrue(start.errorOutput.contains("smoke tree mounted at \(mountpoint)"), start.summary)
+        XCTAssertNotNil(SmokeMount.mountEntry(for: mountpoint), "smoke-mount returned before the mount existed")
+        let daemons = processes(withArguments: arguments)
+        XCTAssertEqual(daemons.count, 1, "expected one daemon, found \(daemons)")
+        let hello = try ExternalCommand.runTool("cat", [mountpoint + "/hello.txt"], timeout: 20)
+        XCTAssertEqual(hello.output, "hello from drivefs\n", hello.summary)
+
+        let stop = try ExternalCommand.run(fusermount, ["-u", mountpoint], timeout: 10)
+        XCTAssertEqual(stop.status, 0, stop.summary)
+        let deadline = Date().addingTimeInterval(10)
+        while !processes(withArguments: arguments).isEmpty && Date() < deadline { usleep(20_000) }
+        XCTAssertEqual(processes(withArguments: arguments), [], "the daemon outlived its mount")
     }
 }

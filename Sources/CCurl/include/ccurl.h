@@ -17,6 +17,8 @@ CURLcode ccurl_getinfo_off(CURL *h, CURLINFO info, curl_off_t *v);
 
 
 // Added for CurlTransport: one-time global init, macro constants Swift cannot see.
+/// CURLOPT_SEEKFUNCTION (libcurl rewinds a request body to resend it on a fresh connection).
+CURLcode ccurl_setopt_seek(CURL *h, int (*cb)(void *, curl_off_t, int));
 /// curl_global_init(CURL_GLOBAL_DEFAULT) exactly once per process (pthread_once); returns its result.
 CURLcode ccurl_global_init_once(void);
 /// CURL_READFUNC_ABORT: returned by a read callback to abort the transfer.

@@ -13,7 +13,9 @@ extension DriveAPI {
     ///   (`DriveError.cancelled`).
     @discardableResult
     public func download(_ id: String, offset: Int64 = 0, length: Int64? = nil, to sink: ResponseSink) throws -> Int64 {
-        precondition(offset >= 0 && (length ?? 0) >= 0, "download range must not be negative")
+        guard offset >= 0, (length ?? 0) >= 0 else {
+            throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "invalidRange", message: "a download range must not be negative"))
+        }
         if length == 0 { return 0 }
         let received = Locked<Int64>(0)
         let writeError = Locked<String?>(nil)

@@ -12,7 +12,7 @@ public final class DriveAPI: Sendable {
     public let endpoints: DriveEndpoints
     /// Uploads up to this size (inclusive) are multipart; larger ones resumable. Google allows 5 MiB.
     public let multipartLimit: Int64
-    /// Resumable chunk size: a positive multiple of 256 KiB.
+    /// Resumable chunk size: a positive multiple of 256 KiB (other values are rounded down, to at least 256 KiB).
     public let chunkSize: Int64
     let idPool: FileIDPool
 
@@ -20,10 +20,9 @@ public final class DriveAPI: Sendable {
 
     public init(executor: DriveRequestExecutor, endpoints: DriveEndpoints = .google,
                 chunkSize: Int64 = 8 * 1024 * 1024, multipartLimit: Int64 = 5 * 1024 * 1024, idBatchSize: Int = 100) {
-        precondition(chunkSize > 0 && chunkSize % Self.chunkGranularity == 0, "chunk size must be a positive multiple of 256 KiB")
         self.executor = executor
         self.endpoints = endpoints
-        self.chunkSize = chunkSize
+        self.chunkSize = max(Self.chunkGranularity, chunkSize / Self.chunkGranularity * Self.chunkGranularity)
         self.multipartLimit = multipartLimit
         self.idPool = FileIDPool(batchSize: idBatchSize)
     }

@@ -14,11 +14,11 @@ public final class Pacer: Sendable {
     private let state: Locked<(tokens: Double, last: Double)>
 
     public init(ratePerSecond: Double = 10, burst: Int = 10, time: any TimeSource = SystemTimeSource()) {
-        precondition(ratePerSecond > 0 && burst >= 1, "Pacer needs a positive rate and a burst of at least 1")
-        self.ratePerSecond = ratePerSecond
-        self.burst = Double(burst)
+        // Nonsense settings are clamped rather than trusted: a rate ≤ 0 would wait forever.
+        self.ratePerSecond = ratePerSecond > 0 && ratePerSecond.isFinite ? ratePerSecond : 10
+        self.burst = Double(max(1, burst))
         self.time = time
-        self.state = Locked((Double(burst), time.now()))
+        self.state = Locked((Double(max(1, burst)), time.now()))
     }
 
     /// Blocks until the caller may send one request. Returns the seconds waited.

@@ -150,3 +150,4 @@ func curlReadCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count
     let buffer = UnsafeMutableRawBufferPointer(start: data, count: size * count)
     return transfer.readBody(into: buffer) ?? ccurl_readfunc_abort()
 }
+

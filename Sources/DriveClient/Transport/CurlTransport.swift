@@ -14,6 +14,9 @@ import Foundation
 /// - A dead connection never hangs: connect has a timeout, and a transfer that moves fewer than
 ///   `stallBytesPerSecond` for `stallTimeout` seconds fails with `TransportError.timedOut`.
 ///   There is deliberately no overall timeout: a 10 GiB upload may take hours.
+/// - A request body is never resent by libcurl on its own (no seek callback: a body that was sent
+///   on a connection that then died fails with `connectionLost`, CURLE_SEND_FAIL_REWIND), so the
+///   layer above decides: the executor's retry policy, or the resumable protocol's status probe.
 /// - Bodies stream: a `.file` request body is read with `pread` as libcurl asks for it; 2xx
 ///   response bodies go to the sink as they arrive; non-2xx bodies are collected in memory, bounded
 ///   by `maxErrorBodyBytes` (the rest is dropped), for the layer above to parse.
@@ -188,7 +191,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
             return .couldNotConnect(detail)
         case CURLE_OPERATION_TIMEDOUT:
             return .timedOut(detail)
-        case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2,
+        case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_SEND_FAIL_REWIND, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2,
              CURLE_HTTP2_STREAM, CURLE_BAD_CONTENT_ENCODING:
             return .connectionLost(detail)
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE,

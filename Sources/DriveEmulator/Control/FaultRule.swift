@@ -9,11 +9,18 @@ public struct FaultRule: Sendable, Equatable {
     public enum Action: Sendable, Equatable {
         /// Answer this status with a Google error body instead of calling the handler.
         case status(code: Int, reason: String, message: String, retryAfterSeconds: Int?)
-        /// Requests with a body: read this many body bytes, then reset. Others: send the head and
-        /// this many response body bytes, then reset.
-        case reset(afterBytes: Int)
+        /// Reset the connection after this many body bytes. `.request`: read that much of the
+        /// request body, then reset without calling the handler. `.response`: the handler runs, then
+        /// the head and that much of the response body are sent, then reset. `.auto`: `.request`
+        /// for requests with a body, `.response` for the others. A hit whose body is not longer than
+        /// `afterBytes` does not apply and leaves the rule armed.
+        case reset(afterBytes: Int, phase: ResetPhase = .auto)
         /// Answer nothing for this long, then close.
         case stall(seconds: Double)
+    }
+
+    public enum ResetPhase: String, Sendable, Equatable {
+        case auto, request, response
     }
 
     /// A route method name (`files.list`), or `*` for every counted request.
@@ -136,8 +143,8 @@ public struct FaultRule: Sendable, Equatable {
     }
 
     static func parseRule(_ d: [String: Any]) throws -> FaultRule {
-        let known: Set<String> = ["method", "status", "reason", "message", "retryAfter", "resetAfterBytes", "stallSeconds",
-                                  "times", "fraction"]
+        let known: Set<String> = ["method", "status", "reason", "message", "retryAfter", "resetAfterBytes", "phase",
+                                  "stallSeconds", "times", "fraction"]
         if let key = Set(d.keys).subtracting(known).sorted().first { throw FormatError(description: "unknown key \"\(key)\"") }
         guard let method = d["method"] as? String, !method.isEmpty else {
             throw FormatError(description: "\"method\" (a route method name such as files.list, or *) is required")
@@ -167,6 +174,7 @@ public struct FaultRule: Sendable, Equatable {
         guard chosen == 1 else {
             throw FormatError(description: "exactly one of \"status\", \"resetAfterBytes\", \"stallSeconds\" is required")
         }
+        if reset == nil, d["phase"] != nil { throw FormatError(description: "\"phase\" applies only to reset faults") }
         let action: Action
         if let status {
             let reason = (d["reason"] as? String) ?? defaultReason(for: status).reason
@@ -176,7 +184,14 @@ public struct FaultRule: Sendable, Equatable {
             for key in ["reason", "message", "retryAfter"] where d[key] != nil {
                 throw FormatError(description: "\"\(key)\" applies only to status faults")
             }
-            action = reset.map { .reset(afterBytes: $0) } ?? .stall(seconds: stall ?? 0)
+            var phase = ResetPhase.auto
+            if let value = d["phase"] {
+                guard reset != nil, let text = value as? String, let parsed = ResetPhase(rawValue: text) else {
+                    throw FormatError(description: "\"phase\" is \"auto\", \"request\" or \"response\", for reset faults only")
+                }
+                phase = parsed
+            }
+            action = reset.map { .reset(afterBytes: $0, phase: phase) } ?? .stall(seconds: stall ?? 0)
         }
         let times = try integer("times", 1...Int(Int32.max))
         let fraction = try number("fraction", 0...1)
@@ -191,7 +206,9 @@ public struct FaultRule: Sendable, Equatable {
             d["reason"] = reason
             d["message"] = message
             if let retryAfter { d["retryAfter"] = retryAfter }
-        case .reset(let n): d["resetAfterBytes"] = n
+        case .reset(let n, let phase):
+            d["resetAfterBytes"] = n
+            if phase != .auto { d["phase"] = phase.rawValue }
         case .stall(let s): d["stallSeconds"] = s
         }
         if let times { d["times"] = times }

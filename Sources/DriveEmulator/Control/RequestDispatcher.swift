@@ -31,24 +31,47 @@ final class RequestDispatcher: HTTPResponder {
             return HTTPAnswer(response: GoogleError.unknownPath(request.path).response, statsKey: Self.unknownRouteKey)
         }
         if latencyMs > 0 { Thread.sleep(forTimeInterval: Double(latencyMs) / 1000) }
-        switch faults.next(for: route.method) {
-        case nil:
+        guard let hit = faults.next(for: route.method) else {
             return HTTPAnswer(response: Self.run(route, request, log: log), statsKey: route.method)
-        case .status(let code, let reason, let message, let retryAfter)?:
+        }
+        switch hit.action {
+        case .status(let code, let reason, let message, let retryAfter):
             let rule = FaultRule(method: route.method, action: .status(code: code, reason: reason, message: message,
                                                                         retryAfterSeconds: retryAfter))
             let response = rule.googleError()?.response ?? GoogleError(code, reason: reason, message: message).response
             return HTTPAnswer(response: response, statsKey: route.method)
-        case .stall(let seconds)?:
+        case .stall(let seconds):
             return HTTPAnswer(response: HTTPResponse(status: 0, fault: .stall(seconds: seconds)), statsKey: route.method)
-        case .reset(let bytes)?:
-            if request.body.declaredLength != 0 {
+        case .reset(let bytes, let phase):
+            let declared = request.body.declaredLength
+            let cutsRequest = phase == .request || (phase == .auto && declared != 0)
+            if cutsRequest {
+                // Only a body longer than the budget can be cut (chunked: length unknown, so try).
+                if let declared, declared <= Int64(bytes) {
+                    faults.refund(hit)
+                    return HTTPAnswer(response: Self.run(route, request, log: log), statsKey: route.method)
+                }
                 return HTTPAnswer(response: HTTPResponse(status: 0, fault: .resetAfterRequestBodyBytes(bytes)),
                                   statsKey: route.method)
             }
             var response = Self.run(route, request, log: log)
-            response.fault = .resetAfterBodyBytes(bytes)
+            if let length = Self.bodyLength(response, isHead: request.method == "HEAD"), length <= Int64(bytes) {
+                faults.refund(hit)
+            } else {
+                response.fault = .resetAfterBodyBytes(bytes)
+            }
             return HTTPAnswer(response: response, statsKey: route.method)
+        }
+    }
+
+    /// The response body length when known before sending (nil for streams).
+    static func bodyLength(_ response: HTTPResponse, isHead: Bool) -> Int64? {
+        if isHead || HTTPResponseWriter.forbidsBody(response.status) { return 0 }
+        switch response.body {
+        case .empty: return 0
+        case .bytes(let b): return Int64(b.count)
+        case .file(_, _, let length): return length
+        case .stream: return response.headers["Content-Length"].flatMap(HTTPRequestHeadParser.parseDecimal)
         }
     }
 

@@ -58,7 +58,7 @@ enum ListPageToken {
         guard token.hasPrefix("~!!~"), let data = Base64URL.decode(String(token.dropFirst(4))),
               let text = String(data: data, encoding: .utf8) else { return nil }
         let parts = text.split(separator: ":", maxSplits: 1)
-        guard parts.count == 2, parts[1] == binding, let n = Int(parts[0]), n >= 0 else { return nil }
+        guard parts.count == 2, parts[1] == binding, let n = Int(parts[0]), n >= 0, n <= 1 << 40 else { return nil }
         return n
     }
 

@@ -6,6 +6,8 @@ import Foundation
 /// streams to disk; checksums are computed on the way (resumable: when the last byte arrives).
 extension DriveService {
     static let chunkGranularity: Int64 = 256 * 1024
+    /// 5 TiB, about.maxUploadSize; also bounds every offset so that arithmetic on them cannot overflow.
+    static let maxUploadSize: Int64 = 5_497_558_138_880
     static let multipartMetadataLimit = 1 << 20
 
     func uploadCreate(_ r: HTTPRequest) throws -> HTTPResponse { try upload(r, fileId: nil) }
@@ -126,7 +128,7 @@ extension DriveService {
         }
         var total: Int64?
         if let text = r.headers["X-Upload-Content-Length"] {
-            guard let n = Int64(text.trimmingCharacters(in: .whitespaces)), n >= 0 else {
+            guard let n = Int64(text.trimmingCharacters(in: .whitespaces)), n >= 0, n <= DriveService.maxUploadSize else {
                 throw GoogleError.badRequest("Invalid X-Upload-Content-Length header.")
             }
             total = n
@@ -161,12 +163,13 @@ extension DriveService {
             guard halves.count == 2 else { return nil }
             var r = ChunkRange()
             if halves[1] != "*" {
-                guard let n = Int64(halves[1]), n >= 0 else { return nil }
+                guard let n = Int64(halves[1]), n >= 0, n <= DriveService.maxUploadSize else { return nil }
                 r.total = n
             }
             if halves[0] != "*" {
                 let ends = halves[0].split(separator: "-", omittingEmptySubsequences: false)
-                guard ends.count == 2, let a = Int64(ends[0]), let b = Int64(ends[1]), a >= 0, b >= a else { return nil }
+                guard ends.count == 2, let a = Int64(ends[0]), let b = Int64(ends[1]), a >= 0, b >= a,
+                      b < DriveService.maxUploadSize else { return nil }
                 if let total = r.total, b >= total { return nil }
                 r.first = a
                 r.last = b

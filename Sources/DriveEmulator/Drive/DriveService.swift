@@ -24,13 +24,15 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
     /// `stateDirectory` nil: a temporary directory, removed on `close()`. `seedDirectory` is imported
     /// into My Drive when the store is empty (first start).
     public init(stateDirectory: URL?, seedDirectory: URL?, validator: AccessTokenValidator, clock: TimeSource) throws {
+        // Drive's state lives in `drive/` under the state directory (the OAuth part shares it).
         let directory: URL
         if let stateDirectory {
-            directory = stateDirectory
+            directory = stateDirectory.appendingPathComponent("drive")
             temporaryDirectory = nil
         } else {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("drivefs-emulator-\(SecureRandom.token(length: 10))")
-            temporaryDirectory = directory
+            let temp = FileManager.default.temporaryDirectory.appendingPathComponent("drivefs-emulator-\(SecureRandom.token(length: 10))")
+            directory = temp.appendingPathComponent("drive")
+            temporaryDirectory = temp
         }
         self.validator = validator
         self.clock = clock

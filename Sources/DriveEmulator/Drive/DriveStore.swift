@@ -28,12 +28,29 @@ struct JournalRecord: Codable {
     var isEmpty: Bool { put == nil && del == nil && changes == nil && issue == nil && consume == nil && nextSeq == nil }
 }
 
+/// What the mutation in progress changed, keyed so that a mutation touching many items stays linear.
+struct PendingJournal {
+    var puts: [String: DriveItem] = [:]
+    var dels: [String] = []
+    var changes: [String: ChangeRecord] = [:]
+    var changeCounter: Int64?
+    var nextSeq: Int64?
+    var issue: [String] = []
+    var consume: [String] = []
+
+    var record: JournalRecord {
+        JournalRecord(put: puts.isEmpty ? nil : Array(puts.values), del: dels.isEmpty ? nil : dels,
+                      changes: changes.isEmpty ? nil : changes.values.sorted { $0.token < $1.token }, changeCounter: changeCounter,
+                      nextSeq: nextSeq, issue: issue.isEmpty ? nil : issue, consume: consume.isEmpty ? nil : consume)
+    }
+}
+
 /// The metadata under the store's lock: the snapshot, a child index and the pending journal record.
 struct MetadataState {
     var data: DriveSnapshot
     /// parent id → child ids. Derived; rebuilt on load.
     var children: [String: Set<String>] = [:]
-    var pending = JournalRecord()
+    var pending = PendingJournal()
     /// "Now" for the mutation in progress, in milliseconds.
     var now: Int64 = 0
 
@@ -71,7 +88,7 @@ struct MetadataState {
             if let p = item.parent { children[p, default: []].insert(item.id) }
         }
         data.items[item.id] = item
-        pending.put = (pending.put ?? []).filter { $0.id != item.id } + [item]
+        pending.puts[item.id] = item
         if recordChange { change(item.id, removed: false) }
     }
 
@@ -80,8 +97,8 @@ struct MetadataState {
         guard let old = data.items.removeValue(forKey: id) else { return }
         if let p = old.parent { children[p]?.remove(id) }
         children.removeValue(forKey: id)
-        pending.put = pending.put?.filter { $0.id != id }
-        pending.del = (pending.del ?? []) + [id]
+        pending.puts[id] = nil
+        pending.dels.append(id)
         change(id, removed: true)
     }
 
@@ -89,7 +106,7 @@ struct MetadataState {
         data.changeCounter += 1
         let record = ChangeRecord(fileId: id, token: data.changeCounter, time: now, removed: removed)
         data.changes[id] = record
-        pending.changes = (pending.changes ?? []).filter { $0.fileId != id } + [record]
+        pending.changes[id] = record
         pending.changeCounter = data.changeCounter
     }
 
@@ -101,12 +118,12 @@ struct MetadataState {
 
     mutating func issue(_ ids: [String]) {
         data.issuedIds.formUnion(ids)
-        pending.issue = (pending.issue ?? []) + ids
+        pending.issue += ids
     }
 
     mutating func consume(_ id: String) {
         guard data.issuedIds.remove(id) != nil else { return }
-        pending.consume = (pending.consume ?? []) + [id]
+        pending.consume.append(id)
     }
 
     /// Re-derives `trashed` below `id` from the explicit flags (trash is inherited from the parent).
@@ -234,10 +251,10 @@ final class DriveStore: @unchecked Sendable {
     func mutate<R>(_ body: (inout MetadataState) throws -> R) rethrows -> R {
         try metadata.withLock { m in
             m.state.now = nowMillis
-            m.state.pending = JournalRecord()
+            m.state.pending = PendingJournal()
             let result = try body(&m.state)
-            let record = m.state.pending
-            m.state.pending = JournalRecord()
+            let record = m.state.pending.record
+            m.state.pending = PendingJournal()
             guard !record.isEmpty, m.journalFD >= 0 else { return result }
             if var line = try? JSONEncoder().encode(record) {
                 line.append(UInt8(ascii: "\n"))

@@ -12,6 +12,8 @@ final class HTTPConnection {
     private let server: HTTPServer
     private let stream: SocketStream
     private var closed = false
+    /// Set when the connection closes while the client may still be sending.
+    private var lingerOnClose = false
 
     /// Unread body bytes the server reads and throws away to keep a connection alive.
     static let maxDrainBytes: Int64 = 1 << 20
@@ -43,7 +45,7 @@ final class HTTPConnection {
         guard !closed else { return }
         closed = true
         server.connectionEnded(stream.fd)
-        if reset { stream.closeWithReset() } else { stream.close() }
+        if reset { stream.closeWithReset() } else { stream.close(lingering: lingerOnClose && !server.isStopping) }
     }
 
     private enum HeadOutcome {
@@ -171,6 +173,7 @@ final class HTTPConnection {
             discardBody(body, upTo: Self.maxDrainBytes)
             if !body.isComplete { keepAlive = false }
         }
+        if !body.isComplete { lingerOnClose = true }
         record(.status(response.status), bytesOut: written)
         return keepAlive
     }
@@ -236,6 +239,7 @@ final class HTTPConnection {
         }
         let response = GoogleError(error.status, reason: reason, message: error.message).response
         let bytes = HTTPResponseWriter.serialize(response, closing: true)
+        lingerOnClose = true
         try? stream.write(bytes)
         let seconds = Double(DispatchTime.now().uptimeNanoseconds &- started) / 1e9
         server.responder.record(HTTPExchange(httpMethod: method, path: path, statsKey: nil, outcome: .status(error.status),

@@ -211,7 +211,7 @@ public final class HTTPServer: Sendable {
                 threads.leave()
             }
             thread.name = "http-connection"
-            thread.stackSize = 1 << 20
+            thread.stackSize = 8 << 20  // handlers (the q parser) may recurse; virtual memory only
             thread.start()
         }
     }

@@ -144,15 +144,38 @@ final class SocketStream {
     }
 
     /// Ends the connection with a TCP reset (SO_LINGER 0), as a crashed or cut-off peer would.
+    /// A reset drops whatever still sits in our send queue, so first wait (up to 2 s) until the
+    /// peer has acknowledged every byte written: the client then sees exactly what was sent.
     func closeWithReset() {
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ 2_000_000_000
+        var pending: Int32 = 0
+        while ioctl(fd, UInt(TIOCOUTQ), &pending) == 0, pending > 0, DispatchTime.now().uptimeNanoseconds < deadline {
+            usleep(1_000)
+        }
         var lin = linger(l_onoff: 1, l_linger: 0)
         _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &lin, socklen_t(MemoryLayout<linger>.size))
         _ = Glibc.close(fd)
     }
 
     /// An orderly close: our side shuts down writing, then the descriptor is closed.
-    func close() {
+    ///
+    /// `lingering`: the peer may still be sending (a refused request, an unread body). Closing with
+    /// unread input makes the kernel send a RST, which can destroy our answer before the client reads
+    /// it; so read and discard for a while (up to 2 s, 8 MiB) until the peer closes its side.
+    func close(lingering: Bool = false) {
         _ = shutdown(fd, Int32(SHUT_WR))
+        if lingering {
+            throttle = nil
+            let deadline = DispatchTime.now().uptimeNanoseconds &+ 2_000_000_000
+            var discarded = 0
+            var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+            while discarded < 8 << 20 && DispatchTime.now().uptimeNanoseconds < deadline {
+                guard (try? waitReadable(timeoutMs: 200)) == true else { break }
+                let n = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                discarded += n
+            }
+        }
         _ = Glibc.close(fd)
     }
 }

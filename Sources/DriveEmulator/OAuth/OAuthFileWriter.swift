@@ -38,4 +38,13 @@ enum OAuthFileWriter {
             throw Failure.io(path: path, errno: e)
         }
     }
+
+    /// Appends with one write(2) on an O_APPEND descriptor (created with `mode`), without fsync.
+    static func append(_ bytes: [UInt8], to url: URL, mode: mode_t) throws {
+        let fd = open(url.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw Failure.io(path: url.path, errno: errno) }
+        defer { close(fd) }
+        let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        guard n == bytes.count else { throw Failure.io(path: url.path, errno: errno) }
+    }
 }

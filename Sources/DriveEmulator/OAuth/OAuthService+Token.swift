@@ -127,7 +127,7 @@ extension OAuthService {
                 refreshToken = token
             }
             let access = mintAccessToken(&g, scopes: pending.scopes, source: refreshToken, clientID: clientID)
-            save(g)
+            if refreshToken != nil { save(g) } else { appendAccessToken(access, g) }
             var body: [String: Any] = [
                 "access_token": access, "expires_in": expiresIn, "token_type": "Bearer", "scope": pending.scopes.joined(separator: " "),
             ]
@@ -174,7 +174,7 @@ extension OAuthService {
                 }
             }
             let access = mintAccessToken(&g, scopes: scopes, source: refreshToken, clientID: clientID)
-            save(g)
+            appendAccessToken(access, g)
             return OAuthResponses.tokenSuccess([
                 "access_token": access, "expires_in": expiresIn, "token_type": "Bearer", "scope": scopes.joined(separator: " "),
             ])
@@ -219,7 +219,7 @@ extension OAuthService {
         let scopes = scope.split(separator: " ").map(String.init)
         return grants.withLock { g -> HTTPResponse in
             let access = mintAccessToken(&g, scopes: scopes, source: nil, clientID: Self.serviceAccountClientID, serviceAccount: true)
-            save(g)
+            appendAccessToken(access, g)
             // Google's service-account answer has no `scope` and no `refresh_token`.
             return OAuthResponses.tokenSuccess(["access_token": access, "expires_in": expiresIn, "token_type": "Bearer"])
         }

@@ -176,7 +176,10 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
     func mintAccessToken(_ g: inout OAuthGrants, scopes: [String], source: String?, clientID: String?, serviceAccount: Bool = false) -> String {
         let token = Self.newAccessToken(serviceAccount: serviceAccount)
         let now = clock.now()
-        g.pruneExpired(now: now)
+        if g.accessTokens.count >= g.pruneThreshold {
+            g.pruneExpired(now: now)
+            g.pruneThreshold = max(1024, 2 * g.accessTokens.count)
+        }
         g.accessTokens[token] = OAuthGrants.AccessGrant(scopes: scopes, expiresAt: now + config.tokenLifetime, source: source, clientID: clientID)
         return token
     }
@@ -185,15 +188,35 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
 
     // MARK: Persistence
 
+    /// `oauth.json` holds everything durable (refresh tokens, revocations, the key) and the access
+    /// tokens alive when it was written; access tokens minted since are appended, one JSON line
+    /// each, to `oauth-access.log` (cheap, no fsync: losing one only costs its client a refresh).
+    /// Every full write truncates the log. Both are mode 0600.
     static let stateFileName = "oauth.json"
+    static let accessLogName = "oauth-access.log"
 
-    static func load(from directory: URL?) -> OAuthGrants? {
-        guard let directory, let data = try? Data(contentsOf: directory.appendingPathComponent(stateFileName)) else { return nil }
-        return try? JSONDecoder().decode(OAuthGrants.self, from: data)
+    private struct AccessLogLine: Codable {
+        var token: String
+        var grant: OAuthGrants.AccessGrant
     }
 
-    /// Call inside `grants.withLock`. Failures to persist are not the client's problem: the
-    /// in-memory state stays authoritative for this process.
+    static func load(from directory: URL?) -> OAuthGrants? {
+        guard let directory, let data = try? Data(contentsOf: directory.appendingPathComponent(stateFileName)),
+              var grants = try? JSONDecoder().decode(OAuthGrants.self, from: data) else { return nil }
+        if let log = try? Data(contentsOf: directory.appendingPathComponent(accessLogName)) {
+            let decoder = JSONDecoder()
+            for line in log.split(separator: UInt8(ascii: "\n")) {
+                guard let entry = try? decoder.decode(AccessLogLine.self, from: Data(line)) else { continue }
+                // Every revocation rewrites the base file and empties the log, so each line postdates the
+                // last revocation: replaying it cannot resurrect a revoked token.
+                grants.accessTokens[entry.token] = entry.grant
+            }
+        }
+        return grants
+    }
+
+    /// Writes the whole state. Call inside `grants.withLock`. Failures to persist are not the
+    /// client's problem: the in-memory state stays authoritative for this process.
     func save(_ g: OAuthGrants) {
         guard let directory = config.stateDirectory else { return }
         var copy = g
@@ -201,6 +224,20 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
         guard let data = try? JSONEncoder().encode(copy) else { return }
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try? OAuthFileWriter.write(Array(data), to: directory.appendingPathComponent(Self.stateFileName), mode: 0o600)
+        _ = truncate(directory.appendingPathComponent(Self.accessLogName).path, 0)
+    }
+
+    /// Records one freshly minted access token. Call inside `grants.withLock`.
+    func appendAccessToken(_ token: String, _ g: OAuthGrants) {
+        guard let directory = config.stateDirectory, let grant = g.accessTokens[token] else { return }
+        if !FileManager.default.fileExists(atPath: directory.appendingPathComponent(Self.stateFileName).path) {
+            // The log only makes sense next to a base file.
+            save(g)
+            return
+        }
+        guard var line = try? JSONEncoder().encode(AccessLogLine(token: token, grant: grant)) else { return }
+        line.append(UInt8(ascii: "\n"))
+        try? OAuthFileWriter.append(Array(line), to: directory.appendingPathComponent(Self.accessLogName), mode: 0o600)
     }
 
     static func jsonString(_ s: String) -> String {

@@ -9,13 +9,6 @@ enum CLIError: Error, Equatable {
     /// The work failed; `hint` says what the user can do about it.
     case failure(String, hint: String? = nil)
 
-    static func == (a: CLIError, b: CLIError) -> Bool {
-        switch (a, b) {
-        case let (.usage(m1, c1), .usage(m2, c2)): return m1 == m2 && c1 == c2
-        case let (.failure(m1, h1), .failure(m2, h2)): return m1 == m2 && h1 == h2
-        default: return false
-        }
-    }
 
     var exitStatus: Int32 {
         switch self {

@@ -1,13 +1,15 @@
+import DriveClient
+
 /// The endpoint and profile options of every command that talks to Drive, declared once.
 ///
 /// Precedence for each endpoint: the option, then the environment variable, then the profile's
-/// configuration (resolved by the auth/config layer), then Google's default. `resolve` applies the
-/// first two and the defaults; the caller that loads the profile fills `nil`s from it before the
-/// defaults apply (see `DriveEndpointChoice.apply(profileDefaults:)`).
+/// configuration, then Google's default. `resolve` applies the first two; the command, once it has
+/// loaded the profile, finishes with `DriveEndpointChoice.driveEndpoints(profile:)` /
+/// `oauthEndpoints(profile:)`.
 enum DriveOptions {
-    static let defaultAPIURL = "https://www.googleapis.com/"
-    static let defaultTokenURL = "https://oauth2.googleapis.com/token"
-    static let defaultAuthURL = "https://accounts.google.com/o/oauth2/v2/auth"
+    static let defaultAPIURL = DriveEndpoints.googleAPIRoot
+    static let defaultTokenURL = DriveEndpoints.googleTokenURL
+    static let defaultAuthURL = DriveEndpoints.googleAuthURL
     static let defaultProfile = "default"
 
     static let specs: [OptionSpec] = [
@@ -72,23 +74,5 @@ enum DriveOptions {
             (s.value < 128) && (s.properties.isAlphabetic || ("0"..."9").contains(Character(s)) || "._-".unicodeScalars.contains(s))
         }
         return allowed ? nil : "use letters, digits, '.', '_' and '-'"
-    }
-}
-
-/// Endpoints chosen on the command line or in the environment; `nil` means "not chosen here".
-struct DriveEndpointChoice: Equatable, Sendable {
-    var apiURL: String?
-    var tokenURL: String?
-    var authURL: String?
-    var profile: String
-    var caFile: String?
-
-    /// Fills what the command line and environment left open from the profile's configuration,
-    /// then from Google's defaults.
-    func apply(profileDefaults: [String: String] = [:]) -> (apiURL: String, tokenURL: String, authURL: String, caFile: String?) {
-        (apiURL ?? profileDefaults["api-url"] ?? DriveOptions.defaultAPIURL,
-         tokenURL ?? profileDefaults["token-url"] ?? DriveOptions.defaultTokenURL,
-         authURL ?? profileDefaults["auth-url"] ?? DriveOptions.defaultAuthURL,
-         caFile ?? profileDefaults["ca-file"])
     }
 }

@@ -1,5 +1,6 @@
 import DriveFSCore
 import FuseBridge
+import DriveClient
 import Foundation
 
 /// `drivefs debug ...`: developer tools, hidden from the top-level help.
@@ -20,20 +21,22 @@ enum DebugCommand {
             discussion: """
                 Prints the API root, token and consent endpoints, profile and CA file that a Drive
                 command given the same options would use, from the options, the environment
-                (DRIVEFS_API_URL, DRIVEFS_TOKEN_URL, DRIVEFS_AUTH_URL, DRIVEFS_PROFILE) and
+                (DRIVEFS_API_URL, DRIVEFS_TOKEN_URL, DRIVEFS_AUTH_URL, DRIVEFS_REVOKE_URL, DRIVEFS_PROFILE) and
                 Google's defaults. Profile configuration files are not read by this command.
                 """,
             examples: [("debug endpoints --api-url=http://127.0.0.1:8080/", "What a command pointed at a local emulator uses")],
             talksToDrive: true,
             run: { invocation in
                 let choice = try DriveOptions.resolve(invocation)
-                let resolved = choice.apply()
+                let endpoints = choice.driveEndpoints(profile: nil)
+                let oauth = choice.oauthEndpoints(profile: nil, environment: invocation.environment)
                 Output.standardOutput("""
-                    api-url: \(resolved.apiURL)
-                    token-url: \(resolved.tokenURL)
-                    auth-url: \(resolved.authURL)
+                    api-url: \(endpoints.apiRoot)
+                    token-url: \(endpoints.tokenURL)
+                    auth-url: \(endpoints.authURL)
+                    revoke-url: \(oauth.revokeURL)
                     profile: \(choice.profile)
-                    ca-file: \(resolved.caFile ?? "(system store)")
+                    ca-file: \(choice.caFile ?? "(system store)")
 
                     """)
                 return ExitStatus.success

@@ -22,6 +22,15 @@ final class EmulatorHarness {
          retry: RetryPolicy = RetryPolicy(maxAttempts: 8, maxElapsed: 30, baseDelay: 0.01, maxDelay: 0.2),
          chunkSize: Int64 = 8 * 1024 * 1024, stallTimeout: Int = 10) throws {
         var services = try EmulatorServices.standard(config: config)
+        if !services.providers.contains(where: { $0 is DriveService }),
+           let oauth = services.providers.first(where: { $0 is OAuthService }) as? OAuthService {
+            // Until the standard services wire Drive in, assemble it here behind the same OAuth server.
+            let drive = try DriveService(stateDirectory: config.stateDirectory, seedDirectory: config.seedDirectory,
+                                         validator: oauth, clock: config.clock)
+            services.providers.append(drive)
+            let closeOthers = services.close
+            services.close = { drive.close(); closeOthers() }
+        }
         services.providers += extraProviders
         emulator = try Emulator(config: config, services: services)
         try emulator.start()
@@ -54,20 +63,25 @@ final class EmulatorHarness {
     /// True when the emulator serves Drive routes (about.get answers).
     var servesDrive: Bool { (try? api.about()) != nil }
 
-    /// A file of `size` deterministic bytes in the temp directory.
+    /// A file of `size` deterministic bytes in the temp directory: 1 MiB blocks of a fixed pattern,
+    /// each stamped with its index (fast to make in a debug build).
     func makeFile(_ name: String, size: Int) throws -> (path: String, md5: String) {
         let path = temp.appendingPathComponent(name).path
         FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         defer { try? handle.close() }
+        var block = TransportTestRoutes.bytes(0..<Int64(1 << 20))
         var digest = Digest(.md5)
         var written = 0
+        var index: UInt32 = 0
         while written < size {
-            let n = min(1 << 20, size - written)
-            let chunk = TransportTestRoutes.bytes(Int64(written)..<Int64(written + n))
+            withUnsafeBytes(of: index.bigEndian) { stamp in block.replaceSubrange(0..<4, with: stamp) }
+            let n = min(block.count, size - written)
+            let chunk = n == block.count ? block : Array(block[0..<n])
             digest.update(chunk)
             handle.write(Data(chunk))
             written += n
+            index += 1
         }
         return (path, digest.hexDigest())
     }
