@@ -112,9 +112,12 @@ TEXT
 if [[ -x "$drivefs" ]] && "$drivefs" auth login --help >/dev/null 2>&1; then
     cat <<TEXT
 
-  # Sign drivefs in to the emulator (it consents at once; any client ID works):
+  # Sign drivefs in to the emulator (any client ID works). It prints a consent URL: the emulator
+  # consents at once, so open it in a browser here, or from a third terminal:  curl -sL -o /dev/null 'URL'
   $drivefs auth login --profile demo --client-id demo --client-secret demo --no-browser \\
       --api-url=$url --token-url=${url}token --auth-url=${url}o/oauth2/v2/auth
+  $drivefs auth status --profile demo
+  $drivefs auth logout --profile demo     # forgets the demo profile's tokens again
 TEXT
 fi
 

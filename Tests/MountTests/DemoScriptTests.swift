@@ -63,6 +63,16 @@ final class DemoScriptTests: XCTestCase {
         XCTAssertEqual(token.status, 0, token.summary)
         XCTAssertTrue(token.output.hasPrefix("ya29."), "no access token from the printed command: \(token.summary)")
 
+        // The printed listing, pasted after it, shows the seeded tree (a '/' in a name included).
+        let listStart = try XCTUnwrap(lines.firstIndex { $0.contains("drive/v3/files \\") }, printed)
+        let listing = try ExternalCommand.run(
+            "/bin/bash", ["-c", block + "\n" + lines[listStart...listStart + 2].joined(separator: "\n")], timeout: 20)
+        XCTAssertEqual(listing.status, 0, listing.summary)
+        XCTAssertTrue(listing.output.contains("\"About this demo.txt\""), listing.summary)
+        XCTAssertTrue(listing.output.contains("\"Reports/2026.txt\""), listing.summary)
+
+        try checkPrintedLogin(lines: lines, printed: printed, scratch: scratch)
+
         // The stats command answers JSON that counted the token request.
         let stats = try ExternalCommand.runTool("curl", ["-s", "\(header.1)__emulator/stats"], timeout: 20)
         XCTAssertTrue(stats.output.contains("\"token\""), stats.summary)
@@ -75,5 +85,56 @@ final class DemoScriptTests: XCTestCase {
         XCTAssertNotEqual(kill(emulatorPID, 0), 0, "the emulator survived the demo")
         XCTAssertFalse(FileManager.default.fileExists(atPath: String(stateLine.1)), "the temporary state was left behind")
         XCTAssertTrue(text().contains("demo: emulator stopped"), text())
+    }
+
+    /// The printed `auth login` (completed by fetching its consent URL, as the text says), then
+    /// `auth status` and `auth logout`, all in a private configuration directory.
+    private func checkPrintedLogin(lines: [Substring], printed: String, scratch: URL) throws {
+        let start = try XCTUnwrap(lines.firstIndex { $0.contains(" auth login --profile demo") }, printed)
+        let status = try XCTUnwrap(lines.firstIndex { $0.contains(" auth status --profile demo") }, printed)
+        let logout = try XCTUnwrap(lines.firstIndex { $0.contains(" auth logout --profile demo") }, printed)
+        var environment = ProcessInfo.processInfo.environment
+        for key in environment.keys where key.hasPrefix("DRIVEFS_") { environment[key] = nil }
+        environment["XDG_CONFIG_HOME"] = scratch.appendingPathComponent("config").path
+        environment["XDG_CACHE_HOME"] = scratch.appendingPathComponent("cache").path
+        environment["DISPLAY"] = nil
+        environment["WAYLAND_DISPLAY"] = nil
+
+        let outputURL = scratch.appendingPathComponent("login.out")
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        let output = try FileHandle(forWritingTo: outputURL)
+        defer { try? output.close() }
+        let login = Process()
+        login.executableURL = URL(fileURLWithPath: "/bin/bash")
+        login.arguments = ["-c", "exec " + lines[start...start + 1].joined(separator: "\n").trimmingCharacters(in: .whitespaces)]
+        login.environment = environment
+        login.standardOutput = output
+        login.standardError = output
+        login.standardInput = FileHandle.nullDevice
+        try login.run()
+        defer { ExternalCommand.stop(login) }
+        func text() -> String { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
+
+        let deadline = Date().addingTimeInterval(20)
+        var consent: String?
+        while consent == nil && login.isRunning && Date() < deadline {
+            consent = text().firstMatch(of: /http:\/\/127\.0\.0\.1:\d+\/o\/oauth2\/v2\/auth\?\S+/).map { String($0.0) }
+            if consent == nil { usleep(50_000) }
+        }
+        let url = try XCTUnwrap(consent, "auth login printed no consent URL: \(text())")
+        let browser = try ExternalCommand.runTool("curl", ["-sL", "-o", "/dev/null", "-w", "%{http_code}", url], timeout: 20)
+        XCTAssertEqual(browser.output, "200", browser.summary)
+        XCTAssertTrue(ExternalCommand.waitForExit(login, timeout: 20), "auth login did not finish: \(text())")
+        XCTAssertEqual(login.isRunning ? nil : login.terminationStatus, 0, text())
+        XCTAssertTrue(text().contains("Signed in (profile 'demo'"), text())
+
+        for index in [status, logout] {
+            let command = lines[index].trimmingCharacters(in: .whitespaces)
+            let result = try ExternalCommand.run("/bin/bash", ["-c", command], timeout: 20, environment: environment)
+            XCTAssertEqual(result.status, 0, "\(command): \(result.summary)")
+            if index == status {
+                XCTAssertTrue(result.output.contains("Drive Emulator User"), "\(command): \(result.summary)")
+            }
+        }
     }
 }
