@@ -77,6 +77,9 @@ public final class Emulator: Sendable {
         services.close()
     }
 
+    /// An emulator dropped without `stop()` still ends its threads and services.
+    deinit { stop() }
+
     public var port: Int { server.port }
 
     /// `http://HOST:PORT` as bound (no trailing slash; IPv6 hosts in brackets).

@@ -90,6 +90,14 @@ final class CommandLineTests: XCTestCase {
                          "drivefs: unknown option '--frob' for 'debug smoke-mount' (see 'drivefs debug smoke-mount --help')")
     }
 
+    func testAnOptionBeforeItsCommandSaysWhereItGoes() throws {
+        let result = try drivefs("--profile", "work", "auth", "status")
+        XCTAssertEqual(result.status, 2, result.summary)
+        XCTAssertTrue(result.errorOutput.hasPrefix("drivefs: option '--profile' goes after the command, as in 'drivefs auth "),
+                      result.summary)
+        XCTAssertTrue(result.errorOutput.contains("--profile=NAME'"), result.summary)
+    }
+
     func testNearMissesGetASuggestion() throws {
         assertUsageError(try drivefs("debug", "smoke-mount", "/tmp", "--foregrund"),
                          "drivefs: unknown option '--foregrund' for 'debug smoke-mount'; did you mean '--foreground'?"

@@ -44,6 +44,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     public let options: Options
     // INVARIANT: every handle in `idle` is owned by the pool and used by no thread.
     private let idle = Locked<[UnsafeMutableRawPointer]>([])
+    private let opened = Locked<Int64>(0)
 
     public init(options: Options = Options()) throws {
         let rc = ccurl_global_init_once()
@@ -56,6 +57,9 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     deinit {
         for handle in idle.withLock({ $0 }) { curl_easy_cleanup(handle) }
     }
+
+    /// New connections opened so far (keep-alive reuse keeps this low): for counters and tests.
+    public var connectionsOpened: Int64 { opened.withLock { $0 } }
 
     /// libcurl's version line, e.g. `libcurl/7.88.1 OpenSSL/3.0.11 ...`.
     public static var libcurlVersion: String { String(cString: ccurl_version()) }
@@ -88,6 +92,10 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
             return rc
         }
         withExtendedLifetime(transfer) {}
+        var connects = 0
+        if ccurl_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK, connects > 0 {
+            opened.withLock { $0 += Int64(connects) }
+        }
 
         if let setupError = transfer.setupError { reusable = false; throw setupError }
         guard code == CURLE_OK else {

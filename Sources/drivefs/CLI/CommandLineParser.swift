@@ -142,9 +142,27 @@ struct CommandLineParser {
     private func unknownOption(_ written: String, for command: Command) -> CLIError {
         let longs = command.allOptions.map { "--\($0.long)" } + ["--help"] + (command.isRoot ? ["--version"] : [])
         let name = written.split(separator: "=", maxSplits: 1).first.map(String.init) ?? written
+        if command.isGroup, let leaf = Self.firstLeaf(under: command, declaring: name) {
+            let spec = leaf.allOptions.first { "--\($0.long)" == name || $0.short.map { "-\($0)" } == name }!
+            let example = spec.valueName.map { "\(name)=\($0)" } ?? name
+            return .usage("option '\(name)' goes after the command, as in '\(leaf.fullPath) \(example)'",
+                          command: command.fullPath)
+        }
         var text = "unknown option '\(name)' for '\(command.displayPath)'"
         if name.hasPrefix("--"), let near = Suggestion.closest(to: name, among: longs) { text += "; did you mean '\(near)'?" }
         return .usage(text, command: command.fullPath)
+    }
+
+    /// The first visible leaf under `group` that accepts the option written as `name`.
+    private static func firstLeaf(under group: Command, declaring name: String) -> Command? {
+        for sub in group.subcommands where !sub.hidden {
+            if sub.isGroup {
+                if let found = firstLeaf(under: sub, declaring: name) { return found }
+            } else if sub.allOptions.contains(where: { "--\($0.long)" == name || $0.short.map { "-\($0)" } == name }) {
+                return sub
+            }
+        }
+        return nil
     }
 
     private func unknownCommand(_ word: String, under command: Command) -> CLIError {
