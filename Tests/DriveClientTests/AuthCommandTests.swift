@@ -55,6 +55,8 @@ final class AuthCommandTests: XCTestCase {
         XCTAssertTrue(st.out.contains("kind: OAuth user (client cli-client)"), st.out)
         XCTAssertTrue(st.out.contains("scopes: https://www.googleapis.com/auth/drive.readonly"), st.out)
         XCTAssertTrue(st.out.contains("access token: valid for 59m"), st.out)
+        XCTAssertTrue(st.out.contains("account: ") && st.out.contains("@") && !st.out.contains("about.get failed"),
+                      "the account comes from Drive's about.get: \(st.out)")
         XCTAssertFalse(st.out.contains(refresh) || st.out.contains("ya29.") || st.out.contains("cli-secret"), st.out)
 
         // A token file others can read is refused, with the fix.

@@ -198,4 +198,27 @@ final class AuthGrantTests: XCTestCase {
             XCTAssertTrue((error as? OAuthError)?.isTransient == true)
         }
     }
+
+    // MARK: Under the TokenManager
+
+    func testTokenManagerRefreshesThroughTheGrantAsTokensExpire() throws {
+        let clock = ManualTimeSource()
+        let service = OAuthService(config: OAuthConfig(tokenLifetime: 300), clock: clock)
+        let grant = RefreshTokenGrant(tokenURL: "http://127.0.0.1:8080/token", clientID: "c", clientSecret: nil,
+                                      refreshToken: "drivefs-emulator-refresh-token", transport: RouteProviderTransport(service), clock: clock)
+        let manager = TokenManager(grant: grant, time: clock, margin: 60)
+        let first = try manager.accessToken()
+        XCTAssertEqual(service.check(authorization: "Bearer " + first), .granted(scopes: ["https://www.googleapis.com/auth/drive"]))
+        clock.advance(200)
+        XCTAssertEqual(try manager.accessToken(), first, "still valid for more than the margin")
+        clock.advance(50)
+        let second = try manager.accessToken()
+        XCTAssertNotEqual(second, first, "refreshed inside the margin, before the server would refuse it")
+        XCTAssertNotEqual(service.check(authorization: "Bearer " + second), .invalid)
+        XCTAssertEqual(manager.refreshCount, 2)
+        // The grant dies: the manager reports what the grant threw, a login-required error.
+        service.revoke(token: "drivefs-emulator-refresh-token")
+        clock.advance(300)
+        XCTAssertThrowsError(try manager.accessToken()) { XCTAssertTrue(($0 as? OAuthError)?.requiresLogin == true, "\($0)") }
+    }
 }

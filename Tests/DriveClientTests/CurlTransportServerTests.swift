@@ -41,7 +41,7 @@ final class CurlTransportServerTests: XCTestCase {
     func testFileBodyStreamsASliceOfTheFile() throws {
         let path = temp.appendingPathComponent("up").path
         let content = TransportTestRoutes.bytes(0..<(3 << 20))
-        FileManager.default.createFile(atPath: path, contents: Data(content))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(content))
         let slice = content[1000..<(1000 + 2_000_000)]
         let response = try transport.perform(TransportRequest(method: "PUT", url: base + "/sink",
                                                               body: .file(path: path, offset: 1000, length: 2_000_000)))
@@ -112,6 +112,31 @@ final class CurlTransportServerTests: XCTestCase {
             guard case .timedOut = error as? TransportError else { return XCTFail("\(error)") }
         }
         XCTAssertLessThan(Date().timeIntervalSince(start), 5, "the stall timeout (2 s) fires, not the server's close")
+    }
+
+    func testCancellationAbandonsAStalledExchange() throws {
+        emulator.addFaults([FaultRule(method: "test.headers", action: .stall(seconds: 6))])
+        let flag = CancellationFlag()
+        var request = TransportRequest(method: "GET", url: base + "/headers")
+        request.cancellation = flag
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { flag.cancel() }
+        let start = Date()
+        XCTAssertThrowsError(try transport.perform(request)) { error in
+            XCTAssertEqual(error as? TransportError, .aborted)
+        }
+        let elapsed = Date().timeIntervalSince(start)
+        XCTAssertGreaterThan(elapsed, 0.25)
+        XCTAssertLessThan(elapsed, 1.9, "aborted by the progress callback, before the 2 s stall timeout")
+    }
+
+    func testSequentialRequestsReuseOneConnection() throws {
+        for i in 0..<30 {
+            let response = try transport.perform(TransportRequest(method: i % 2 == 0 ? "GET" : "PUT",
+                                                                  url: base + (i % 2 == 0 ? "/blob?size=1000" : "/sink"),
+                                                                  body: i % 2 == 0 ? .none : .bytes([1, 2, 3])))
+            XCTAssertEqual(response.status, 200)
+        }
+        XCTAssertEqual(transport.connectionsOpened, 1)
     }
 
     func testManyRequestsFromManyThreads() throws {

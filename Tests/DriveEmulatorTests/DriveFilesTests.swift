@@ -159,6 +159,9 @@ final class DriveFilesTests: XCTestCase {
         XCTAssertEqual(try h.call("GET", "/drive/v3/files/\(leaf)").0, 404)
         XCTAssertEqual(try h.send("DELETE", "/drive/v3/files/\(top)").status, 404)
         XCTAssertEqual(try h.send("DELETE", "/drive/v3/files/root").status, 403)
+        // A download answered a moment ago may still open the old file: it stays until the grace
+        // period ends or the service closes.
+        try h.restart()
         let content = try FileManager.default.contentsOfDirectory(atPath: h.stateDirectory.appendingPathComponent("drive/content").path)
         XCTAssertEqual(content.count, 0, "deleted content must leave the disk")
     }
@@ -303,5 +306,15 @@ final class DriveFilesTests: XCTestCase {
             token = page["nextPageToken"] as? String
         } while token != nil
         XCTAssertEqual(count, 240)
+    }
+
+    func testContentOfAnAnsweredDownloadOutlivesAnUpdateAndADelete() throws {
+        let id = try h.upload("v1.bin", [1, 2, 3])
+        let download = try h.send("GET", "/drive/v3/files/\(id)?alt=media")
+        _ = try h.send("PATCH", "/upload/drive/v3/files/\(id)?uploadType=media", bytes: [4, 5, 6, 7])
+        XCTAssertEqual(DriveHarness.bytes(download), [1, 2, 3])
+        let second = try h.send("GET", "/drive/v3/files/\(id)?alt=media")
+        XCTAssertEqual(try h.send("DELETE", "/drive/v3/files/\(id)").status, 204)
+        XCTAssertEqual(DriveHarness.bytes(second), [4, 5, 6, 7])
     }
 }

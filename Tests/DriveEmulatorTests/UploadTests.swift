@@ -284,4 +284,16 @@ final class UploadTests: XCTestCase {
         let huge = try h.send("POST", "/upload/drive/v3/files?uploadType=resumable", headers: [("X-Upload-Content-Length", "99999999999999999999")], bytes: [])
         XCTAssertEqual(huge.status, 400)
     }
+
+    func testSessionsExpireAfterAWeek() throws {
+        let session = try initiate()
+        XCTAssertEqual(try put(session, [], range: "bytes */*").status, 308)
+        h.clock.advance(6 * 24 * 3600)
+        try h.restart()
+        XCTAssertEqual(try put(session, [], range: "bytes */*").status, 308)
+        h.clock.advance(2 * 24 * 3600)
+        XCTAssertEqual(try put(session, [], range: "bytes */*").status, 404)
+        try h.restart()
+        XCTAssertEqual(try put(session, [], range: "bytes */*").status, 404)
+    }
 }

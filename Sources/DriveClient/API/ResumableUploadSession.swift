@@ -25,6 +25,24 @@ public struct ResumableUploadSession: Codable, Sendable, Equatable {
     /// The counter name (`files.create.upload` / `files.update.upload`).
     public var method: String
 
+    public init(sessionURI: String, sourcePath: String, size: Int64, md5: String, sourceModifiedNanos: Int64?,
+                confirmedBytes: Int64, chunkSize: Int64, fileId: String, isUpdate: Bool, metadataJSON: String,
+                contentType: String, method: String) {
+        self.sessionURI = sessionURI
+        self.sourcePath = sourcePath
+        self.size = size
+        self.md5 = md5
+        self.sourceModifiedNanos = sourceModifiedNanos
+        self.confirmedBytes = confirmedBytes
+        self.chunkSize = chunkSize
+        self.fileId = fileId
+        self.isUpdate = isUpdate
+        self.metadataJSON = metadataJSON
+        self.contentType = contentType
+        self.method = method
+    }
+
+    /// Writes the session atomically (temporary file, fsync, rename), mode 0600.
     public func save(to path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

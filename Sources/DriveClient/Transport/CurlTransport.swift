@@ -44,6 +44,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     public let options: Options
     // INVARIANT: every handle in `idle` is owned by the pool and used by no thread.
     private let idle = Locked<[UnsafeMutableRawPointer]>([])
+    private let opened = Locked<Int64>(0)
 
     public init(options: Options = Options()) throws {
         let rc = ccurl_global_init_once()
@@ -56,6 +57,9 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     deinit {
         for handle in idle.withLock({ $0 }) { curl_easy_cleanup(handle) }
     }
+
+    /// New connections opened so far (keep-alive reuse keeps this low): for counters and tests.
+    public var connectionsOpened: Int64 { opened.withLock { $0 } }
 
     /// libcurl's version line, e.g. `libcurl/7.88.1 OpenSSL/3.0.11 ...`.
     public static var libcurlVersion: String { String(cString: ccurl_version()) }
@@ -88,6 +92,10 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
             return rc
         }
         withExtendedLifetime(transfer) {}
+        var connects = 0
+        if ccurl_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK, connects > 0 {
+            opened.withLock { $0 += Int64(connects) }
+        }
 
         if let setupError = transfer.setupError { reusable = false; throw setupError }
         guard code == CURLE_OK else {
@@ -128,6 +136,12 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
 
         try check(ccurl_setopt_header(h, curlHeaderCallback), "headerfunction")
         try check(ccurl_setopt_ptr(h, CURLOPT_HEADERDATA, userdata), "headerdata")
+        if request.cancellation != nil {
+            // The progress callback runs at least once a second, even on a stalled connection.
+            try check(ccurl_setopt_long(h, CURLOPT_NOPROGRESS, 0), "noprogress")
+            try check(ccurl_setopt_xferinfo(h, curlProgressCallback), "xferinfofunction")
+            try check(ccurl_setopt_ptr(h, CURLOPT_XFERINFODATA, userdata), "xferinfodata")
+        }
         try check(ccurl_setopt_write(h, curlWriteCallback), "writefunction")
         try check(ccurl_setopt_ptr(h, CURLOPT_WRITEDATA, userdata), "writedata")
 
@@ -183,7 +197,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     }
 
     static func map(_ code: CURLcode, detail: String, transfer: CurlTransfer) -> TransportError {
-        if transfer.sinkAborted { return .aborted }
+        if transfer.sinkAborted || transfer.request.cancellation?.isCancelled == true { return .aborted }
         if let readError = transfer.readError { return .other(code: Int(code.rawValue), message: readError) }
         if let sinkError = transfer.sinkError { return .other(code: Int(code.rawValue), message: sinkError) }
         switch code {

@@ -179,7 +179,7 @@ extension DriveService {
     }
 
     private func resumableChunk(_ r: HTTPRequest, uploadId: String) throws -> HTTPResponse {
-        guard let session = sessions.get(uploadId) else {
+        guard let session = sessions.get(uploadId), store.nowMillis - session.record.createdTime <= UploadSessions.lifetimeMillis else {
             throw GoogleError(404, reason: "notFound", message: "The upload session was not found or has expired.")
         }
         session.lock.lock()

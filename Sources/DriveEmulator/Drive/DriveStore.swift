@@ -229,6 +229,7 @@ final class DriveStore: @unchecked Sendable {
     enum StoreError: Error { case io(String) }
 
     func close() {
+        unlinkReleased()
         metadata.withLock { m in
             if m.journalFD >= 0 {
                 try? DriveStore.writeSnapshot(m.state.data, to: snapshotURL, temp: tempDirectory)
@@ -297,8 +298,29 @@ final class DriveStore: @unchecked Sendable {
         return name
     }
 
+    /// Content that no item refers to any more, with the (wall-clock) time it was released.
+    private let released = Locked<[(name: String, at: Double)]>([])
+    /// How long released content stays on disk: a download answered just before an update or a
+    /// delete names the old file, and the server opens it a moment later.
+    static let releaseGrace: Double = 10
+
+    /// Releases a content file; it is unlinked after `releaseGrace` seconds (or at close / next start).
     func removeContent(_ name: String?) {
         guard let name else { return }
-        unlink(contentPath(name))
+        let now = Date().timeIntervalSince1970
+        let due = released.withLock { list -> [String] in
+            list.append((name, now))
+            let due = list.filter { now - $0.at >= DriveStore.releaseGrace }.map(\.name)
+            list.removeAll { now - $0.at >= DriveStore.releaseGrace }
+            return due
+        }
+        due.forEach { unlink(contentPath($0)) }
+    }
+
+    private func unlinkReleased() {
+        released.withLock { list in
+            list.forEach { unlink(contentPath($0.name)) }
+            list.removeAll()
+        }
     }
 }

@@ -30,6 +30,8 @@ final class UploadSessions: @unchecked Sendable {
         init(_ record: UploadSessionRecord) { self.record = record }
     }
 
+    static let lifetimeMillis: Int64 = 7 * 24 * 3600 * 1000
+
     private let directory: URL
     private let tempDirectory: URL
     private let sessions: Locked<[String: Session]>
@@ -39,9 +41,18 @@ final class UploadSessions: @unchecked Sendable {
         tempDirectory = store.tempDirectory
         var loaded: [String: Session] = [:]
         let decoder = JSONDecoder()
+        let now = store.nowMillis
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasSuffix(".json") {
-            guard let data = try? Data(contentsOf: directory.appendingPathComponent(name)),
-                  let record = try? decoder.decode(UploadSessionRecord.self, from: data) else { continue }
+            let url = directory.appendingPathComponent(name)
+            guard let data = try? Data(contentsOf: url), let record = try? decoder.decode(UploadSessionRecord.self, from: data) else {
+                continue
+            }
+            // Google keeps sessions for about a week.
+            if now - record.createdTime > UploadSessions.lifetimeMillis {
+                unlink(url.path)
+                unlink(directory.appendingPathComponent("\(record.uploadId).data").path)
+                continue
+            }
             loaded[record.uploadId] = Session(record)
         }
         sessions = Locked(loaded)

@@ -9,7 +9,8 @@ import Foundation
 /// `/oauth2/v4/token` (`token`); `/revoke`, `/o/oauth2/revoke` (`oauth.revoke`); `/tokeninfo`,
 /// `/oauth2/v3/tokeninfo` (`oauth.tokeninfo`).
 ///
-/// Lock order: `grants` is the only lock; persistence runs inside it (small files, rare writes).
+/// Locks: `grants` (all token state; persistence runs inside it: small writes) and `signingKey`
+/// (the parsed key); never held together.
 public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked Sendable {
     public let config: OAuthConfig
     let clock: TimeSource

@@ -67,7 +67,7 @@ final class EmulatorHarness {
     /// each stamped with its index (fast to make in a debug build).
     func makeFile(_ name: String, size: Int) throws -> (path: String, md5: String) {
         let path = temp.appendingPathComponent(name).path
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         defer { try? handle.close() }
         var block = TransportTestRoutes.bytes(0..<Int64(1 << 20))

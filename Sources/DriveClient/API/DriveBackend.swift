@@ -1,0 +1,39 @@
+import Foundation
+
+/// The Drive operations the filesystem uses: implemented by `DriveAPI` (REST over libcurl), and by
+/// fakes and decorators (caching, logging) so the filesystem core can be tested without HTTP.
+///
+/// Contract for every implementation: blocking; safe from many threads; failures are `DriveError`
+/// (classified as docs/errors.md says); times are integer milliseconds since the epoch; a create
+/// never leaves a duplicate behind when it is retried; uploads verify the md5 of what was sent.
+public protocol DriveBackend: Sendable {
+    func about() throws -> DriveAbout
+    /// `id` may be `root`.
+    func getFile(_ id: String) throws -> DriveFile
+    /// Non-trashed children, all pages.
+    func listChildren(of folderID: String) throws -> [DriveFile]
+    /// All files matching `q` (see `DriveQuery` for quoting).
+    func list(query q: String, orderBy: String?, pageSize: Int) throws -> [DriveFile]
+
+    func createFolder(name: String, parent: String, modifiedTime: Int64?) throws -> DriveFile
+    func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64?) throws -> DriveFile
+    func createFile(name: String, parent: String, mimeType: String?, source: UploadSource, modifiedTime: Int64?,
+                    sessionFile: String?) throws -> DriveFile
+    func updateContent(_ id: String, source: UploadSource, mimeType: String?, name: String?, modifiedTime: Int64?,
+                       sessionFile: String?) throws -> DriveFile
+    func updateMetadata(_ id: String, name: String?, mimeType: String?, modifiedTime: Int64?) throws -> DriveFile
+    func move(_ id: String, addParent: String, removeParent: String?, newName: String?) throws -> DriveFile
+    func trash(_ id: String) throws -> DriveFile
+    func untrash(_ id: String) throws -> DriveFile
+    func delete(_ id: String) throws
+    func emptyTrash() throws
+
+    /// Bytes `[offset, offset + length)` (to the end when nil) into `sink`; returns the count.
+    func download(_ id: String, offset: Int64, length: Int64?, to sink: ResponseSink) throws -> Int64
+    func export(_ id: String, mimeType: String) throws -> [UInt8]
+
+    func changesStartPageToken() throws -> String
+    func changes(pageToken: String, pageSize: Int) throws -> DriveChangePage
+}
+
+extension DriveAPI: DriveBackend {}

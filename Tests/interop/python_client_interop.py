@@ -1,0 +1,479 @@
+#!/usr/bin/env python3
+"""Interop test: the unmodified google-api-python-client against a Drive v3 server on loopback.
+
+Contract: runs named steps in order against the server at --base-url, prints one line per step
+("ok   <step>  <detail>"), and on the first failure prints "FAIL <step>: <why>" (with the HTTP
+request and response that failed, when there was one) and exits 1. Exit 2 means the client
+libraries are missing. The server must accept the well-known refresh token for any client id.
+
+The client is pointed at the server exactly as real-clients.md says: the discovery document the
+library ships, with rootUrl and mtlsRootUrl replaced, built with build_from_document, and OAuth
+credentials whose token_uri is the server's /token. Nothing else about the client is changed.
+"""
+import argparse
+import datetime
+import hashlib
+import io
+import json
+import os
+import socket
+import sys
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+try:
+    import googleapiclient
+    from googleapiclient.discovery import build_from_document
+    from googleapiclient.errors import HttpError
+    from googleapiclient.http import MediaIoBaseDownload, MediaIoBaseUpload
+    import google.oauth2.credentials
+except ImportError as error:  # The XCTest wrapper turns exit 2 into a skip only when it cannot install these.
+    print(f"SKIP google-api-python-client or google-auth is not importable: {error}")
+    sys.exit(2)
+
+FOLDER = "application/vnd.google-apps.folder"
+DRIVE_SCOPE = "https://www.googleapis.com/auth/drive"
+
+
+class StepFailure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise StepFailure(message)
+
+
+def http_error_reason(error):
+    """Google's `errors[0].reason` from an HttpError body, or None."""
+    try:
+        body = json.loads(error.content.decode("utf-8"))
+        return body["error"]["errors"][0]["reason"]
+    except Exception:
+        return None
+
+
+def expect_http_error(status, call, reason=None):
+    """Runs call() and returns the HttpError it must raise with `status` (and `reason`, if given)."""
+    try:
+        result = call()
+    except HttpError as error:
+        check(error.resp.status == status,
+              f"expected HTTP {status}, got {error.resp.status}: {error.content[:500]!r}")
+        if reason is not None:
+            check(http_error_reason(error) == reason,
+                  f"expected reason {reason!r}, got body {error.content[:500]!r}")
+        return error
+    raise StepFailure(f"expected HTTP {status}, but the call succeeded with {str(result)[:300]}")
+
+
+def md5_hex(data):
+    return hashlib.md5(data).hexdigest()
+
+
+def deterministic_bytes(seed, size):
+    """Incompressible, reproducible content: a SHA-256 counter stream."""
+    out = bytearray()
+    counter = 0
+    while len(out) < size:
+        out += hashlib.sha256(f"{seed}:{counter}".encode()).digest()
+        counter += 1
+    return bytes(out[:size])
+
+
+class Interop:
+    def __init__(self, args):
+        self.args = args
+        self.base = args.base_url.rstrip("/")
+        with open(args.discovery or self.shipped_discovery_path()) as f:
+            document = json.load(f)
+        # real-clients.md: rootUrl and mtlsRootUrl, nothing else. Upload paths are absolute paths
+        # resolved against rootUrl, so uploads reach the server too.
+        document["rootUrl"] = self.base + "/"
+        document["mtlsRootUrl"] = self.base + "/"
+        self.credentials = google.oauth2.credentials.Credentials(
+            token=None,
+            refresh_token=args.refresh_token,
+            token_uri=self.base + "/token",
+            client_id="interop-python.apps.googleusercontent.com",
+            client_secret="interop-python-secret",
+            scopes=[DRIVE_SCOPE],
+        )
+        self.drive = build_from_document(document, credentials=self.credentials)
+        self.state = {}
+
+    @staticmethod
+    def shipped_discovery_path():
+        return os.path.join(os.path.dirname(googleapiclient.__file__),
+                            "discovery_cache", "documents", "drive.v3.json")
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def list_all(self, q, fields="nextPageToken, files(id, name)", page_size=100, order_by=None):
+        """Every page of files.list; returns (files, page sizes)."""
+        files, pages = [], []
+        request = self.drive.files().list(q=q, pageSize=page_size, fields=fields, orderBy=order_by)
+        while request is not None:
+            response = request.execute()
+            batch = response.get("files")
+            check(isinstance(batch, list), f"files.list answer has no files array: {response}")
+            pages.append(len(batch))
+            files += batch
+            check(len(pages) < 100, "files.list does not stop paging")
+            request = self.drive.files().list_next(request, response)
+        return files, pages
+
+    def children_names(self, folder_id, trashed=False):
+        q = f"'{folder_id}' in parents and trashed = {'true' if trashed else 'false'}"
+        return sorted(f["name"] for f in self.list_all(q)[0])
+
+    def upload(self, name, data, parent, resumable, chunksize=256 * 1024, mimetype="application/octet-stream"):
+        """files.create with media; returns (file resource, number of chunk requests)."""
+        media = MediaIoBaseUpload(io.BytesIO(data), mimetype=mimetype, chunksize=chunksize, resumable=resumable)
+        request = self.drive.files().create(
+            body={"name": name, "parents": [parent]}, media_body=media,
+            fields="id, name, size, md5Checksum, parents, mimeType")
+        if not resumable:
+            return request.execute(), 1
+        chunks, response = 0, None
+        while response is None:
+            status, response = request.next_chunk()
+            chunks += 1
+            check(chunks < 1000, "resumable upload never completes")
+            if response is None:
+                check(status is not None and status.resumable_progress == chunks * chunksize,
+                      f"after chunk {chunks} the server acknowledged "
+                      f"{status.resumable_progress if status else None} bytes, expected {chunks * chunksize}")
+        return response, chunks
+
+    def check_file(self, resource, name, data, parent):
+        check(resource.get("name") == name, f"name {resource.get('name')!r} != {name!r}")
+        check(resource.get("size") == str(len(data)), f"size {resource.get('size')!r} != '{len(data)}' (int64 is a JSON string)")
+        check(resource.get("md5Checksum") == md5_hex(data), f"md5Checksum {resource.get('md5Checksum')} != {md5_hex(data)}")
+        check(resource.get("parents") == [parent], f"parents {resource.get('parents')} != [{parent}]")
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def step_about(self):
+        about = self.drive.about().get(fields="kind, user(displayName, emailAddress, me), storageQuota").execute()
+        check(about.get("kind") == "drive#about", f"kind: {about}")
+        check(about.get("user", {}).get("me") is True, f"user.me is not true: {about}")
+        check("usage" in about.get("storageQuota", {}), f"storageQuota has no usage: {about}")
+        check(set(about) == {"kind", "user", "storageQuota"}, f"fields mask not applied: {sorted(about)}")
+        # about.get has no default field set: Google answers 400 without `fields`.
+        expect_http_error(400, lambda: self.drive.about().get().execute(), "required")
+        return f"user {about['user'].get('emailAddress')}, quota usage {about['storageQuota']['usage']}"
+
+    def step_start_page_token(self):
+        token = self.drive.changes().getStartPageToken().execute()
+        check(isinstance(token.get("startPageToken"), str), f"getStartPageToken: {token}")
+        self.state["start_token"] = token["startPageToken"]
+        return f"startPageToken {token['startPageToken']}"
+
+    def step_root(self):
+        root = self.drive.files().get(fileId="root", fields="id, name, mimeType, parents").execute()
+        check(root.get("mimeType") == FOLDER, f"root is not a folder: {root}")
+        check(root.get("id") not in (None, "root"), f"the root alias was not resolved to an id: {root}")
+        check("parents" not in root, f"My Drive has no parents: {root}")
+        self.state["root"] = root["id"]
+        return f"root {root['id']} {root.get('name')!r}"
+
+    def step_create_folder(self):
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
+        folder = self.drive.files().create(
+            body={"name": f"interop-{stamp}", "mimeType": FOLDER, "parents": [self.state["root"]]},
+            fields="id, name, mimeType, parents").execute()
+        check(folder.get("mimeType") == FOLDER, f"created folder: {folder}")
+        check(folder.get("parents") == [self.state["root"]], f"folder parents: {folder}")
+        self.state["work"] = folder["id"]
+        # The default field set of a create is exactly kind, id, name, mimeType.
+        second = self.drive.files().create(
+            body={"name": "moved-here", "mimeType": FOLDER, "parents": [folder["id"]]}).execute()
+        check(set(second) == {"kind", "id", "name", "mimeType"}, f"default fields of files.create: {second}")
+        self.state["target"] = second["id"]
+        check(self.children_names(folder["id"]) == ["moved-here"], "new folder not listed in its parent")
+        return f"folder {folder['id']}, subfolder {second['id']}"
+
+    def step_list_paging(self):
+        count = self.args.paging_files
+        folder = self.drive.files().create(
+            body={"name": "paging", "mimeType": FOLDER, "parents": [self.state["work"]]}, fields="id").execute()["id"]
+        expected = [f"item-{i:04d}.txt" for i in range(count)]
+        for name in expected:
+            self.drive.files().create(body={"name": name, "parents": [folder], "mimeType": "text/plain"},
+                                      fields="id").execute()
+        q = f"'{folder}' in parents and trashed = false"
+        files, pages = self.list_all(q, page_size=100, order_by="name")
+        full, rest = divmod(count, 100)
+        expected_pages = [100] * full + ([rest] if rest else [])
+        check(pages == expected_pages, f"page sizes {pages}, expected {expected_pages}")
+        names = [f["name"] for f in files]
+        check(names == expected, f"names in order: first mismatch at "
+              f"{next((i for i, (a, b) in enumerate(zip(names, expected)) if a != b), len(names))}")
+        check(len({f["id"] for f in files}) == count, "ids repeat across pages")
+        # The same listing with a `q` that contains a quote-escaped name and `or`.
+        one = self.list_all(f"'{folder}' in parents and (name = 'item-0007.txt' or name = 'it\\'s absent')")[0]
+        check([f["name"] for f in one] == ["item-0007.txt"], f"name query: {one}")
+        return f"{count} files in pages {pages}"
+
+    def step_upload_multipart(self):
+        data = deterministic_bytes("multipart", 100 * 1024 + 17)
+        resource, _ = self.upload("multipart.bin", data, self.state["work"], resumable=False)
+        self.check_file(resource, "multipart.bin", data, self.state["work"])
+        self.state["multipart"] = (resource["id"], data)
+        empty, _ = self.upload("empty.txt", b"", self.state["work"], resumable=False, mimetype="text/plain")
+        self.check_file(empty, "empty.txt", b"", self.state["work"])
+        self.state["empty"] = empty["id"]
+        return f"{resource['id']} {len(data)} bytes md5 {resource['md5Checksum']}; empty file {empty['id']}"
+
+    def step_upload_resumable(self):
+        size = 900 * 1024 + 123  # four 256 KiB chunks, the last one short
+        data = deterministic_bytes("resumable", size)
+        resource, chunks = self.upload("resumable.bin", data, self.state["work"], resumable=True)
+        check(chunks >= 3, f"the upload took {chunks} chunk requests, expected at least 3")
+        self.check_file(resource, "resumable.bin", data, self.state["work"])
+        self.state["resumable"] = (resource["id"], data)
+        return f"{resource['id']} {size} bytes in {chunks} chunks, md5 {resource['md5Checksum']}"
+
+    def control(self, method, path, document=None):
+        """The emulator's control API (not part of Drive): JSON in, JSON out."""
+        body = json.dumps(document).encode() if document is not None else None
+        request = urllib.request.Request(self.base + path, data=body, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read() or b"{}")
+
+    def step_upload_interrupted(self):
+        """A chunk cut off mid-body by a connection reset: the session survives the disconnect, and the
+        client resumes (its status probe `PUT Content-Range: bytes */SIZE` → 308 with `Range`, or a resend)."""
+        size, chunksize = 1024 * 1024 + 4321, 256 * 1024
+        data = deterministic_bytes("interrupted", size)
+        media = MediaIoBaseUpload(io.BytesIO(data), mimetype="application/octet-stream", chunksize=chunksize, resumable=True)
+        request = self.drive.files().create(body={"name": "interrupted.bin", "parents": [self.state["work"]]},
+                                            media_body=media, fields="id, name, size, md5Checksum, parents")
+        status, response = request.next_chunk()
+        check(response is None and status.resumable_progress == chunksize, f"first chunk: {status}, {response}")
+        resets_before = self.control("GET", "/__emulator/stats").get("totals", {}).get("statuses", {}).get("reset", 0)
+        self.control("POST", "/__emulator/faults",
+                     {"faults": [{"method": "files.create.upload", "resetAfterBytes": 100000, "times": 1}]})
+        errors, calls = [], 0
+        while response is None:
+            calls += 1
+            check(calls < 50, "the interrupted upload never completes")
+            try:
+                status, response = request.next_chunk()
+            except (OSError, ConnectionError, HttpError) as error:  # what a reset looks like to the client
+                errors.append(type(error).__name__)
+                check(len(errors) <= 3, f"the client cannot resume: {errors}")
+        time.sleep(0.2)  # stats are counted just after each response is written
+        resets = self.control("GET", "/__emulator/stats").get("totals", {}).get("statuses", {}).get("reset", 0)
+        check(resets == resets_before + 1, f"the reset fault did not fire once (reset count {resets_before} → {resets})")
+        self.check_file(response, "interrupted.bin", data, self.state["work"])
+        check(self.drive.files().get_media(fileId=response["id"]).execute() == data, "content after a resumed upload differs")
+        how = f"client saw {errors[0]}, probed and resumed" if errors else "client resent the chunk on its own"
+        return f"{response['id']} {size} bytes; one chunk reset after 100000 bytes; {how}"
+
+    def step_get(self):
+        file_id, data = self.state["resumable"]
+        resource = self.drive.files().get(
+            fileId=file_id, fields="id, name, size, md5Checksum, sha256Checksum, parents, trashed, mimeType").execute()
+        self.check_file(resource, "resumable.bin", data, self.state["work"])
+        check(resource.get("trashed") is False, f"trashed: {resource}")
+        check(resource.get("sha256Checksum") == hashlib.sha256(data).hexdigest(), f"sha256Checksum: {resource}")
+        default = self.drive.files().get(fileId=file_id).execute()
+        check(set(default) == {"kind", "id", "name", "mimeType"}, f"default fields of files.get: {default}")
+        expect_http_error(404, lambda: self.drive.files().get(fileId="noSuchFileId0123456789").execute(), "notFound")
+        return f"{file_id} metadata matches"
+
+    def step_download_chunks(self):
+        results = []
+        for key in ("resumable", "multipart"):
+            file_id, data = self.state[key]
+            sink = io.BytesIO()
+            downloader = MediaIoBaseDownload(sink, self.drive.files().get_media(fileId=file_id), chunksize=100 * 1024)
+            done, chunks = False, 0
+            while not done:
+                status, done = downloader.next_chunk()
+                chunks += 1
+                check(chunks < 1000, "ranged download never completes")
+            got = sink.getvalue()
+            check(got == data, f"{key}: downloaded {len(got)} bytes (md5 {md5_hex(got)}), "
+                               f"expected {len(data)} (md5 {md5_hex(data)})")
+            expected_chunks = -(-len(data) // (100 * 1024))
+            check(chunks == expected_chunks, f"{key}: {chunks} ranged requests, expected {expected_chunks}")
+            results.append(f"{key} {len(got)} bytes in {chunks} ranges")
+            whole = self.drive.files().get_media(fileId=file_id).execute()
+            check(whole == data, f"{key}: whole-file alt=media returned {len(whole)} bytes")
+        # An empty file: the client asks for a range and needs 416 with Content-Range: bytes */0.
+        sink = io.BytesIO()
+        downloader = MediaIoBaseDownload(sink, self.drive.files().get_media(fileId=self.state["empty"]), chunksize=1024)
+        status, done = downloader.next_chunk()
+        check(done and sink.getvalue() == b"", f"empty file download: done={done}, {len(sink.getvalue())} bytes")
+        results.append("empty file")
+        return ", ".join(results)
+
+    def step_update_content(self):
+        file_id, _ = self.state["multipart"]
+        data = deterministic_bytes("updated", 70 * 1024)
+        media = MediaIoBaseUpload(io.BytesIO(data), mimetype="application/octet-stream", resumable=False)
+        resource = self.drive.files().update(fileId=file_id, media_body=media,
+                                             fields="id, name, size, md5Checksum, parents").execute()
+        self.check_file(resource, "multipart.bin", data, self.state["work"])
+        check(self.drive.files().get_media(fileId=file_id).execute() == data, "content after update differs")
+        self.state["multipart"] = (file_id, data)
+        return f"{file_id} now {len(data)} bytes md5 {resource['md5Checksum']}"
+
+    def step_rename(self):
+        file_id, _ = self.state["multipart"]
+        resource = self.drive.files().update(fileId=file_id, body={"name": "renamed.bin"}, fields="id, name").execute()
+        check(resource.get("name") == "renamed.bin", f"update answer: {resource}")
+        got = self.drive.files().get(fileId=file_id, fields="name").execute()
+        check(got == {"name": "renamed.bin"}, f"files.get after rename: {got}")
+        names = self.children_names(self.state["work"])
+        check("renamed.bin" in names and "multipart.bin" not in names, f"listing after rename: {names}")
+        return f"{file_id} renamed"
+
+    def step_move(self):
+        file_id, _ = self.state["multipart"]
+        resource = self.drive.files().update(fileId=file_id, addParents=self.state["target"],
+                                             removeParents=self.state["work"], fields="id, parents").execute()
+        check(resource.get("parents") == [self.state["target"]], f"parents after move: {resource}")
+        check("renamed.bin" not in self.children_names(self.state["work"]), "still listed in the old parent")
+        check(self.children_names(self.state["target"]) == ["renamed.bin"], "not listed in the new parent")
+        return f"{file_id} moved to {self.state['target']}"
+
+    def step_trash(self):
+        file_id, _ = self.state["multipart"]
+        resource = self.drive.files().update(fileId=file_id, body={"trashed": True}, fields="id, trashed").execute()
+        check(resource.get("trashed") is True, f"update answer: {resource}")
+        check(self.children_names(self.state["target"]) == [], "trashed file still listed with trashed = false")
+        check(self.children_names(self.state["target"], trashed=True) == ["renamed.bin"],
+              "trashed file not listed with trashed = true")
+        got = self.drive.files().get(fileId=file_id, fields="trashed, explicitlyTrashed").execute()
+        check(got.get("trashed") is True, f"files.get after trash: {got}")
+        return f"{file_id} trashed"
+
+    def step_delete(self):
+        file_id, _ = self.state["resumable"]
+        answer = self.drive.files().delete(fileId=file_id).execute()
+        check(answer in ("", b"", None, {}), f"files.delete answer: {answer!r}")
+        expect_http_error(404, lambda: self.drive.files().get(fileId=file_id).execute(), "notFound")
+        check("resumable.bin" not in self.children_names(self.state["work"]), "deleted file still listed")
+        return f"{file_id} deleted"
+
+    def step_changes(self):
+        token = self.state["start_token"]
+        seen, pages, new_start = {}, 0, None
+        while token is not None:
+            response = self.drive.changes().list(
+                pageToken=token, pageSize=100,
+                fields="nextPageToken, newStartPageToken, changes(fileId, removed, file(name, trashed, parents))").execute()
+            pages += 1
+            check(pages < 100, "changes.list does not stop paging")
+            check(("nextPageToken" in response) != ("newStartPageToken" in response),
+                  f"a changes page must carry exactly one of nextPageToken/newStartPageToken: {sorted(response)}")
+            check(isinstance(response.get("changes"), list), f"changes array missing: {response}")
+            for change in response["changes"]:
+                seen[change["fileId"]] = change  # oldest first: the last entry wins
+            token = response.get("nextPageToken")
+            new_start = response.get("newStartPageToken", new_start)
+        for key in ("work", "target"):
+            check(self.state[key] in seen, f"created folder {self.state[key]} missing from the change feed")
+        moved, _ = self.state["multipart"]
+        check(moved in seen and seen[moved].get("file", {}).get("trashed") is True
+              and seen[moved]["file"].get("name") == "renamed.bin",
+              f"renamed, moved, trashed file: {seen.get(moved)}")
+        deleted, _ = self.state["resumable"]
+        check(deleted in seen and seen[deleted].get("removed") is True and "file" not in seen[deleted],
+              f"deleted file must be a tombstone (removed, no file): {seen.get(deleted)}")
+        check(len(seen) >= self.args.paging_files, f"only {len(seen)} files changed, expected at least {self.args.paging_files}")
+        caught_up = self.drive.changes().list(pageToken=new_start).execute()
+        check(caught_up.get("changes") == [] and "newStartPageToken" in caught_up,
+              f"changes.list from newStartPageToken should be empty: {caught_up}")
+        return f"{len(seen)} changed files over {pages} pages, newStartPageToken {new_start}"
+
+    def step_token_refresh(self):
+        """After the access token expires, the server answers 401 and the client refreshes and succeeds.
+
+        The client refreshes ahead of expiry (google-auth's 3m45s threshold), so to see the server's side
+        of expiry, the step makes the client believe its token is good for another hour."""
+        lifetime = self.args.token_lifetime
+        check(lifetime is not None and lifetime <= 30, "token_refresh needs --token-lifetime (the server's, in seconds, ≤ 30)")
+        self.drive.about().get(fields="user").execute()
+        old = self.credentials.token
+        check(old, "no access token after a call")
+        self.credentials.expiry = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None) + datetime.timedelta(hours=1)
+        time.sleep(lifetime + 1.5)
+        # The server's side, seen without the client library: Google's 401 for an expired token.
+        request = urllib.request.Request(self.base + "/drive/v3/about?fields=user&alt=json",
+                                         headers={"Authorization": f"Bearer {old}"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                raise StepFailure(f"expired token accepted: HTTP {response.status}")
+        except urllib.error.HTTPError as error:
+            body = error.read()
+            check(error.code == 401, f"expired token: HTTP {error.code} {body[:300]!r}")
+            check(b'"authError"' in body or b'"UNAUTHENTICATED"' in body, f"401 body is not Google's: {body[:300]!r}")
+            check(error.headers.get("WWW-Authenticate", "").startswith("Bearer"),
+                  f"401 without WWW-Authenticate: Bearer ...: {dict(error.headers)}")
+        about = self.drive.about().get(fields="user").execute()
+        check(about.get("user"), f"about after refresh: {about}")
+        check(self.credentials.token != old, "the client did not get a new access token")
+        return f"401 on the expired token, then refreshed ({old[:8]}… → {self.credentials.token[:8]}…)"
+
+
+STEPS = ["about", "start_page_token", "root", "create_folder", "list_paging", "upload_multipart",
+         "upload_resumable", "upload_interrupted", "get", "download_chunks", "update_content", "rename", "move", "trash",
+         "delete", "changes", "token_refresh"]
+
+
+def describe_http_error(error):
+    lines = [f"HTTP {error.resp.status} for {error.uri}"]
+    lines += [f"  < {k}: {v}" for k, v in sorted(error.resp.items()) if k not in ("status",)]
+    content = error.content.decode("utf-8", "replace") if isinstance(error.content, bytes) else str(error.content)
+    lines.append("  body: " + content[:2000])
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", required=True, help="http://127.0.0.1:PORT of the Drive server")
+    parser.add_argument("--refresh-token", default="drivefs-emulator-refresh-token")
+    parser.add_argument("--discovery", help="discovery document (default: the one the library ships)")
+    parser.add_argument("--steps", default=",".join(s for s in STEPS if s != "token_refresh"),
+                        help=f"comma-separated, in this order: {','.join(STEPS)}")
+    parser.add_argument("--paging-files", type=int, default=250)
+    parser.add_argument("--token-lifetime", type=float, help="the server's access-token lifetime (token_refresh)")
+    parser.add_argument("--http-debug", action="store_true", help="print every HTTP exchange (httplib2)")
+    args = parser.parse_args()
+    socket.setdefaulttimeout(60)  # googleapiclient's build_http takes its timeout from here
+    if args.http_debug:
+        import httplib2
+        httplib2.debuglevel = 1
+    steps = [s.strip() for s in args.steps.split(",") if s.strip()]
+    unknown = [s for s in steps if s not in STEPS]
+    if unknown:
+        parser.error(f"unknown steps {unknown}")
+    run = Interop(args)
+    for step in steps:
+        started = time.monotonic()
+        try:
+            detail = getattr(run, f"step_{step}")()
+        except StepFailure as failure:
+            print(f"FAIL {step}: {failure}", flush=True)
+            return 1
+        except HttpError as error:
+            print(f"FAIL {step}: unexpected {describe_http_error(error)}", flush=True)
+            return 1
+        except Exception:
+            print(f"FAIL {step}: exception\n{traceback.format_exc()}", flush=True)
+            return 1
+        print(f"ok   {step:<18} {time.monotonic() - started:6.2f}s  {detail}", flush=True)
+    print(f"PASS {len(steps)} steps", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# Interop test: unmodified rclone (Debian) against drivefs-emulator, in a private network namespace.
+#
+# rclone cannot be told another API host: it always talks to https://www.googleapis.com. So this script
+# re-executes itself inside new mount, network and PID namespaces, where
+#   - the only interface is lo (nothing can leave: there is no route anywhere else);
+#   - a hosts file bind-mounted over /etc/hosts maps www.googleapis.com, oauth2.googleapis.com and
+#     accounts.google.com to 127.0.0.1 (the machine's own /etc/hosts is untouched);
+#   - drivefs-emulator listens on 127.0.0.1:<free port> with --public-url https://www.googleapis.com;
+#   - tls_front.py terminates TLS on 127.0.0.1:443 with a certificate for those names, signed by a CA
+#     made for this run, which rclone trusts through SSL_CERT_FILE.
+# When the script (PID 1 of the PID namespace) exits, the kernel kills every process it started.
+#
+# Usage: rclone_interop.sh --emulator PATH [--python PATH] [--workdir DIR]
+# Prints one line per step ("ok   <step>"); on the first failure prints "FAIL <step>: ..." with the
+# command's output and the tails of the rclone and emulator logs, and exits 1. Exit 2: a tool is missing.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+emulator="" python="" workdir=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --emulator) emulator="$2"; shift 2 ;;
+        --python) python="$2"; shift 2 ;;
+        --workdir) workdir="$2"; shift 2 ;;
+        *) echo "usage: $0 --emulator PATH [--python PATH] [--workdir DIR]" >&2; exit 64 ;;
+    esac
+done
+[ -x "$emulator" ] || { echo "FAIL setup: no drivefs-emulator executable at '$emulator'"; exit 1; }
+python="${python:-$(command -v python3 || true)}"
+for tool in rclone unshare ip openssl mount timeout "$python"; do
+    command -v "$tool" >/dev/null 2>&1 || { echo "SKIP tool not installed: ${tool:-python3}"; exit 2; }
+done
+
+if [ "${DRIVEFS_INTEROP_NAMESPACE:-}" != 1 ]; then
+    # Outside: enter the namespaces. Without root, a user namespace maps us to root inside it.
+    userns=()
+    [ "$(id -u)" = 0 ] || userns=(--user --map-root-user)
+    workdir="${workdir:-$(mktemp -d /tmp/drivefs-rclone-interop.XXXXXX)}"
+    exec unshare "${userns[@]}" --mount --net --pid --fork --kill-child --mount-proc --propagation private \
+        env DRIVEFS_INTEROP_NAMESPACE=1 bash "$0" --emulator "$(realpath "$emulator")" \
+        --python "$(command -v "$python")" --workdir "$workdir"
+fi
+
+# Inside the namespaces from here on.
+mkdir -p "$workdir"
+cd "$workdir"
+for var in http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY; do unset "$var"; done
+ip link set lo up
+
+emulator_pid="" front_pid=""
+cleanup() {
+    for pid in $front_pid $emulator_pid; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in $front_pid $emulator_pid; do wait "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+fail() {
+    echo "FAIL $1"
+    shift
+    for log in "$@"; do
+        [ -s "$log" ] && { echo "--- last lines of $(basename "$log")"; tail -n 60 "$log"; }
+    done
+    exit 1
+}
+
+# A line matching $2 in file $1 within $3 seconds; prints it.
+await_line() {
+    local deadline=$((SECONDS + $3))
+    while [ $SECONDS -lt $deadline ]; do
+        if grep -m1 -E "$2" "$1" 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    return 1
+}
+
+# --- a throwaway CA and a server certificate for Google's names -------------------------------------
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=drivefs interop test CA" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -keyout ca.key -out ca.pem >openssl.log 2>&1 || fail "setup: openssl CA" openssl.log
+openssl req -newkey rsa:2048 -nodes -subj "/CN=www.googleapis.com" -keyout server.key -out server.csr \
+    >>openssl.log 2>&1 || fail "setup: openssl CSR" openssl.log
+printf '%s\n' "subjectAltName=DNS:www.googleapis.com,DNS:oauth2.googleapis.com,DNS:accounts.google.com,IP:127.0.0.1" \
+    "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >server.ext
+openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile server.ext \
+    -out server.pem >>openssl.log 2>&1 || fail "setup: openssl sign" openssl.log
+
+# --- names → loopback, for this mount namespace only ---------------------------------------------------
+printf '%s\n' "127.0.0.1 localhost" "::1 localhost" \
+    "127.0.0.1 www.googleapis.com oauth2.googleapis.com accounts.google.com" >hosts
+mount --bind "$workdir/hosts" /etc/hosts
+
+# --- the emulator and the TLS front ------------------------------------------------------------------
+mkdir -p state
+"$emulator" --host 127.0.0.1 --port 0 --public-url https://www.googleapis.com --state-dir "$workdir/state" --log-level debug \
+    >emulator.log 2>&1 &
+emulator_pid=$!
+line="$(await_line emulator.log 'listening on http://127\.0\.0\.1:[0-9]+/' 30)" \
+    || fail "setup: drivefs-emulator did not print 'listening on' within 30 s" emulator.log
+port="$(sed -E 's#.*listening on http://127\.0\.0\.1:([0-9]+)/.*#\1#' <<<"$line")"
+
+"$python" "$here/tls_front.py" --listen 127.0.0.1:443 --backend "127.0.0.1:$port" \
+    --cert server.pem --key server.key >front.log 2>&1 &
+front_pid=$!
+await_line front.log 'tls front listening' 15 >/dev/null || fail "setup: TLS front did not start" front.log
+echo "ok   setup              emulator on 127.0.0.1:$port behind https://www.googleapis.com (127.0.0.1:443)"
+
+# --- rclone ----------------------------------------------------------------------------------------------
+# real-clients.md: an expired token, so rclone refreshes first (it does not refresh on a 401). rclone
+# rewrites this file after refreshing; every run writes a fresh one.
+cat >rclone.conf <<'EOF'
+[emu]
+type = drive
+client_id = interop-rclone.apps.googleusercontent.com
+client_secret = interop-rclone-secret
+scope = drive
+token_url = https://oauth2.googleapis.com/token
+auth_url = https://accounts.google.com/o/oauth2/auth
+token = {"access_token":"x","token_type":"Bearer","refresh_token":"drivefs-emulator-refresh-token","expiry":"2000-01-01T00:00:00Z"}
+EOF
+export SSL_CERT_FILE="$workdir/ca.pem" SSL_CERT_DIR="$workdir/no-system-cas"
+mkdir -p "$SSL_CERT_DIR"
+# Strict: no retries, so any wrong answer from the emulator fails the step instead of being retried away.
+rclone_flags=(--config "$workdir/rclone.conf" --retries 1 --low-level-retries 1 --contimeout 10s --timeout 60s -vv --log-file "$workdir/rclone.log"
+              --drive-upload-cutoff 1M --drive-chunk-size 1M)
+
+# step NAME ARGS...: runs `rclone ARGS` under a timeout, output in out/NAME (stderr in out/NAME.err);
+# fails the script when rclone fails.
+step() {
+    local name="$1" status=0
+    shift
+    mkdir -p out
+    echo "=== step $name: rclone $*" >>rclone.log
+    timeout 90 rclone "${rclone_flags[@]}" "$@" >"out/$name" 2>"out/$name.err" || status=$?
+    if [ "$status" != 0 ]; then
+        fail "$name: 'rclone $*' exited $status; its output:
+$(head -c 4000 "out/$name") $(head -c 4000 "out/$name.err")" rclone.log emulator.log
+    fi
+}
+# expect NAME ACTUAL EXPECTED
+expect() {
+    [ "$2" = "$3" ] || fail "$1: expected
+$3
+--- got
+$2" rclone.log emulator.log
+}
+
+# Local tree to upload: small files, an empty one, a name with spaces and quotes, a subfolder, and a file above the
+# upload cutoff (resumable, 1 MiB chunks, the last one short).
+mkdir -p src/sub down
+printf 'hello from rclone\n' >src/small.txt
+printf "quotes and spaces\n" >"src/it's a \"name\".txt"
+printf 'nested\n' >src/sub/nested.txt
+: >src/empty.txt
+"$python" -c 'import hashlib,sys; sys.stdout.buffer.write(b"".join(hashlib.sha256(b"%d" % i).digest() for i in range(6400)))' >src/data.bin
+"$python" -c 'import hashlib,sys; sys.stdout.buffer.write(b"".join(hashlib.sha512(b"%d" % i).digest() for i in range(55000))[:3*1048576+12345])' >src/big.bin
+
+step about about emu:
+grep -q '^Used:' out/about || fail "about: no 'Used:' line in: $(cat out/about)" rclone.log
+echo "ok   about              $(tr '\n' ' ' <out/about)"
+
+step mkdir mkdir emu:interop/empty-dir
+step mkdir-list lsf emu:interop
+expect mkdir "$(cat out/mkdir-list)" "empty-dir/"
+echo "ok   mkdir"
+
+step copy copy src emu:interop/copied
+chunks="$(grep -c 'Sending chunk' rclone.log || true)"
+[ "$chunks" -ge 3 ] || fail "copy: big.bin went up in $chunks resumable chunks, expected at least 3" rclone.log emulator.log
+echo "ok   copy               6 files (one empty), big.bin in $chunks resumable chunks"
+
+step lsf-R lsf -R emu:
+expect lsf-R "$(sort out/lsf-R)" "$(printf '%s\n' interop/ interop/copied/ interop/copied/big.bin interop/copied/data.bin \
+    interop/copied/empty.txt "interop/copied/it's a \"name\".txt" interop/copied/small.txt interop/copied/sub/ interop/copied/sub/nested.txt \
+    interop/empty-dir/ | sort)"
+echo "ok   lsf-R              $(wc -l <out/lsf-R) entries"
+
+step check check src emu:interop/copied
+step md5sum md5sum emu:interop/copied
+expect md5sum "$(sort -k2 out/md5sum)" "$(cd src && find . -type f -printf '%P\n' | sort | while read -r f; do
+    printf '%s  %s\n' "$(md5sum <"$f" | cut -d' ' -f1)" "$f"; done)"
+echo "ok   check/md5sum       md5 of every file matches"
+
+step cat cat emu:interop/copied/small.txt
+cmp -s out/cat src/small.txt || fail "cat: got '$(cat out/cat)'" rclone.log
+step cat-range cat --offset 1000000 --count 100000 emu:interop/copied/big.bin
+cmp -s out/cat-range <(tail -c +1000001 src/big.bin | head -c 100000) || fail "cat-range: bytes differ" rclone.log
+echo "ok   cat                whole file and a 100000-byte range at offset 1000000"
+
+step download copyto emu:interop/copied/big.bin down/big.bin
+cmp -s down/big.bin src/big.bin || fail "download: big.bin differs after a round trip" rclone.log
+echo "ok   download           big.bin round trip"
+
+step moveto moveto emu:interop/copied/small.txt emu:interop/moved/renamed.txt
+step moveto-new lsf emu:interop/moved
+step moveto-old lsf emu:interop/copied
+expect moveto "$(cat out/moveto-new)" "renamed.txt"
+grep -qx 'small.txt' out/moveto-old && fail "moveto: small.txt still in the old folder" rclone.log
+step moveto-cat cat emu:interop/moved/renamed.txt
+cmp -s out/moveto-cat src/small.txt || fail "moveto: content differs after the move" rclone.log
+echo "ok   moveto             small.txt → moved/renamed.txt"
+
+step deletefile deletefile emu:interop/moved/renamed.txt
+step deletefile-list lsf emu:interop/moved
+expect deletefile "$(cat out/deletefile-list)" ""
+step deletefile-trash lsf --drive-trashed-only emu:interop/moved
+expect deletefile-trash "$(cat out/deletefile-trash)" "renamed.txt"
+echo "ok   deletefile         renamed.txt is in the trash"
+
+step about-after about --json emu:
+"$python" -c 'import json,sys; u=json.load(open(sys.argv[1])).get("used", 0); sys.exit(0 if u >= 3*1048576 else 1)' out/about-after \
+    || fail "about: usage does not count the uploaded bytes: $(cat out/about-after)" rclone.log
+echo "ok   about-after        $(tr -d '\n\t ' <out/about-after)"
+
+echo "PASS rclone interop"
