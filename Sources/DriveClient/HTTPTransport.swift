@@ -18,6 +18,8 @@ public struct TransportRequest: Sendable {
     public var body: Body
     /// Where a successful (2xx) response body goes; error bodies are always collected in memory.
     public var sink: ResponseSink
+    /// When set and cancelled, the transport abandons the exchange (`TransportError.aborted`).
+    public var cancellation: CancellationFlag? = nil
 
     public init(method: String, url: String, headers: [(String, String)] = [], body: Body = .none, sink: ResponseSink = .memory) {
         self.method = method

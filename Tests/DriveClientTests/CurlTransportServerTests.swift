@@ -114,6 +114,21 @@ final class CurlTransportServerTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(start), 5, "the stall timeout (2 s) fires, not the server's close")
     }
 
+    func testCancellationAbandonsAStalledExchange() throws {
+        emulator.addFaults([FaultRule(method: "test.headers", action: .stall(seconds: 6))])
+        let flag = CancellationFlag()
+        var request = TransportRequest(method: "GET", url: base + "/headers")
+        request.cancellation = flag
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { flag.cancel() }
+        let start = Date()
+        XCTAssertThrowsError(try transport.perform(request)) { error in
+            XCTAssertEqual(error as? TransportError, .aborted)
+        }
+        let elapsed = Date().timeIntervalSince(start)
+        XCTAssertGreaterThan(elapsed, 0.25)
+        XCTAssertLessThan(elapsed, 1.9, "aborted by the progress callback, before the 2 s stall timeout")
+    }
+
     func testSequentialRequestsReuseOneConnection() throws {
         for i in 0..<30 {
             let response = try transport.perform(TransportRequest(method: i % 2 == 0 ? "GET" : "PUT",

@@ -154,6 +154,31 @@ final class DriveRequestExecutorTests: XCTestCase {
         XCTAssertEqual(transport.requests.map { $0.header("Range") }, ["bytes=0-", "bytes=10-"])
     }
 
+    func testCancelledScopeSendsNothing() {
+        transport.push(status: 200, json: "{}")
+        let flag = CancellationFlag()
+        flag.cancel()
+        XCTAssertThrowsError(try flag.scope { try executor().execute("files.get", request) }) { error in
+            XCTAssertEqual(error as? DriveError, .cancelled)
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
+    func testCancellationStopsTheBackoff() {
+        let flag = CancellationFlag()
+        transport.push { request in
+            XCTAssertTrue(request.cancellation === flag, "requests carry the scope's flag to the transport")
+            flag.cancel()
+            return ScriptedTransport.response(503)
+        }
+        transport.push(status: 200, json: "{}")
+        XCTAssertThrowsError(try flag.scope { try executor().execute("files.get", request) }) { error in
+            XCTAssertEqual(error as? DriveError, .cancelled)
+        }
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertNil(CancellationFlag.current, "the scope ends with the call")
+    }
+
     func testEveryRequestPassesThePacer() throws {
         for _ in 0..<15 { transport.push(status: 200, json: "{}") }
         let exec = executor(pacer: Pacer(ratePerSecond: 10, burst: 5, time: time))

@@ -17,7 +17,8 @@ final class QueryParserTests: XCTestCase {
         ids["photo"] = try h.create("Photo 2024.png", extra: ["modifiedTime": "2024-06-01T00:00:00Z"])
         ids["report"] = try h.create("Annual report", mime: "application/vnd.google-apps.document",
                                      extra: ["modifiedTime": "2022-05-05T12:00:00.123456789Z"])
-        ids["gone"] = try h.create("old stuff.txt", extra: ["trashed": true])
+        ids["gone"] = try h.create("old stuff.txt", extra: ["trashed": true, "properties": ["mass": "1.3kg"],
+                                                            "appProperties": ["app": "yes"]])
     }
 
     override func tearDown() { h.shutdown() }
@@ -57,6 +58,10 @@ final class QueryParserTests: XCTestCase {
             ("'me' in owners and name contains 'old'", ["old stuff.txt"]),
             ("sharedWithMe = true", []),
             ("trashed != true and starred != false", ["it's a \\ test"]),
+            ("properties has { key='mass' and value='1.3kg' }", ["old stuff.txt"]),
+            ("properties has {key='mass' and value='2kg'}", []),
+            ("appProperties has { key='app' and value='yes' } and trashed = true", ["old stuff.txt"]),
+            ("appProperties has { key='mass' and value='1.3kg' }", []),
         ]
         for (q, expected) in table {
             XCTAssertEqual(try names(q), expected, "q=\(q)")
@@ -69,6 +74,7 @@ final class QueryParserTests: XCTestCase {
             "modifiedTime > 'yesterday'", "(name = 'x'", "name = 'x')", "name = 'x' and", "and name = 'x'",
             "'x' in parent", "fullText = 'x'", "name < 'x'", "trashed", "'x' in parents or", "name contains x",
             "starred = maybe", "not", "name = 'a' 'b'", "mimeType > 'a'", "parents = 'x'", "name ! 'x'",
+            "properties has { key='a' }", "properties = 'x'", "appProperties has { value='v' and key='k' }", "{", "name = 'x' }",
         ]
         for q in bad {
             let (status, body) = try h.call("GET", "/drive/v3/files?q=\(DriveHarness.q(q))")

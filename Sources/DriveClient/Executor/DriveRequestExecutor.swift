@@ -55,9 +55,11 @@ public final class DriveRequestExecutor: Sendable {
     public func retrying<T>(_ method: String, retry: RetryPolicy? = nil, _ body: (_ attempt: Int) throws -> T) throws -> T {
         let policy = retry ?? retryPolicy
         let started = time.now()
+        let cancellation = CancellationFlag.current
         var attempt = 0
         while true {
             do {
+                if cancellation?.isCancelled == true { throw DriveError.cancelled }
                 return try body(attempt)
             } catch let error as DriveError {
                 attempt += 1
@@ -71,7 +73,7 @@ public final class DriveRequestExecutor: Sendable {
                     throw error
                 }
                 stats.update(method) { $0.retries += 1 }
-                time.sleep(delay)
+                try sleep(delay, unless: cancellation)
             } catch {
                 stats.update(method) { $0.failures += 1 }
                 throw error
@@ -83,8 +85,11 @@ public final class DriveRequestExecutor: Sendable {
     /// Success is any 2xx status or one in `accept`; everything else throws a classified `DriveError`.
     public func sendOnce(_ method: String, _ request: TransportRequest, accept: Set<Int> = []) throws -> TransportResponse {
         var refreshed = false
+        let cancellation = CancellationFlag.current
         while true {
+            if cancellation?.isCancelled == true { throw DriveError.cancelled }
             var sent = request
+            if sent.cancellation == nil { sent.cancellation = cancellation }
             var token: String?
             if let tokens {
                 let value = try Self.obtainToken(tokens)
@@ -112,6 +117,19 @@ public final class DriveRequestExecutor: Sendable {
             }
             throw error
         }
+    }
+
+    /// Backoff that a cancellation cuts short (checked every 50 ms of real waits).
+    private func sleep(_ seconds: Double, unless cancellation: CancellationFlag?) throws {
+        guard let cancellation else { return time.sleep(seconds) }
+        var left = seconds
+        while left > 0 {
+            if cancellation.isCancelled { throw DriveError.cancelled }
+            let step = min(left, 0.05)
+            time.sleep(step)
+            left -= step
+        }
+        if cancellation.isCancelled { throw DriveError.cancelled }
     }
 
     /// The token, or the grant's failure as a `DriveError`.

@@ -151,3 +151,10 @@ func curlReadCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count
     return transfer.readBody(into: buffer) ?? ccurl_readfunc_abort()
 }
 
+
+func curlProgressCallback(_ userdata: UnsafeMutableRawPointer?, _ dltotal: curl_off_t, _ dlnow: curl_off_t,
+                          _ ultotal: curl_off_t, _ ulnow: curl_off_t) -> Int32 {
+    guard let userdata else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
+    return transfer.request.cancellation?.isCancelled == true ? 1 : 0
+}

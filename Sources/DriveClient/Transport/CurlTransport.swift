@@ -136,6 +136,12 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
 
         try check(ccurl_setopt_header(h, curlHeaderCallback), "headerfunction")
         try check(ccurl_setopt_ptr(h, CURLOPT_HEADERDATA, userdata), "headerdata")
+        if request.cancellation != nil {
+            // The progress callback runs at least once a second, even on a stalled connection.
+            try check(ccurl_setopt_long(h, CURLOPT_NOPROGRESS, 0), "noprogress")
+            try check(ccurl_setopt_xferinfo(h, curlProgressCallback), "xferinfofunction")
+            try check(ccurl_setopt_ptr(h, CURLOPT_XFERINFODATA, userdata), "xferinfodata")
+        }
         try check(ccurl_setopt_write(h, curlWriteCallback), "writefunction")
         try check(ccurl_setopt_ptr(h, CURLOPT_WRITEDATA, userdata), "writedata")
 
@@ -191,7 +197,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     }
 
     static func map(_ code: CURLcode, detail: String, transfer: CurlTransfer) -> TransportError {
-        if transfer.sinkAborted { return .aborted }
+        if transfer.sinkAborted || transfer.request.cancellation?.isCancelled == true { return .aborted }
         if let readError = transfer.readError { return .other(code: Int(code.rawValue), message: readError) }
         if let sinkError = transfer.sinkError { return .other(code: Int(code.rawValue), message: sinkError) }
         switch code {

@@ -8,6 +8,7 @@ import Foundation
 ///   andExpr:= unary ("and" unary)*
 ///   unary  := "not" unary | "(" expr ")" | term
 ///   term   := field op value | value "in" collection
+///           | ("properties" | "appProperties") "has" "{" "key" "=" string "and" "value" "=" string "}"
 /// Anything outside the documented terms is a 400 "Invalid Value" on `q`, as Google answers.
 indirect enum DriveQuery: Equatable {
     case and(DriveQuery, DriveQuery)
@@ -15,6 +16,8 @@ indirect enum DriveQuery: Equatable {
     case not(DriveQuery)
     case compare(field: Field, op: Op, value: Value)
     case inCollection(value: String, collection: Collection)
+    /// `properties has { key='k' and value='v' }` (or `appProperties`).
+    case has(appProperties: Bool, key: String, value: String)
 
     enum Field: String, Equatable {
         case name, fullText, mimeType, modifiedTime, viewedByMeTime, createdTime, trashed, starred,
@@ -43,7 +46,7 @@ indirect enum DriveQuery: Equatable {
         case word(String)
         case string(String)
         case op(String)
-        case open, close
+        case open, close, openBrace, closeBrace
     }
 
     static func lex(_ text: String) throws -> [Token] {
@@ -55,6 +58,8 @@ indirect enum DriveQuery: Equatable {
             if c == " " || c == "\t" || c == "\n" || c == "\r" { i += 1; continue }
             if c == "(" { out.append(.open); i += 1; continue }
             if c == ")" { out.append(.close); i += 1; continue }
+            if c == "{" { out.append(.openBrace); i += 1; continue }
+            if c == "}" { out.append(.closeBrace); i += 1; continue }
             if c == "'" {
                 i += 1
                 var value = String.UnicodeScalarView()
@@ -146,6 +151,16 @@ indirect enum DriveQuery: Equatable {
                 }
                 return .inCollection(value: value, collection: collection)
             }
+            if case .word(let w) = first, w == "properties" || w == "appProperties" {
+                guard case .word("has") = try next(), try next() == .openBrace,
+                      case .word("key") = try next(), try next() == .op("="), case .string(let key) = try next(),
+                      case .word(let and) = try next(), and.lowercased() == "and",
+                      case .word("value") = try next(), try next() == .op("="), case .string(let value) = try next(),
+                      try next() == .closeBrace else {
+                    throw ParseError(detail: "bad has term")
+                }
+                return .has(appProperties: w == "appProperties", key: key, value: value)
+            }
             guard case .word(let fieldName) = first, let field = Field(rawValue: fieldName), field != .parents else {
                 throw ParseError(detail: "unknown field")
             }
@@ -197,6 +212,8 @@ indirect enum DriveQuery: Equatable {
         case .and(let a, let b): return a.matches(item, ctx) && b.matches(item, ctx)
         case .or(let a, let b): return a.matches(item, ctx) || b.matches(item, ctx)
         case .not(let a): return !a.matches(item, ctx)
+        case .has(let app, let key, let value):
+            return (app ? item.appProperties : item.properties)?[key] == value
         case .inCollection(let value, let collection):
             switch collection {
             case .parents: return item.parent != nil && item.parent == (value == "root" ? ctx.rootId : value)
