@@ -17,6 +17,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export PATH="$PATH:/usr/sbin:/sbin"  # ip, and unshare on some systems, live there; a non-root PATH may lack them
 emulator="" python="" workdir=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -107,7 +108,7 @@ port="$(sed -E 's#.*listening on http://127\.0\.0\.1:([0-9]+)/.*#\1#' <<<"$line"
     --cert server.pem --key server.key >front.log 2>&1 &
 front_pid=$!
 await_line front.log 'tls front listening' 15 >/dev/null || fail "setup: TLS front did not start" front.log
-echo "ok   setup              emulator on 127.0.0.1:$port behind https://www.googleapis.com (127.0.0.1:443)"
+echo "ok   setup              emulator on 127.0.0.1:$port behind https://www.googleapis.com (127.0.0.1:443); logs in $workdir"
 
 # --- rclone ----------------------------------------------------------------------------------------------
 # real-clients.md: an expired token, so rclone refreshes first (it does not refresh on a 401). rclone
