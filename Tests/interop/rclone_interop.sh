@@ -243,6 +243,35 @@ step sync-list lsf -R emu:interop/copied
 expect sync "$(sort out/sync-list)" "$(cd src && find . -mindepth 1 \( -type d -printf '%P/\n' -o -type f -printf '%P\n' \) | sort)"
 echo "ok   sync               changed file updated, moved file re-uploaded, check passes"
 
+# rclone mount (read-only): files.root and changes.getStartPageToken at start, listings, 128 MiB ranged reads
+# clamped at the end of small files, and the change feed polled every second, which must make a file created
+# through the API appear even though listings are cached for an hour. Needs a usable /dev/fuse (root).
+fusermount_tool="$(command -v fusermount3 || command -v fusermount || true)"
+if [ -r /dev/fuse ] && [ -w /dev/fuse ] && [ -n "$fusermount_tool" ]; then
+    mkdir -p mnt
+    timeout 120 rclone "${rclone_flags[@]}" --log-file "$workdir/mount.log" mount emu: mnt --read-only \
+        --dir-cache-time 1h --poll-interval 1s --vfs-cache-mode off >out/mount 2>&1 &
+    mount_pid=$!
+    for _ in $(seq 100); do grep -q " $workdir/mnt " /proc/mounts && break; sleep 0.2; done
+    grep -q " $workdir/mnt " /proc/mounts || fail "mount: rclone mount did not mount within 20 s" mount.log emulator.log
+    expect mount-ls "$(ls mnt/interop/copied | sort)" "$(ls src | sort)"
+    cmp -s mnt/interop/copied/big.bin src/big.bin || fail "mount: big.bin read through the mount differs" mount.log emulator.log
+    cmp -s "mnt/interop/copied/it's a \"name\".txt" "src/it's a \"name\".txt" || fail "mount: small file differs" mount.log emulator.log
+    step mount-create copyto src/data.bin emu:interop/copied/appeared.bin
+    for _ in $(seq 100); do [ -e mnt/interop/copied/appeared.bin ] && break; sleep 0.2; done
+    [ -e mnt/interop/copied/appeared.bin ] \
+        || fail "mount: a file created through the API did not appear within 20 s (changes polling)" mount.log emulator.log
+    cmp -s mnt/interop/copied/appeared.bin src/data.bin || fail "mount: appeared.bin differs" mount.log emulator.log
+    grep -q 'changes.getStartPageToken' emulator.log || fail "mount: no changes.getStartPageToken request" emulator.log
+    grep -q 'changes.list' emulator.log || fail "mount: the change feed was never polled" emulator.log
+    "$fusermount_tool" -u mnt || fail "mount: fusermount -u failed" mount.log
+    wait "$mount_pid" || fail "mount: rclone mount exited $? after the unmount" mount.log
+    step mount-cleanup deletefile emu:interop/copied/appeared.bin
+    echo "ok   mount              read-only rclone mount: listing, reads, a new file seen through changes polling"
+else
+    echo "skip mount              no usable /dev/fuse or fusermount here (needs root)"
+fi
+
 step rmdir rmdir emu:interop/empty-dir
 step purge purge emu:interop/moved
 step rmdir-list lsf emu:interop
