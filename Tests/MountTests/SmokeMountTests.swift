@@ -6,10 +6,10 @@ import XCTest
 /// The FUSE bridge end to end: `drivefs debug smoke-mount` in a subprocess, checked with the
 /// ordinary shell tools, each bounded in time. Skipped only where FUSE is missing.
 final class SmokeMountTests: XCTestCase {
-    private var mount: SmokeMount!
+    private var mount: MountedDriveFS!
 
     override func setUpWithError() throws {
-        mount = try SmokeMount.start()
+        mount = try MountedDriveFS.start()
     }
 
     override func tearDown() {
@@ -26,7 +26,7 @@ final class SmokeMountTests: XCTestCase {
     }
 
     func testMountIsListedWithDrivefsNameTypeAndReadOnlyOptions() throws {
-        let entry = try XCTUnwrap(SmokeMount.mountEntry(for: mount.mountpoint))
+        let entry = try XCTUnwrap(MountedDriveFS.mountEntry(for: mount.mountpoint))
         XCTAssertEqual(entry[0], "drivefs")
         XCTAssertEqual(entry[2], "fuse.drivefs")
         let options = Set(entry[3].split(separator: ",").map(String.init))
@@ -141,7 +141,7 @@ final class SmokeMountTests: XCTestCase {
 /// without the page cache, as `make bench` measures it.
 final class SmokeMountDirectIOTests: XCTestCase {
     func testDirectIOSingleThreadedMountServesTheSameBytes() throws {
-        let mount = try SmokeMount.start(extraArguments: ["--direct-io", "--single-threaded"])
+        let mount = try MountedDriveFS.start(extraArguments: ["--direct-io", "--single-threaded"])
         defer { mount.tearDown() }
         for _ in 0..<2 {
             let result = try ExternalCommand.runTool("cat", [mount.path("data/1MiB.bin")], timeout: 20)
@@ -170,18 +170,18 @@ final class SmokeMountDaemonTests: XCTestCase {
     }
 
     func testWithoutForegroundItDaemonizesAndFusermountEndsTheDaemon() throws {
-        let fusermount = try SmokeMount.requireFuse()
+        let fusermount = try MountedDriveFS.requireFuse()
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("drivefs-mount-\(UUID().uuidString)")
         let mountpoint = base.appendingPathComponent("mnt").path
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
         let arguments = ["debug", "smoke-mount", mountpoint]
         defer {
-            if SmokeMount.mountEntry(for: mountpoint) != nil {
+            if MountedDriveFS.mountEntry(for: mountpoint) != nil {
                 _ = try? ExternalCommand.run(fusermount, ["-u", mountpoint], timeout: 5)
                 _ = try? ExternalCommand.run(fusermount, ["-uz", mountpoint], timeout: 5)
             }
             for pid in processes(withArguments: arguments) { kill(pid, SIGKILL) }
-            if SmokeMount.mountEntry(for: mountpoint) == nil {
+            if MountedDriveFS.mountEntry(for: mountpoint) == nil {
                 rmdir(mountpoint)
                 rmdir(base.path)
             }
@@ -190,7 +190,7 @@ final class SmokeMountDaemonTests: XCTestCase {
         let start = try DriveFSBinary.run(arguments, timeout: 20)
         XCTAssertEqual(start.status, 0, start.summary)
         XCTAssertTrue(start.errorOutput.contains("smoke tree mounted at \(mountpoint)"), start.summary)
-        XCTAssertNotNil(SmokeMount.mountEntry(for: mountpoint), "smoke-mount returned before the mount existed")
+        XCTAssertNotNil(MountedDriveFS.mountEntry(for: mountpoint), "smoke-mount returned before the mount existed")
         let daemons = processes(withArguments: arguments)
         XCTAssertEqual(daemons.count, 1, "expected one daemon, found \(daemons)")
         let hello = try ExternalCommand.runTool("cat", [mountpoint + "/hello.txt"], timeout: 20)
@@ -201,5 +201,18 @@ final class SmokeMountDaemonTests: XCTestCase {
         let deadline = Date().addingTimeInterval(10)
         while !processes(withArguments: arguments).isEmpty && Date() < deadline { usleep(20_000) }
         XCTAssertEqual(processes(withArguments: arguments), [], "the daemon outlived its mount")
+    }
+}
+
+/// The read-only POSIX table against the smoke tree.
+final class SmokeMountPOSIXTests: XCTestCase {
+    func testReadOnlyPOSIXTable() throws {
+        let mount = try MountedDriveFS.start()
+        defer { mount.tearDown() }
+        for (file, content) in [("hello.txt", Array(SmokeTree.hello.utf8)), ("data/1MiB.bin", SmokeTree.largeFileContent())] {
+            let table = ReadOnlyPOSIXTable(mountpoint: mount.mountpoint, file: file, fileContent: content, directory: "docs")
+            let failures = try XCTUnwrap(table.run(timeout: 60), "the POSIX table hung on \(file)")
+            XCTAssertEqual(failures, [], "\(file):\n" + failures.joined(separator: "\n"))
+        }
     }
 }

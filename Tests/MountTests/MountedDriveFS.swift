@@ -1,13 +1,15 @@
 import Foundation
 import XCTest
 
-/// `drivefs debug smoke-mount DIR -f` in a subprocess, on a fresh temporary directory.
+/// A `drivefs` mount in a subprocess, in the foreground (`-f`), on a fresh temporary directory:
+/// `drivefs debug smoke-mount DIR -f` by default, any mounting command (`drivefs mount ...`) given
+/// its words before the mountpoint.
 ///
 /// `start` returns once the mount is listed in /proc/mounts (or fails within `mountTimeout`).
 /// `tearDown` always leaves nothing behind, whatever state the mount is in: `fusermount -u`, then
 /// `fusermount -uz` (lazy, for a busy mount), then the daemon is stopped (SIGTERM, SIGKILL), then
 /// the empty mountpoint is removed. Every step is bounded in time.
-final class SmokeMount {
+final class MountedDriveFS {
     static let mountTimeout: TimeInterval = 20
 
     let mountpoint: String
@@ -26,7 +28,7 @@ final class SmokeMount {
         return fusermount
     }
 
-    static func start(extraArguments: [String] = []) throws -> SmokeMount {
+    static func start(command: [String] = ["debug", "smoke-mount"], extraArguments: [String] = []) throws -> MountedDriveFS {
         let fusermount = try requireFuse()
         let binary = try DriveFSBinary.path()
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("drivefs-mount-\(UUID().uuidString)")
@@ -37,7 +39,7 @@ final class SmokeMount {
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["debug", "smoke-mount", mountpoint, "-f"] + extraArguments
+        process.arguments = command + [mountpoint, "-f"] + extraArguments
         let log = try FileHandle(forWritingTo: logURL)
         process.standardOutput = log
         process.standardError = log
@@ -45,13 +47,13 @@ final class SmokeMount {
         try process.run()
         try? log.close()
 
-        let mount = SmokeMount(mountpoint: mountpoint, process: process, logURL: logURL, fusermount: fusermount)
+        let mount = MountedDriveFS(mountpoint: mountpoint, process: process, logURL: logURL, fusermount: fusermount)
         let deadline = Date().addingTimeInterval(mountTimeout)
         while !mount.isMounted {
             if !process.isRunning || Date() > deadline {
                 let log = mount.log
                 mount.tearDown()
-                throw MountFailure(description: "the smoke mount did not appear in /proc/mounts within \(Int(mountTimeout)) s"
+                throw MountFailure(description: "the mount did not appear in /proc/mounts within \(Int(mountTimeout)) s"
                                    + " (drivefs \(process.isRunning ? "still running" : "exited with \(process.terminationStatus)")); log:\n\(log)")
             }
             usleep(20_000)
@@ -76,7 +78,7 @@ final class SmokeMount {
     /// drivefs's exit status, or nil while it runs (reading `terminationStatus` then would trap).
     var exitStatus: Int32? { process.isRunning ? nil : process.terminationStatus }
 
-    var isMounted: Bool { SmokeMount.mountEntry(for: mountpoint) != nil }
+    var isMounted: Bool { MountedDriveFS.mountEntry(for: mountpoint) != nil }
 
     /// The /proc/mounts line for `mountpoint` split into fields, if mounted.
     static func mountEntry(for mountpoint: String) -> [String]? {
