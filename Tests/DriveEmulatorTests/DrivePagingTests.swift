@@ -33,4 +33,27 @@ final class DrivePagingTests: XCTestCase {
             XCTAssertEqual(names.first, "file-00000")
         }
     }
+
+    /// Creating and deleting items between pages neither repeats nor skips the items that stay.
+    func testPagesAreStableWhileTheFolderChanges() throws {
+        let h = try DriveHarness()
+        defer { h.shutdown() }
+        var ids: [String] = []
+        for i in 0..<30 { ids.append(try h.create(String(format: "m%02d", i))) }
+        let (_, first) = try h.call("GET", "/drive/v3/files?pageSize=10&orderBy=name&fields=nextPageToken,files(id)")
+        var seen = (first["files"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        XCTAssertEqual(seen, Array(ids[0..<10]))
+        // Between pages: three items sorting before the cursor appear, two already-listed ones go.
+        for name in ["a1", "a2", "a3"] { try h.create(name) }
+        XCTAssertEqual(try h.send("DELETE", "/drive/v3/files/\(ids[0])").status, 204)
+        XCTAssertEqual(try h.send("DELETE", "/drive/v3/files/\(ids[1])").status, 204)
+        var token = first["nextPageToken"] as? String
+        while let t = token {
+            let (s, page) = try h.call("GET", "/drive/v3/files?pageSize=10&orderBy=name&fields=nextPageToken,files(id)&pageToken=\(DriveHarness.q(t))")
+            XCTAssertEqual(s, 200)
+            seen += (page["files"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+            token = page["nextPageToken"] as? String
+        }
+        XCTAssertEqual(seen, ids)
+    }
 }

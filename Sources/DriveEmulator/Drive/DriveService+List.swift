@@ -47,23 +47,35 @@ struct SortKey: Equatable {
     }
 }
 
-/// files.list page tokens: opaque (`~!!~` + base64url), carrying the offset of the next page and a
-/// digest of the query they belong to, so a token used with another query is refused.
-enum ListPageToken {
-    static func make(offset: Int, binding: String) -> String {
-        "~!!~" + Base64URL.encode(Array("\(offset):\(binding)".utf8))
+/// files.list page tokens: opaque (`~!!~` + base64url), carrying where the next page starts — the
+/// last item returned and its offset — and a digest of the query they belong to, so a token used
+/// with another query is refused. The next page resumes after that item wherever it now sorts, so
+/// items created or deleted between pages neither repeat nor vanish from the listing (the offset is
+/// the fallback when that item is gone).
+struct ListPageToken: Equatable {
+    var offset: Int
+    var lastId: String
+
+    func encode(binding: String) -> String {
+        "~!!~" + Base64URL.encode(Array("\(offset):\(lastId):\(binding)".utf8))
     }
 
-    static func offset(_ token: String, binding: String) -> Int? {
+    static func decode(_ token: String, binding: String) -> ListPageToken? {
         guard token.hasPrefix("~!!~"), let data = Base64URL.decode(String(token.dropFirst(4))),
               let text = String(data: data, encoding: .utf8) else { return nil }
-        let parts = text.split(separator: ":", maxSplits: 1)
-        guard parts.count == 2, parts[1] == binding, let n = Int(parts[0]), n >= 0, n <= 1 << 40 else { return nil }
-        return n
+        let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[2] == binding, let n = Int(parts[0]), n >= 0, n <= 1 << 40 else { return nil }
+        return ListPageToken(offset: n, lastId: String(parts[1]))
     }
 
     static func binding(_ parts: [String]) -> String {
         String(Digest.hex(.sha256, of: Array(parts.joined(separator: "\u{0}").utf8)).prefix(16))
+    }
+
+    /// Where the page after this token starts in `sorted`.
+    func start(in sorted: [DriveItem]) -> Int {
+        if let i = sorted.firstIndex(where: { $0.id == lastId }) { return i + 1 }
+        return min(offset, sorted.count)
     }
 }
 
@@ -95,10 +107,10 @@ extension DriveService {
         let spaces = Set((r.param("spaces") ?? "drive").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         guard spaces.isSubset(of: ["drive", "appDataFolder", "photos"]), !spaces.isEmpty else { throw GoogleError.invalidValue(location: "spaces") }
         let binding = ListPageToken.binding([qText, orderText, corpora, spaces.sorted().joined(separator: ",")])
-        var offset = 0
+        var resume: ListPageToken?
         if let token = r.param("pageToken"), !token.isEmpty {
-            guard let o = ListPageToken.offset(token, binding: binding) else { throw GoogleError.invalidValue(location: "pageToken") }
-            offset = o
+            guard let t = ListPageToken.decode(token, binding: binding) else { throw GoogleError.invalidValue(location: "pageToken") }
+            resume = t
         }
 
         let (matches, rootId) = store.read { s -> ([DriveItem], String) in
@@ -120,10 +132,13 @@ extension DriveService {
             }
             return a.seq < b.seq
         }
-        let page = offset < sorted.count ? Array(sorted[offset..<min(sorted.count, offset + pageSize)]) : []
+        let offset = resume?.start(in: sorted) ?? 0
+        let page = Array(sorted[offset..<min(sorted.count, offset + pageSize)])
         let res = resource(r, rootId: rootId)
         var body: [String: Any] = ["kind": "drive#fileList", "incompleteSearch": false, "files": page.map(res.render)]
-        if offset + pageSize < sorted.count { body["nextPageToken"] = ListPageToken.make(offset: offset + pageSize, binding: binding) }
+        if offset + pageSize < sorted.count, let last = page.last {
+            body["nextPageToken"] = ListPageToken(offset: offset + pageSize, lastId: last.id).encode(binding: binding)
+        }
         return respond(200, body, sel)
     }
 

@@ -1,0 +1,35 @@
+import DriveSupport
+import Foundation
+
+/// The change log: where to start, and pages of changes (oldest first; each entry is a file's
+/// current state or a tombstone).
+extension DriveAPI {
+    public func changesStartPageToken() throws -> String {
+        let response = try executor.execute("changes.getStartPageToken", TransportRequest(method: "GET", url: apiURL("changes/startPageToken")))
+        guard let token = try jsonObject(response, "changes.getStartPageToken")["startPageToken"] as? String else {
+            throw DriveError.malformedResponse("changes.getStartPageToken: no startPageToken")
+        }
+        return token
+    }
+
+    public func changes(pageToken: String, pageSize: Int = 1000) throws -> DriveChangePage {
+        let fields = "nextPageToken,newStartPageToken,changes(fileId,removed,time,file(\(DriveFile.fieldMask)))"
+        let url = apiURL("changes", [("pageToken", pageToken), ("pageSize", String(pageSize)), ("includeRemoved", "true"), ("fields", fields)])
+        let response = try executor.execute("changes.list", TransportRequest(method: "GET", url: url))
+        struct Wire: Decodable {
+            struct Change: Decodable { var fileId: String?; var removed: Bool?; var time: String?; var file: DriveFile? }
+            var changes: [Change]?
+            var nextPageToken: String?
+            var newStartPageToken: String?
+        }
+        let wire = try decode(Wire.self, response, "changes.list")
+        let changes = (wire.changes ?? []).compactMap { c -> DriveChange? in
+            guard let id = c.fileId ?? c.file?.id else { return nil }
+            return DriveChange(fileId: id, removed: c.removed ?? false, time: c.time.flatMap { RFC3339.parseMillis($0) }, file: c.file)
+        }
+        guard wire.nextPageToken != nil || wire.newStartPageToken != nil else {
+            throw DriveError.malformedResponse("changes.list: neither nextPageToken nor newStartPageToken")
+        }
+        return DriveChangePage(changes: changes, nextPageToken: wire.nextPageToken, newStartPageToken: wire.newStartPageToken)
+    }
+}
