@@ -170,8 +170,7 @@ final class DriveAPIEmulatorTests: XCTestCase {
     }
 
     func testResumedUploadIsFinishedByASecondClient() throws {
-        // (A second *process* would be closer to life; a second independent client instance
-        // loading the persisted session exercises the same path.)
+        // (SecondProcessUploadTests does the same with a real second process.)
         try start(chunkSize: 1 << 20)
         let (path, md5) = try harness.makeFile("handover", size: (6 << 20) + 17)
         let sessionFile = harness.temp.appendingPathComponent("handover.session").path

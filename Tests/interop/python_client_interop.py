@@ -200,6 +200,7 @@ class Interop:
         count = self.args.paging_files
         folder = self.drive.files().create(
             body={"name": "paging", "mimeType": FOLDER, "parents": [self.state["work"]]}, fields="id").execute()["id"]
+        self.state["paging"] = folder
         expected = [f"item-{i:04d}.txt" for i in range(count)]
         for name in expected:
             self.drive.files().create(body={"name": name, "parents": [folder], "mimeType": "text/plain"},
@@ -363,6 +364,70 @@ class Interop:
         check("resumable.bin" not in self.children_names(self.state["work"]), "deleted file still listed")
         return f"{file_id} deleted"
 
+    def step_copy_and_ids(self):
+        generated = self.drive.files().generateIds(count=2).execute()
+        ids = generated.get("ids", [])
+        check(generated.get("kind") == "drive#generatedIds" and len(ids) == 2, f"generateIds: {generated}")
+        data = b"created with a generated id\n"
+        media = MediaIoBaseUpload(io.BytesIO(data), mimetype="text/plain", resumable=False)
+        created = self.drive.files().create(body={"id": ids[0], "name": "with-id.txt", "parents": [self.state["work"]]},
+                                            media_body=media, fields="id, name, size, md5Checksum, parents").execute()
+        check(created.get("id") == ids[0], f"create with a generated id answered id {created.get('id')}, expected {ids[0]}")
+        self.check_file(created, "with-id.txt", data, self.state["work"])
+        expect_http_error(409, lambda: self.drive.files().create(
+            body={"id": ids[0], "name": "again.txt", "parents": [self.state["work"]]}).execute(), "fileIdInUse")
+        copy = self.drive.files().copy(fileId=ids[0], body={"name": "copy.txt", "parents": [self.state["target"]]},
+                                       fields="id, name, size, md5Checksum, parents").execute()
+        check(copy.get("id") not in (None, ids[0]), f"copy has the original's id: {copy}")
+        self.check_file(copy, "copy.txt", data, self.state["target"])
+        check(self.drive.files().get_media(fileId=copy["id"]).execute() == data, "the copy's content differs")
+        # Google refuses to copy folders.
+        expect_http_error(403, lambda: self.drive.files().copy(fileId=self.state["target"], body={}).execute(), "cannotCopyFile")
+        return f"generated {ids}, created {ids[0]}, reuse → 409, copy {copy['id']}"
+
+    def step_google_doc(self):
+        """A Docs file imported from text: no md5 or size-bearing blob, exportLinks, export to text, 403 on alt=media."""
+        text = "Project plan\nsecond line\n"
+        media = MediaIoBaseUpload(io.BytesIO(text.encode()), mimetype="text/plain", resumable=False)
+        doc = self.drive.files().create(
+            body={"name": "Plan", "mimeType": "application/vnd.google-apps.document", "parents": [self.state["work"]]},
+            media_body=media, fields="id, name, mimeType, md5Checksum, exportLinks").execute()
+        check(doc.get("mimeType") == "application/vnd.google-apps.document", f"import answered {doc}")
+        check("md5Checksum" not in doc, f"a Google Doc has no md5Checksum: {doc}")
+        check("text/plain" in doc.get("exportLinks", {}), f"exportLinks lacks text/plain: {doc.get('exportLinks')}")
+        exported = self.drive.files().export_media(fileId=doc["id"], mimeType="text/plain").execute()
+        normalized = exported.decode("utf-8-sig").replace("\r\n", "\n")  # Google adds a BOM and CRLF; both allowed
+        check("Project plan" in normalized and "second line" in normalized, f"export to text/plain: {exported[:200]!r}")
+        expect_http_error(403, lambda: self.drive.files().get_media(fileId=doc["id"]).execute(), "fileNotDownloadable")
+        return f"{doc['id']} exported {len(exported)} bytes of text"
+
+    def step_query(self):
+        paging, work = self.state["paging"], self.state["work"]
+        def names(q, order_by=None):
+            return [f["name"] for f in self.list_all(q, order_by=order_by)[0]]
+        prefix = names(f"'{paging}' in parents and name contains 'item-000'", "name")
+        check(prefix == [f"item-000{i}.txt" for i in range(10)], f"name contains (a prefix match on Drive): {prefix}")
+        rest = names(f"'{paging}' in parents and not name contains 'item-00'")
+        check(len(rest) == self.args.paging_files - 100, f"not name contains: {len(rest)} files")
+        future = names(f"'{paging}' in parents and modifiedTime > '2100-01-01T00:00:00'")
+        check(future == [], f"modifiedTime in the future matched {len(future)} files")
+        past = names(f"'{paging}' in parents and modifiedTime > '2000-01-01T00:00:00Z' and createdTime < '2100-01-01T00:00:00'")
+        check(len(past) == self.args.paging_files, f"date comparisons matched {len(past)} files")
+        folders = names(f"'{work}' in parents and mimeType = '{FOLDER}'", "name")
+        check(folders == ["moved-here", "paging"], f"folders in the work folder: {folders}")
+        ordered = names(f"'{work}' in parents and trashed = false", "folder,name")
+        check(ordered[:2] == ["moved-here", "paging"], f"orderBy=folder,name puts folders first: {ordered}")
+        expect_http_error(400, lambda: self.drive.files().list(q="name = 'unterminated").execute(), "invalid")
+        return f"contains/not/dates/mimeType/orderBy; {len(ordered)} items in the work folder"
+
+    def step_modified_time(self):
+        file_id, _ = self.state["multipart"]
+        nine = "2020-01-02T03:04:05.123456789Z"
+        answer = self.drive.files().update(fileId=file_id, body={"modifiedTime": nine}, fields="modifiedTime").execute()
+        check(answer.get("modifiedTime") == "2020-01-02T03:04:05.123Z",
+              f"modifiedTime {nine} came back as {answer.get('modifiedTime')}, expected millisecond precision")
+        return f"{nine} → {answer['modifiedTime']}"
+
     def step_changes(self):
         token = self.state["start_token"]
         seen, pages, new_start = {}, 0, None
@@ -393,6 +458,15 @@ class Interop:
         check(caught_up.get("changes") == [] and "newStartPageToken" in caught_up,
               f"changes.list from newStartPageToken should be empty: {caught_up}")
         return f"{len(seen)} changed files over {pages} pages, newStartPageToken {new_start}"
+
+    def step_empty_trash(self):
+        trashed, _ = self.state["multipart"]
+        answer = self.drive.files().emptyTrash().execute()
+        check(answer in ("", b"", None, {}), f"files.emptyTrash answer: {answer!r}")
+        expect_http_error(404, lambda: self.drive.files().get(fileId=trashed).execute(), "notFound")
+        left = self.list_all("trashed = true")[0]
+        check(left == [], f"still in the trash after emptyTrash: {left}")
+        return f"{trashed} gone"
 
     def step_token_refresh(self):
         """After the access token expires, the server answers 401 and the client refreshes and succeeds.
@@ -426,7 +500,7 @@ class Interop:
 
 STEPS = ["about", "start_page_token", "root", "create_folder", "list_paging", "upload_multipart",
          "upload_resumable", "upload_interrupted", "get", "download_chunks", "update_content", "rename", "move", "trash",
-         "delete", "changes", "token_refresh"]
+         "delete", "copy_and_ids", "google_doc", "query", "modified_time", "changes", "empty_trash", "token_refresh"]
 
 
 def describe_http_error(error):

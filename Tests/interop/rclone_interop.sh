@@ -91,8 +91,12 @@ printf '%s\n' "127.0.0.1 localhost" "::1 localhost" \
 mount --bind "$workdir/hosts" /etc/hosts
 
 # --- the emulator and the TLS front ------------------------------------------------------------------
-mkdir -p state
-"$emulator" --host 127.0.0.1 --port 0 --public-url https://www.googleapis.com --state-dir "$workdir/state" --log-level debug \
+# Seeded (docs/emulator-drive.md): a Google Doc whose document text is the file's content, and a name with a '/'.
+mkdir -p state seed/seeded
+printf 'Project plan\nsecond line\n' >seed/seeded/Plan.gdoc
+printf 'q1\n' >seed/seeded/Reports%2F2026.txt
+"$emulator" --host 127.0.0.1 --port 0 --public-url https://www.googleapis.com --state-dir "$workdir/state" \
+    --seed "$workdir/seed" --log-level debug \
     >emulator.log 2>&1 &
 emulator_pid=$!
 line="$(await_line emulator.log 'listening on http://127\.0\.0\.1:[0-9]+/' 30)" \
@@ -122,7 +126,7 @@ export SSL_CERT_FILE="$workdir/ca.pem" SSL_CERT_DIR="$workdir/no-system-cas"
 mkdir -p "$SSL_CERT_DIR"
 # Strict: no retries, so any wrong answer from the emulator fails the step instead of being retried away.
 rclone_flags=(--config "$workdir/rclone.conf" --retries 1 --low-level-retries 1 --contimeout 10s --timeout 60s -vv --log-file "$workdir/rclone.log"
-              --drive-upload-cutoff 1M --drive-chunk-size 1M)
+              --drive-upload-cutoff 1M --drive-chunk-size 1M --drive-export-formats txt)
 
 # step NAME ARGS...: runs `rclone ARGS` under a timeout, output in out/NAME (stderr in out/NAME.err);
 # fails the script when rclone fails.
@@ -162,6 +166,8 @@ echo "ok   about              $(tr '\n' ' ' <out/about)"
 step mkdir mkdir emu:interop/empty-dir
 step mkdir-list lsf emu:interop
 expect mkdir "$(cat out/mkdir-list)" "empty-dir/"
+step mkdir-root lsf emu:
+expect mkdir-root "$(sort out/mkdir-root)" "$(printf '%s\n' interop/ seeded/)"
 echo "ok   mkdir"
 
 step copy copy src emu:interop/copied
@@ -172,7 +178,7 @@ echo "ok   copy               6 files (one empty), big.bin in $chunks resumable 
 step lsf-R lsf -R emu:
 expect lsf-R "$(sort out/lsf-R)" "$(printf '%s\n' interop/ interop/copied/ interop/copied/big.bin interop/copied/data.bin \
     interop/copied/empty.txt "interop/copied/it's a \"name\".txt" interop/copied/small.txt interop/copied/sub/ interop/copied/sub/nested.txt \
-    interop/empty-dir/ | sort)"
+    interop/empty-dir/ seeded/ seeded/Plan.txt "seeded/Reports／2026.txt" | sort)"
 echo "ok   lsf-R              $(wc -l <out/lsf-R) entries"
 
 step check check src emu:interop/copied
@@ -206,6 +212,45 @@ expect deletefile "$(cat out/deletefile-list)" ""
 step deletefile-trash lsf --drive-trashed-only emu:interop/moved
 expect deletefile-trash "$(cat out/deletefile-trash)" "renamed.txt"
 echo "ok   deletefile         renamed.txt is in the trash"
+
+# A Google Doc comes down through its exportLinks URL, as text with --drive-export-formats txt; a Drive name
+# containing '/' shows as '／' (rclone's encoding).
+step doc-cat cat emu:seeded/Plan.txt
+"$python" -c 'import sys; t=open(sys.argv[1],"rb").read().decode("utf-8-sig").replace("\r\n","\n"); sys.exit(0 if t.startswith("Project plan\nsecond line") else 1)' out/doc-cat \
+    || fail "doc-cat: the exported Doc reads '$(head -c 300 out/doc-cat)'" rclone.log emulator.log
+grep -q '/export?' rclone.log || grep -q 'exportFormat\|/export' emulator.log \
+    || fail "doc-cat: the Doc was not fetched through an export URL" rclone.log emulator.log
+step slash-cat cat "emu:seeded/Reports／2026.txt"
+expect slash-cat "$(cat out/slash-cat)" "q1"
+echo "ok   google-doc         Plan.txt exported through exportLinks; 'Reports/2026.txt' read as Reports／2026.txt"
+
+step server-copy copyto emu:interop/copied/data.bin emu:interop/server-copy.bin
+step server-copy-md5 md5sum emu:interop/server-copy.bin
+expect server-copy "$(cut -d' ' -f1 out/server-copy-md5)" "$(md5sum <src/data.bin | cut -d' ' -f1)"
+grep -q 'files/[^ ]*/copy\|files.copy' emulator.log || fail "server-copy: no files.copy request reached the emulator" emulator.log
+echo "ok   server-copy        data.bin copied with files.copy"
+
+step touch touch --timestamp 2020-01-02T03:04:05 emu:interop/copied/sub/nested.txt
+step touch-list lsf --format tp emu:interop/copied/sub
+expect touch "$(cat out/touch-list)" "2020-01-02 03:04:05;nested.txt"
+echo "ok   touch              modifiedTime set and read back"
+
+printf 'changed locally\n' >src/sub/nested.txt
+step sync sync src emu:interop/copied
+step sync-check check src emu:interop/copied
+step sync-list lsf -R emu:interop/copied
+expect sync "$(sort out/sync-list)" "$(cd src && find . -mindepth 1 \( -type d -printf '%P/\n' -o -type f -printf '%P\n' \) | sort)"
+echo "ok   sync               changed file updated, moved file re-uploaded, check passes"
+
+step rmdir rmdir emu:interop/empty-dir
+step purge purge emu:interop/moved
+step rmdir-list lsf emu:interop
+expect rmdir "$(sort out/rmdir-list)" "$(printf '%s\n' copied/ server-copy.bin)"
+step cleanup cleanup emu:
+step cleanup-list lsf -R --drive-trashed-only emu:
+# --drive-trashed-only still lists every folder (rclone's query is "mimeType = folder or trashed=true"): no files.
+expect cleanup "$(grep -v '/$' out/cleanup-list || true)" ""
+echo "ok   rmdir/purge/cleanup  folders removed, trash emptied"
 
 step about-after about --json emu:
 "$python" -c 'import json,sys; u=json.load(open(sys.argv[1])).get("used", 0); sys.exit(0 if u >= 3*1048576 else 1)' out/about-after \
