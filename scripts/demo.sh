@@ -121,11 +121,22 @@ if [[ -x "$drivefs" ]] && "$drivefs" auth login --help >/dev/null 2>&1; then
 TEXT
 fi
 
+venv_python="$root/.build/interop-venv/bin/python"
+interop_script="$root/Tests/interop/python_client_interop.py"
+if [[ -x "$venv_python" && -f "$interop_script" ]]; then
+    cat <<TEXT
+
+  # google-api-python-client (unmodified, from the venv 'make deps' made) reading it:
+  $venv_python $interop_script --base-url ${url%/} --steps about,start_page_token,root
+TEXT
+fi
+
 cat <<TEXT
 
 Mounting Drive ('drivefs mount') arrives with the filesystem issue. Until then,
 '$drivefs debug smoke-mount DIR -f' mounts a small fixed tree (no Drive) to check FUSE.
-Other clients (google-api-python-client, rclone): see docs/emulator.md.
+Other clients: docs/testing.md shows google-api-python-client and rclone (in a private
+network namespace behind TLS) against the emulator; docs/emulator.md lists its flags and faults.
 
 Request log follows. Press Ctrl-C to stop the emulator.
 

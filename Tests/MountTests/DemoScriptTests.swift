@@ -73,6 +73,13 @@ final class DemoScriptTests: XCTestCase {
 
         try checkPrintedLogin(lines: lines, printed: printed, scratch: scratch)
 
+        // When the interop venv exists (make deps), the printed python client command reads the Drive.
+        if let python = lines.first(where: { $0.contains("python_client_interop.py --base-url") }) {
+            let result = try ExternalCommand.run("/bin/bash", ["-c", python.trimmingCharacters(in: .whitespaces)], timeout: 60)
+            XCTAssertEqual(result.status, 0, result.summary)
+            XCTAssertTrue(result.output.contains("PASS 3 steps"), result.summary)
+        }
+
         // The stats command answers JSON that counted the token request.
         let stats = try ExternalCommand.runTool("curl", ["-s", "\(header.1)__emulator/stats"], timeout: 20)
         XCTAssertTrue(stats.output.contains("\"token\""), stats.summary)

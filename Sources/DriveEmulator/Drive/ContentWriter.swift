@@ -50,12 +50,15 @@ final class ContentHasher {
 final class ContentWriter {
     let path: String
     private var fd: Int32
-    private let hasher = ContentHasher()
-    var size: Int64 { hasher.size }
+    /// Absent when appending: the checksums of a resumable upload cover bytes from earlier requests,
+    /// so they are computed from the whole file when the last byte has arrived.
+    private let hasher: ContentHasher?
+    private(set) var size: Int64 = 0
 
     /// Opens `path` for writing; `append` keeps what is there (resumable sessions, no hashing then).
     init(path: String, append: Bool = false) throws {
         self.path = path
+        hasher = append ? nil : ContentHasher()
         fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0o644)
         guard fd >= 0 else { throw DriveStore.StoreError.io("open \(path): errno \(errno)") }
     }
@@ -63,7 +66,8 @@ final class ContentWriter {
     deinit { if fd >= 0 { Foundation.close(fd) } }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws {
-        hasher.update(bytes)
+        hasher?.update(bytes)
+        size += Int64(bytes.count)
         var off = 0
         while off < bytes.count {
             let n = Foundation.write(fd, bytes.baseAddress! + off, bytes.count - off)
@@ -91,9 +95,16 @@ final class ContentWriter {
         return copied
     }
 
+    private var summary: ContentSummary?
+
+    /// Closes the file (idempotent); the checksums are empty strings for an appending writer.
+    @discardableResult
     func finish() -> ContentSummary {
+        if let summary { return summary }
         if fd >= 0 { Foundation.close(fd); fd = -1 }
-        return hasher.finish()
+        let result = hasher?.finish() ?? ContentSummary(size: size, md5: "", sha1: "", sha256: "")
+        summary = result
+        return result
     }
 
     func abandon() {

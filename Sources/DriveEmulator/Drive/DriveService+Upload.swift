@@ -198,8 +198,8 @@ extension DriveService {
             // No Content-Range: the body is the whole content, from byte 0.
             truncate(sessions.dataPath(uploadId), 0)
             let writer = try ContentWriter(path: sessions.dataPath(uploadId), append: true)
+            defer { writer.finish() }
             held = try writer.copy(from: r.body)
-            _ = writer.finish()
             if let known = session.record.totalLength, known != held { throw GoogleError.badRequest("Failed to parse Content-Range header.") }
             session.record.totalLength = held
             return try completeSession(session, r)
@@ -228,7 +228,7 @@ extension DriveService {
             try DriveService.discard(r.body, count: held - first)
             if last + 1 > held {
                 let writer = try ContentWriter(path: sessions.dataPath(uploadId), append: true)
-                defer { _ = writer.finish() }
+                defer { writer.finish() }
                 held += try writer.copy(from: r.body, limit: last + 1 - held)
             }
         }
