@@ -428,6 +428,31 @@ class Interop:
               f"modifiedTime {nine} came back as {answer.get('modifiedTime')}, expected millisecond precision")
         return f"{nine} → {answer['modifiedTime']}"
 
+    def step_retryable_errors(self):
+        """Google's retryable errors, scripted through the emulator's fault API, are recognised as such by the
+        client (googleapiclient retries 429, 5xx, and 403 only for the rate-limit reasons it finds in the body)."""
+        stats = lambda: self.control("GET", "/__emulator/stats").get("methods", {})
+        before = {m: dict(v.get("statuses", {})) for m, v in stats().items()}
+        self.control("POST", "/__emulator/faults", {"faults": [
+            {"method": "files.list", "status": 403, "reason": "userRateLimitExceeded", "times": 1},
+            {"method": "files.get", "status": 503, "times": 1},
+        ]})
+        listed = self.drive.files().list(q=f"'{self.state['target']}' in parents", fields="files(id)").execute(num_retries=2)
+        check(isinstance(listed.get("files"), list), f"files.list after a 403 userRateLimitExceeded: {listed}")
+        got = self.drive.files().get(fileId=self.state["target"], fields="id").execute(num_retries=2)
+        check(got.get("id") == self.state["target"], f"files.get after a 503: {got}")
+        time.sleep(0.2)
+        after = stats()
+        for method, status in (("files.list", "403"), ("files.get", "503")):
+            fired = after.get(method, {}).get("statuses", {}).get(status, 0) - before.get(method, {}).get(status, 0)
+            check(fired == 1, f"{method}: the {status} fault fired {fired} times, expected once")
+        # Not retryable: the client must give up at once on a 403 that is not a rate limit.
+        self.control("POST", "/__emulator/faults",
+                     {"faults": [{"method": "files.get", "status": 403, "reason": "insufficientFilePermissions", "times": 1}]})
+        expect_http_error(403, lambda: self.drive.files().get(fileId=self.state["target"]).execute(num_retries=2),
+                          "insufficientFilePermissions")
+        return "403 userRateLimitExceeded and 503 retried; 403 insufficientFilePermissions not"
+
     def step_changes(self):
         token = self.state["start_token"]
         seen, pages, new_start = {}, 0, None
@@ -500,7 +525,7 @@ class Interop:
 
 STEPS = ["about", "start_page_token", "root", "create_folder", "list_paging", "upload_multipart",
          "upload_resumable", "upload_interrupted", "get", "download_chunks", "update_content", "rename", "move", "trash",
-         "delete", "copy_and_ids", "google_doc", "query", "modified_time", "changes", "empty_trash", "token_refresh"]
+         "delete", "copy_and_ids", "google_doc", "query", "modified_time", "retryable_errors", "changes", "empty_trash", "token_refresh"]
 
 
 def describe_http_error(error):

@@ -272,6 +272,37 @@ else
     echo "skip mount              no usable /dev/fuse or fusermount here (needs root)"
 fi
 
+# Google's retryable errors, scripted through the emulator's control API (plain HTTP on the emulator's own port):
+# rclone must recognise a 403 userRateLimitExceeded and a 500 from their bodies and retry (pacer, then the
+# whole transfer for a multipart upload), so these two steps allow retries.
+post_faults() {
+    "$python" -c 'import sys, urllib.request
+urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method="POST",
+                       headers={"Content-Type": "application/json"}), timeout=10).read()' \
+        "http://127.0.0.1:$port/__emulator/faults" "$1" || fail "faults: POST /__emulator/faults failed" emulator.log
+}
+# fault_count METHOD STATUS: how many answers with STATUS the emulator has counted for METHOD.
+fault_count() {
+    "$python" -c 'import json, sys, urllib.request
+stats = json.load(urllib.request.urlopen(sys.argv[1], timeout=10))
+print(stats.get("methods", {}).get(sys.argv[2], {}).get("statuses", {}).get(sys.argv[3], 0))' \
+        "http://127.0.0.1:$port/__emulator/stats" "$1" "$2"
+}
+list403="$(fault_count files.list 403)" upload500="$(fault_count files.create.upload 500)"
+post_faults '{"faults": [{"method": "files.list", "status": 403, "reason": "userRateLimitExceeded", "times": 2},
+                         {"method": "files.create.upload", "status": 500, "times": 1}]}'
+step faults-list lsf --low-level-retries 5 emu:interop/copied
+expect faults-list "$(sort out/faults-list)" "$(ls -p src | sort)"
+step faults-upload copyto --retries 3 --low-level-retries 5 src/data.bin emu:interop/moved/faulted.bin
+step faults-md5 md5sum emu:interop/moved/faulted.bin
+expect faults-upload "$(cut -d' ' -f1 out/faults-md5)" "$(md5sum <src/data.bin | cut -d' ' -f1)"
+sleep 0.2  # the emulator counts an exchange just after writing its response
+expect faults-fired "$(fault_count files.list 403) $(fault_count files.create.upload 500)" "$((list403 + 2)) $((upload500 + 1))"
+# The 500 is answered before the chunked upload body is read: its Google error body must still reach rclone.
+grep -q 'Error 500: .*backendError' rclone.log || fail "faults: rclone did not receive the 500's error body" rclone.log emulator.log
+grep -q 'Error 403: .*userRateLimitExceeded' rclone.log || fail "faults: rclone did not see userRateLimitExceeded" rclone.log
+echo "ok   faults             2 × 403 userRateLimitExceeded on files.list and a 500 on an upload, retried by rclone"
+
 step rmdir rmdir emu:interop/empty-dir
 step purge purge emu:interop/moved
 step rmdir-list lsf emu:interop

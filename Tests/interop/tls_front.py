@@ -15,6 +15,9 @@ import sys
 import threading
 
 
+LINGER_SECONDS = 2.0
+
+
 def relay(source, destination, at_end):
     """Copies until EOF or an error on either side, then calls at_end() once."""
     try:
@@ -57,17 +60,19 @@ def serve_connection(raw, context, backend, timeout):
         except OSError:
             pass
 
-    def upstream_done():
-        # The backend closed: the connection is over for the client too.
-        for s in (client, upstream):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
     to_backend = threading.Thread(target=relay, args=(client, upstream, client_done), daemon=True)
     to_backend.start()
-    relay(upstream, client, upstream_done)
+    relay(upstream, client, lambda: None)
+    # The backend closed. It may have answered before reading the whole request (an error while a chunked
+    # upload is still coming). Closing the client's socket now, with request bytes unread, would send a TCP
+    # reset that destroys the answer the client has not read yet; so linger as a server does: keep reading
+    # (and relaying) the client's bytes until it closes, for a bounded time.
+    to_backend.join(LINGER_SECONDS)
+    for s in (client, upstream):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
     to_backend.join(timeout)
     client.close()
     upstream.close()
