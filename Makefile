@@ -40,9 +40,11 @@ test: deps
 demo: deps build
 	./scripts/demo.sh $(BIN)
 
-install: build
+# Installs optimised binaries, whatever CONFIG says.
+install:
+	$(SWIFT) build -c release
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BIN)/drivefs $(BIN)/drivefs-emulator $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 .build/release/drivefs .build/release/drivefs-emulator $(DESTDIR)$(PREFIX)/bin/
 
 bench: deps
 	$(SWIFT) build -c release

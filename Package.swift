@@ -1,4 +1,4 @@
-// swift-tools-version:6.2
+// swift-tools-version:6.3
 // drivefs: a FUSE filesystem for Google Drive, and the Drive v3 emulator it is tested against.
 //
 // Layers import only downward:

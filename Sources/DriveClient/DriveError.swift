@@ -98,8 +98,12 @@ public enum DriveError: Error, Sendable, Equatable, CustomStringConvertible {
     public static let loginAgainMessage =
         "the saved authorization is no longer valid (revoked or expired): run `drivefs auth login` again"
 
-    /// 403 reasons that are rate limits and worth retrying.
-    public static let rateLimitReasons: Set<String> = ["userRateLimitExceeded", "rateLimitExceeded"]
+    /// 403 reasons that are rate limits and worth retrying (`RATE_LIMIT_EXCEEDED`: the quota-system
+    /// form, from `details[].reason`).
+    public static let rateLimitReasons: Set<String> = ["userRateLimitExceeded", "rateLimitExceeded", "RATE_LIMIT_EXCEEDED"]
+    /// The message of the quota-system form of a per-minute limit (drive-behaviours §4): "Quota
+    /// exceeded for quota metric 'Queries' and limit 'Queries per minute' of service ...".
+    public static let quotaMetricMessagePrefix = "Quota exceeded for quota metric"
     /// 403 reasons that are quotas: retrying soon cannot help.
     public static let quotaReasons: Set<String> = [
         "storageQuotaExceeded", "quotaExceeded", "dailyLimitExceeded", "downloadQuotaExceeded",
@@ -121,6 +125,7 @@ public enum DriveError: Error, Sendable, Equatable, CustomStringConvertible {
                 if rateLimitReasons.contains(reason) { return .rateLimited(info) }
                 if quotaReasons.contains(reason) { return .quotaExceeded(info) }
             }
+            if info.message.hasPrefix(quotaMetricMessagePrefix) { return .rateLimited(info) }
             return .permissionDenied(info)
         case 404, 410: return .notFound(info)
         case 409: return .conflict(info)

@@ -18,6 +18,11 @@ public struct GoogleErrorEnvelope: Sendable, Equatable {
                 envelope.reason = first["reason"] as? String
                 if envelope.message == nil { envelope.message = first["message"] as? String }
             }
+            // The newer quota-system form has no `errors[]`: its reason is in `details[]` (an ErrorInfo,
+            // e.g. `RATE_LIMIT_EXCEEDED`), before the gRPC-style `status` (e.g. `PERMISSION_DENIED`).
+            if envelope.reason == nil, let details = error["details"] as? [[String: Any]] {
+                envelope.reason = details.lazy.compactMap { $0["reason"] as? String }.first
+            }
             if envelope.reason == nil, let status = error["status"] as? String { envelope.reason = status }
             return envelope
         }

@@ -20,6 +20,10 @@ public struct TransportRequest: Sendable {
     public var sink: ResponseSink
     /// When set and cancelled, the transport abandons the exchange (`TransportError.aborted`).
     public var cancellation: CancellationFlag? = nil
+    /// Called once with the status and headers (names lowercased) of a 2xx response, before its
+    /// first body byte reaches `sink`, so that a sink can check what it is about to receive (e.g.
+    /// that a ranged download got the range it asked for).
+    public var onResponseHead: (@Sendable (_ status: Int, _ headers: [String: String]) -> Void)? = nil
 
     public init(method: String, url: String, headers: [(String, String)] = [], body: Body = .none, sink: ResponseSink = .memory) {
         self.method = method

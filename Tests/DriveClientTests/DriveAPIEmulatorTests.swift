@@ -239,19 +239,73 @@ final class DriveAPIEmulatorTests: XCTestCase {
         XCTAssertEqual(harness.executor.stats.counters(for: "files.list").requests, 8)
     }
 
+    /// The emulator creates the file, then resets the connection before a byte of its answer: the
+    /// client retries, meets 409 fileIdInUse, and returns the file the first attempt made.
     func testLostCreateResponseLeavesNoDuplicate() throws {
         try start()
         let root = try rootID()
-        // The emulator's faults never run the handler of a request with a body, so the loss is made
-        // on the client side: the server creates the file, and its answer is thrown away.
-        let losing = LosingAnswerTransport(inner: harness.transport, method: "POST", urlContains: "/files?", times: 2)
-        let executor = DriveRequestExecutor(transport: losing, tokens: harness.tokens, pacer: nil, retryPolicy: harness.executor.retryPolicy)
-        let client = DriveAPI(executor: executor, endpoints: harness.endpoints)
-        let folder = try client.createFolder(name: "once", parent: root)
-        let file = try client.createFile(name: "once.txt", parent: root, source: .bytes(Array("x".utf8)))
-        XCTAssertEqual(losing.lost, 2)
+        harness.emulator.addFaults([FaultRule(method: "files.create", action: .reset(afterBytes: 0, phase: .response), times: 1)])
+        let folder = try api.createFolder(name: "once", parent: root)
         XCTAssertEqual(try api.list(query: DriveQuery.child(named: "once", in: root)).map(\.id), [folder.id])
-        XCTAssertEqual(try api.list(query: DriveQuery.child(named: "once.txt", in: root)).map(\.id), [file.id])
+        XCTAssertEqual(api.executor.stats.counters(for: "files.create").retries, 1, "the answer was lost once")
+        XCTAssertEqual(api.executor.stats.counters(for: "files.create").failures, 0)
+
+        let content = Array("multipart content".utf8)
+        harness.emulator.addFaults([FaultRule(method: "files.create.upload", action: .reset(afterBytes: 0, phase: .response), times: 1)])
+        let file = try api.createFile(name: "once.txt", parent: root, source: .bytes(content))
+        XCTAssertEqual(api.executor.stats.counters(for: "files.create.upload").retries, 1)
+        let found = try api.list(query: DriveQuery.child(named: "once.txt", in: root))
+        XCTAssertEqual(found.map(\.id), [file.id])
+        XCTAssertEqual(found.first?.md5Checksum, Digest.hex(.md5, of: content))
+    }
+
+    /// The answer to the final chunk of a resumable upload is cut after the server completed the
+    /// file: the status probe gets the finished file back, and no second file is made.
+    func testLostAnswerToTheFinalChunkIsRecoveredByTheProbe() throws {
+        try start()
+        let root = try rootID()
+        let (path, md5) = try harness.makeFile("final", size: (5 << 20) + 7)
+        // The initiation's answer has no body, so the rule (which needs a body longer than 0 bytes)
+        // passes it by; the one chunk (8 MiB chunks) is the final one, and its answer is cut.
+        harness.emulator.addFaults([FaultRule(method: "files.create.upload", action: .reset(afterBytes: 0, phase: .response), times: 1)])
+        let file = try api.createFile(name: "final.bin", parent: root, source: .file(path: path))
+        XCTAssertEqual(file.md5Checksum, md5)
+        let counters = api.executor.stats.counters(for: "files.create.upload")
+        XCTAssertEqual(counters.retries, 1, "the final chunk's answer was lost once")
+        XCTAssertEqual(counters.requests, 3, "initiation, the final chunk, the probe")
+        let found = try api.list(query: DriveQuery.child(named: "final.bin", in: root))
+        XCTAssertEqual(found.map(\.id), [file.id], "exactly one file")
+        XCTAssertEqual(found.first?.md5Checksum, md5)
+        XCTAssertEqual(Digest.hex(.md5, of: try api.downloadData(file.id)), md5)
+    }
+
+    /// Resumable content update with a rename: the same file, new content, still one file.
+    func testResumableContentUpdateKeepsTheFile() throws {
+        try start(chunkSize: 1 << 20)
+        let root = try rootID()
+        let first = try api.createFile(name: "doc.bin", parent: root, source: .bytes(Array("v1".utf8)))
+        let (path, md5) = try harness.makeFile("v2", size: (5 << 20) + 9)
+        let updated = try api.updateContent(first.id, source: .file(path: path), name: "doc-v2.bin")
+        XCTAssertEqual(updated.id, first.id)
+        XCTAssertEqual(updated.name, "doc-v2.bin")
+        XCTAssertEqual(updated.md5Checksum, md5)
+        XCTAssertEqual(updated.size, Int64((5 << 20) + 9))
+        XCTAssertGreaterThan(api.executor.stats.counters(for: "files.update.upload").requests, 2, "resumable, in chunks")
+        XCTAssertEqual(try api.listChildren(of: root).map(\.id), [first.id], "still one file")
+        XCTAssertEqual(Digest.hex(.md5, of: try api.downloadData(first.id)), md5)
+    }
+
+    /// Docs Editors types take no generated ID (the emulator refuses one, as Google does); the client
+    /// sends none, and a lost answer is resolved by looking the file up.
+    func testLostDocsEditorCreateIsFoundByLookup() throws {
+        try start()
+        let root = try rootID()
+        harness.emulator.addFaults([FaultRule(method: "files.create", action: .reset(afterBytes: 0, phase: .response), times: 1)])
+        let doc = try api.createEmpty(name: "Plan", parent: root, mimeType: "application/vnd.google-apps.document")
+        XCTAssertEqual(doc.mimeType, "application/vnd.google-apps.document")
+        XCTAssertEqual(try api.list(query: DriveQuery.child(named: "Plan", in: root)).map(\.id), [doc.id], "no duplicate")
+        XCTAssertEqual(api.executor.stats.counters(for: "files.create").requests, 1, "found, not sent again")
+        XCTAssertEqual(api.executor.stats.counters(for: "files.create").failures, 0)
     }
 
     // MARK: - Helpers
@@ -293,36 +347,5 @@ final class FailingAfterTransport: HTTPTransport, @unchecked Sendable {
             guard allowed else { throw TransportError.connectionLost("the client died") }
         }
         return try inner.perform(request)
-    }
-}
-
-/// Sends matching requests for real, then throws their answers away (`connectionLost`): the
-/// server did the work, the client never heard.
-final class LosingAnswerTransport: HTTPTransport, @unchecked Sendable {
-    let inner: any HTTPTransport
-    let method: String
-    let urlContains: String
-    private let state: Locked<(remaining: Int, lost: Int)>
-
-    init(inner: any HTTPTransport, method: String, urlContains: String, times: Int) {
-        self.inner = inner
-        self.method = method
-        self.urlContains = urlContains
-        self.state = Locked((times, 0))
-    }
-
-    var lost: Int { state.withLock { $0.lost } }
-
-    func perform(_ request: TransportRequest) throws -> TransportResponse {
-        let response = try inner.perform(request)
-        guard request.method == method, request.url.contains(urlContains) else { return response }
-        let lose = state.withLock { s -> Bool in
-            guard s.remaining > 0, (200..<300).contains(response.status) else { return false }
-            s.remaining -= 1
-            s.lost += 1
-            return true
-        }
-        if lose { throw TransportError.connectionLost("answer lost") }
-        return response
     }
 }

@@ -154,11 +154,153 @@ final class DriveAPIScriptedTests: XCTestCase {
     func testRangedDownloadAndEmptyFile() throws {
         transport.push { request in
             XCTAssertEqual(request.header("Range"), "bytes=10-19")
-            return ScriptedTransport.response(206, body: Array(repeating: 5, count: 10))
+            return ScriptedTransport.response(206, headers: ["content-range": "bytes 10-19/100"], body: Array(repeating: 5, count: 10))
         }
         XCTAssertEqual(try api.downloadData("f", offset: 10, length: 10), Array(repeating: 5, count: 10))
         transport.push(status: 416, headers: ["content-range": "bytes */0"], json: #"{"error":{"code":416,"message":"Request range not satisfiable","errors":[{"reason":"requestedRangeNotSatisfiable"}]}}"#)
         XCTAssertEqual(try api.downloadData("empty"), [])
+    }
+
+    /// A ranged read answered 200 with the whole file must not be appended as if it were the range.
+    func testRangedDownloadRefusesAFullBodyOrAnotherRange() throws {
+        let whole = (0..<100).map { UInt8($0) }
+        transport.push(status: 200, json: String(decoding: whole, as: UTF8.self))
+        let seen = Locked<[UInt8]>([])
+        let sink = ResponseSink.callback { chunk in seen.withLock { $0 += chunk }; return true }
+        XCTAssertThrowsError(try api.download("f", offset: 10, length: 10, to: sink)) { error in
+            guard case .malformedResponse(let what) = error as? DriveError else { return XCTFail("\(error)") }
+            XCTAssertTrue(what.contains("200"), what)
+        }
+        XCTAssertEqual(seen.withLock { $0 }, [], "nothing of the wrong answer reaches the sink")
+        transport.push { _ in ScriptedTransport.response(206, headers: ["content-range": "bytes 0-9/100"], body: Array(whole[0..<10])) }
+        XCTAssertThrowsError(try api.download("f", offset: 10, length: 10, to: sink)) { error in
+            guard case .malformedResponse = error as? DriveError else { return XCTFail("\(error)") }
+        }
+        XCTAssertEqual(seen.withLock { $0 }, [])
+        // From byte 0 a 200 is fine.
+        transport.push(status: 200, json: "abc")
+        XCTAssertEqual(try api.downloadData("g"), Array("abc".utf8))
+    }
+
+    /// The resume of a cut download is checked too: a server that restarts from byte 0 is refused.
+    func testResumedDownloadAnsweredFromTheStartIsRefused() {
+        let content = (0..<1000).map { UInt8(truncatingIfNeeded: $0) }
+        transport.push { request in
+            guard case .callback(let deliver) = request.sink else { throw TransportError.other(code: 0, message: "sink") }
+            _ = content[0..<400].withUnsafeBytes { deliver($0) }
+            throw TransportError.connectionLost("reset")
+        }
+        transport.push { _ in ScriptedTransport.response(200, body: content) }
+        let seen = Locked<Int>(0)
+        XCTAssertThrowsError(try api.download("f", to: .callback { chunk in seen.withLock { $0 += chunk.count }; return true })) { error in
+            guard case .malformedResponse = error as? DriveError else { return XCTFail("\(error)") }
+        }
+        XCTAssertEqual(seen.withLock { $0 }, 400)
+    }
+
+    // MARK: - Creates: counters, caller IDs, types without IDs
+
+    /// A create recovered from 409 after a lost answer is one success: no failure is counted.
+    func testRecoveredLostCreateCountsNoFailure() throws {
+        pushIds(["k1"])
+        transport.push(error: .connectionLost("answer lost"))
+        transport.pushGoogleError(409, reason: "fileIdInUse", message: "A file already exists with the provided ID.")
+        transport.push(status: 200, json: #"{"id":"k1","name":"d","mimeType":"application/vnd.google-apps.folder"}"#)
+        XCTAssertEqual(try api.createFolder(name: "d", parent: "root1").id, "k1")
+        let counters = api.executor.stats.counters(for: "files.create")
+        XCTAssertEqual(counters.failures, 0)
+        XCTAssertEqual(counters.retries, 1)
+        XCTAssertEqual(counters.requests, 2)
+        XCTAssertEqual(api.executor.stats.total().failures, 0)
+    }
+
+    /// A caller that passes its own ID may call again after a failure: the earlier call's file comes back.
+    func testCallerIDIsReusedAcrossTheCallersOwnRetries() throws {
+        let id = "mine1"
+        transport.push(error: .connectionLost("answer lost"))
+        let policy = RetryPolicy.none
+        let once = DriveAPI(executor: DriveRequestExecutor(transport: transport, tokens: nil, pacer: nil, retryPolicy: policy, time: time),
+                            endpoints: .singleHost("http://drive.test/"))
+        XCTAssertThrowsError(try once.createFolder(name: "d", parent: "root1", id: id))
+        transport.pushGoogleError(409, reason: "fileIdInUse", message: "A file already exists with the provided ID.")
+        transport.push(status: 200, json: #"{"id":"mine1","name":"d","mimeType":"application/vnd.google-apps.folder"}"#)
+        XCTAssertEqual(try once.createFolder(name: "d", parent: "root1", id: id).id, id)
+        let posts = transport.requests.filter { $0.method == "POST" }
+        XCTAssertEqual(posts.count, 2)
+        for post in posts {
+            guard case .bytes(let body) = post.body else { return XCTFail() }
+            XCTAssertTrue(String(decoding: body, as: UTF8.self).contains(#""id":"mine1""#))
+        }
+        XCTAssertFalse(transport.requests.contains { $0.url.contains("generateIds") }, "the caller's ID, not the pool's")
+    }
+
+    /// Google refuses generated IDs for Docs Editors types and shortcuts: such creates carry none, and a
+    /// lost answer is resolved by looking the file up.
+    func testDocsEditorCreateCarriesNoIDAndFindsALostCreate() throws {
+        let doc = "application/vnd.google-apps.document"
+        transport.push(error: .connectionLost("answer lost"))
+        transport.push { request in
+            XCTAssertEqual(request.method, "GET")
+            let q = URLComponents(string: request.url)?.queryItems?.first { $0.name == "q" }?.value ?? ""
+            XCTAssertTrue(q.contains("name = 'Plan'") && q.contains("'root1' in parents") && q.contains("mimeType = '\(doc)'")
+                          && q.contains("createdTime >= "), q)
+            return ScriptedTransport.response(200, body: Array(#"{"files":[{"id":"d1","name":"Plan","mimeType":"\#(doc)","createdTime":"2024-01-01T00:00:00Z"},{"id":"d0","name":"plan","mimeType":"\#(doc)"}]}"#.utf8))
+        }
+        let file = try api.createEmpty(name: "Plan", parent: "root1", mimeType: doc)
+        XCTAssertEqual(file.id, "d1", "the exact-case match")
+        let posts = transport.requests.filter { $0.method == "POST" }
+        XCTAssertEqual(posts.count, 1, "found, not sent again")
+        guard case .bytes(let body) = posts[0].body else { return XCTFail() }
+        XCTAssertFalse(String(decoding: body, as: UTF8.self).contains(#""id""#), "no generated ID for a Docs type")
+        XCTAssertFalse(transport.requests.contains { $0.url.contains("generateIds") })
+
+        // Nothing found: sent again. A rate limit (nothing created) is retried without a lookup.
+        let sheet = "application/vnd.google-apps.spreadsheet"
+        transport.pushGoogleError(403, reason: "userRateLimitExceeded")
+        transport.push(status: 200, json: #"{"id":"d2","name":"Sheet","mimeType":"\#(sheet)"}"#)
+        var before = transport.requests.count
+        XCTAssertEqual(try api.createEmpty(name: "Sheet", parent: "root1", mimeType: sheet).id, "d2")
+        XCTAssertEqual(transport.requests.dropFirst(before).map(\.method), ["POST", "POST"])
+        transport.push(error: .timedOut("answer lost"))
+        transport.push(status: 200, json: #"{"files":[]}"#)
+        transport.push(status: 200, json: #"{"id":"d3","name":"Sheet","mimeType":"\#(sheet)"}"#)
+        before = transport.requests.count
+        XCTAssertEqual(try api.createEmpty(name: "Sheet", parent: "root1", mimeType: sheet).id, "d3")
+        XCTAssertEqual(transport.requests.dropFirst(before).map(\.method), ["POST", "GET", "POST"])
+
+        XCTAssertThrowsError(try api.createEmpty(name: "x", parent: "root1", mimeType: doc, id: "abc")) { error in
+            guard case .invalidArgument = error as? DriveError else { return XCTFail("\(error)") }
+        }
+        XCTAssertTrue(DriveAPI.acceptsGeneratedID(mimeType: DriveFile.folderMimeType))
+        XCTAssertTrue(DriveAPI.acceptsGeneratedID(mimeType: "text/plain"))
+        XCTAssertFalse(DriveAPI.acceptsGeneratedID(mimeType: DriveFile.shortcutMimeType))
+        XCTAssertFalse(DriveAPI.acceptsGeneratedID(mimeType: "application/vnd.google-apps.presentation"))
+    }
+
+    /// drive-behaviours §2.8: any 4xx during a session means a new session, not just 404/410.
+    func testResumableSessionRestartsAfterA400() throws {
+        let content = [UInt8](repeating: 3, count: 300 * 1024)
+        let md5 = Digest.hex(.md5, of: content)
+        pushIds(["r1"])
+        transport.push(status: 200, headers: ["location": "http://drive.test/s/1"])
+        transport.pushGoogleError(400, reason: "badRequest", message: "Failed to parse Content-Range header.")
+        transport.push(status: 200, headers: ["location": "http://drive.test/s/2"])
+        transport.push(status: 308, headers: ["range": "bytes=0-262143"])
+        transport.push(status: 200, json: fileJSON(id: "r1", name: "f", md5: md5))
+        XCTAssertEqual(try api.createFile(name: "f", parent: "root1", source: .bytes(content)).id, "r1")
+        XCTAssertEqual(transport.requests.filter { $0.method == "PUT" }.map(\.url), ["http://drive.test/s/1", "http://drive.test/s/2", "http://drive.test/s/2"])
+        XCTAssertTrue(DriveAPI.restartsSession(.invalidArgument(GoogleErrorInfo(status: 400, message: ""))))
+        XCTAssertTrue(DriveAPI.restartsSession(.notFound(GoogleErrorInfo(status: 410, message: ""))))
+        XCTAssertFalse(DriveAPI.restartsSession(.rateLimited(GoogleErrorInfo(status: 403, message: ""))))
+        XCTAssertFalse(DriveAPI.restartsSession(.server(GoogleErrorInfo(status: 503, message: ""))))
+    }
+
+    /// The quota-system 403 is retried like the classic rate limits.
+    func testQuotaSystemRateLimitIsRetried() throws {
+        transport.push(status: 403, json: #"{"error":{"code":403,"message":"Quota exceeded for quota metric 'Queries' and limit 'Queries per minute' of service 'drive.googleapis.com' for consumer 'project_number:1'.","status":"PERMISSION_DENIED","details":[{"reason":"RATE_LIMIT_EXCEEDED"}]}}"#)
+        transport.push(status: 200, json: fileJSON(id: "q1", name: "q"))
+        XCTAssertEqual(try api.getFile("q1").id, "q1")
+        XCTAssertEqual(api.executor.stats.counters(for: "files.get").retries, 1)
     }
 
     func testDriveFileDecodesDrivesEncodings() throws {

@@ -70,4 +70,25 @@ final class DriveErrorTests: XCTestCase {
         let error = DriveError.classify(status: 502, headers: [:], body: Array("<html>bad gateway".utf8), now: 0)
         XCTAssertEqual(error, .server(GoogleErrorInfo(status: 502, reason: nil, message: "Bad Gateway")))
     }
+
+    /// The 2026 quota-system form (drive-behaviours §4): no `errors[]`, the reason in `details[]`.
+    func testQuotaSystemFormIsRateLimited() {
+        let withDetails = Array("""
+        {"error":{"code":403,"message":"Quota exceeded for quota metric 'Queries' and limit 'Queries per minute' of service 'drive.googleapis.com' for consumer 'project_number:1'.","status":"PERMISSION_DENIED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMIT_EXCEEDED","domain":"googleapis.com"}]}}
+        """.utf8)
+        let error = DriveError.classify(status: 403, headers: [:], body: withDetails, now: 0)
+        guard case .rateLimited(let info) = error else { return XCTFail("\(error)") }
+        XCTAssertEqual(info.reason, "RATE_LIMIT_EXCEEDED")
+        XCTAssertTrue(RetryPolicy().isRetryable(error))
+        let messageOnly = Array("""
+        {"error":{"code":403,"message":"Quota exceeded for quota metric 'Queries' and limit 'Queries per minute' of service 'drive.googleapis.com'.","status":"PERMISSION_DENIED"}}
+        """.utf8)
+        guard case .rateLimited = DriveError.classify(status: 403, headers: [:], body: messageOnly, now: 0) else {
+            return XCTFail("the message alone marks the quota-system rate limit")
+        }
+        let denied = Array(#"{"error":{"code":403,"message":"The caller does not have permission","status":"PERMISSION_DENIED"}}"#.utf8)
+        guard case .permissionDenied = DriveError.classify(status: 403, headers: [:], body: denied, now: 0) else {
+            return XCTFail("a plain PERMISSION_DENIED stays a permission error")
+        }
+    }
 }

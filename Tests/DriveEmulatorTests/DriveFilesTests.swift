@@ -84,6 +84,25 @@ final class DriveFilesTests: XCTestCase {
         XCTAssertEqual(try h.call("GET", "/drive/v3/files/generateIds?count=0").0, 400)
     }
 
+    /// Google refuses generated IDs for shortcuts and Docs Editors types (drive-behaviours §2.5).
+    func testGeneratedIdsAreRefusedForShortcutsAndDocsEditorsTypes() throws {
+        let (_, gen) = try h.call("GET", "/drive/v3/files/generateIds?count=3")
+        let ids = try XCTUnwrap(gen["ids"] as? [String])
+        let target = try h.create("target")
+        let (s1, shortcut) = try h.call("POST", "/drive/v3/files", json: [
+            "id": ids[0], "name": "link", "mimeType": "application/vnd.google-apps.shortcut", "shortcutDetails": ["targetId": target]])
+        XCTAssertEqual(s1, 400)
+        XCTAssertEqual(DriveHarness.message(shortcut), "The provided file ID is not usable.")
+        let (s2, doc) = try h.call("POST", "/drive/v3/files", json: ["id": ids[1], "name": "d", "mimeType": "application/vnd.google-apps.document"])
+        XCTAssertEqual(s2, 400)
+        XCTAssertEqual(DriveHarness.reason(doc), "invalid")
+        XCTAssertEqual(DriveHarness.message(doc), "Generated IDs are not supported for Docs Editors formats.")
+        let (s3, _) = try h.call("POST", "/drive/v3/files", json: ["id": ids[2], "name": "f", "mimeType": "application/vnd.google-apps.folder"])
+        XCTAssertEqual(s3, 200, "folders take generated IDs")
+        let (s4, _) = try h.call("POST", "/drive/v3/files", json: ["name": "d", "mimeType": "application/vnd.google-apps.document"])
+        XCTAssertEqual(s4, 200, "without an ID a Doc is created")
+    }
+
     func testUpdateRenameMoveAndWritableFields() throws {
         let a = try h.create("A", mime: "application/vnd.google-apps.folder")
         let b = try h.create("B", parent: a, mime: "application/vnd.google-apps.folder")

@@ -7,6 +7,9 @@ extension DriveAPI {
     ///
     /// - A transfer cut mid-body is resumed with a `Range` from the first byte not yet received,
     ///   so the sink sees every byte exactly once, in order.
+    /// - A request that starts past byte 0 (a ranged read, or the resume of a cut transfer) must be
+    ///   answered 206 with a `Content-Range` that starts at that byte; anything else (e.g. a 200 with
+    ///   the whole file) is refused before a byte reaches the sink: `DriveError.malformedResponse`.
     /// - A range starting at or past the end (416, e.g. any range on an empty file) delivers 0 bytes.
     /// - `.memory` sinks are not accepted (use `downloadData`); `.fileDescriptor(fd, base)` receives
     ///   byte `offset + k` at file position `base + k`; a `.callback` returning false cancels
@@ -19,12 +22,16 @@ extension DriveAPI {
         if length == 0 { return 0 }
         let received = Locked<Int64>(0)
         let writeError = Locked<String?>(nil)
+        // The current attempt's first byte, and why its answer was refused (if it was).
+        let attemptStart = Locked<Int64>(offset)
+        let refusal = Locked<String?>(nil)
         let counting: ResponseSink
         switch sink {
         case .memory:
             throw DriveError.malformedResponse("download needs a file or callback sink (use downloadData)")
         case .fileDescriptor(let fd, let base):
             counting = .callback { chunk in
+                if refusal.withLock({ $0 }) != nil { return false }
                 let at = received.withLock { $0 }
                 var done = 0
                 while done < chunk.count {
@@ -42,6 +49,7 @@ extension DriveAPI {
             }
         case .callback(let deliver):
             counting = .callback { chunk in
+                if refusal.withLock({ $0 }) != nil { return false }
                 guard deliver(chunk) else { return false }
                 received.withLock { $0 += Int64(chunk.count) }
                 return true
@@ -51,19 +59,52 @@ extension DriveAPI {
         do {
             response = try executor.execute("files.get.media", accept: [416]) { _ in
                 let start = offset + received.withLock { $0 }
+                attemptStart.withLock { $0 = start }
                 let range = length.map { "bytes=\(start)-\(offset + $0 - 1)" } ?? "bytes=\(start)-"
-                return TransportRequest(method: "GET", url: apiURL(Self.filePath(id), [("alt", "media")]),
-                                        headers: [("Range", range)], sink: counting)
+                var request = TransportRequest(method: "GET", url: apiURL(Self.filePath(id), [("alt", "media")]),
+                                               headers: [("Range", range)], sink: counting)
+                request.onResponseHead = { status, headers in
+                    if let problem = Self.rangeProblem(start: start, status: status, headers: headers) {
+                        refusal.withLock { $0 = problem }
+                    }
+                }
+                return request
             }
         } catch DriveError.cancelled {
+            if let problem = refusal.withLock({ $0 }) { throw DriveError.malformedResponse(problem) }
             if let reason = writeError.withLock({ $0 }) {
                 throw DriveError.transport(.other(code: -1, message: "cannot write the download: \(reason)"))
             }
             throw DriveError.cancelled
         }
         // 416: the range starts at or past the end; nothing (more) to deliver.
-        _ = response
+        if response.status != 416,
+           let problem = Self.rangeProblem(start: attemptStart.withLock { $0 }, status: response.status, headers: response.headers) {
+            throw DriveError.malformedResponse(problem)
+        }
         return received.withLock { $0 }
+    }
+
+    /// Why an answer to a download starting at byte `start` cannot be appended to what the sink
+    /// holds, or nil when it can. From byte 0 any 2xx will do; past it only a 206 whose
+    /// `Content-Range: bytes a-b/N` has a == start.
+    static func rangeProblem(start: Int64, status: Int, headers: [String: String]) -> String? {
+        guard start > 0 else { return nil }
+        guard status == 206 else {
+            return "asked for bytes from \(start) and got HTTP \(status) instead of 206 Partial Content"
+        }
+        guard let range = headers["content-range"] else {
+            return "asked for bytes from \(start) and got a 206 without Content-Range"
+        }
+        let spec = range.trimmingCharacters(in: .whitespaces)
+        guard spec.hasPrefix("bytes "), let dash = spec.firstIndex(of: "-"),
+              let first = Int64(spec[spec.index(spec.startIndex, offsetBy: 6)..<dash].trimmingCharacters(in: .whitespaces)) else {
+            return "asked for bytes from \(start) and got an unreadable Content-Range '\(range)'"
+        }
+        guard first == start else {
+            return "asked for bytes from \(start) and got Content-Range '\(range)'"
+        }
+        return nil
     }
 
     /// Downloads a range into memory (small reads).

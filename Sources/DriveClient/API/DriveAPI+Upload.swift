@@ -10,24 +10,26 @@ import Foundation
 /// - Multipart creates carry a pooled ID and are retried whole (a lost answer → 409 → the file is
 ///   fetched). Resumable uploads are never replayed blindly: after any failure the client asks the
 ///   server what it holds (`PUT`, `Content-Range: bytes */N`) and continues from there; a session
-///   that is gone (404/410) starts over, at most twice.
+///   that fails with a 4xx (other than 401, 403, 429: see `restartsSession`) starts over, at most twice.
 /// - With a `sessionFile`, the session is persisted after initiation and after every chunk, and
 ///   removed on success, so another process can finish the upload with `resumeUpload(from:)`.
 extension DriveAPI {
+    /// A new file with content. `id`: see "Creates and IDs" in `DriveAPI+Create.swift`.
     public func createFile(name: String, parent: String, mimeType: String? = nil, source: UploadSource,
-                           modifiedTime: Int64? = nil, sessionFile: String? = nil) throws -> DriveFile {
+                           modifiedTime: Int64? = nil, sessionFile: String? = nil, id: String? = nil) throws -> DriveFile {
         let prepared = try PreparedSource(source)
-        let id = try idPool.next(self)
-        let metadata = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: id)
+        let identity = try createIdentity(name: name, parent: parent, mimeType: mimeType, callerID: id)
+        let metadata = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: identity.id)
         let method = "files.create.upload"
         let file: DriveFile
         if prepared.size <= multipartLimit {
             let content = try prepared.readAll()
-            file = try createWithID(id, method: method) {
+            file = try create(identity, method: method) {
                 multipartRequest(method: "POST", path: "files", metadata: metadata, content: content, contentType: mimeType)
             }
         } else {
-            var session = try newSession(prepared, fileId: id, isUpdate: false, metadata: metadata, contentType: mimeType, method: method)
+            var session = try newSession(prepared, fileId: identity.id ?? "", isUpdate: false, metadata: metadata,
+                                         contentType: mimeType, method: method)
             file = try runResumable(&session, prepared: prepared, sessionFile: sessionFile, probeFirst: false)
         }
         return try verified(file, md5: prepared.md5)
@@ -53,14 +55,16 @@ extension DriveAPI {
 
     /// Starts a resumable upload of a file without sending content: initiates the session and
     /// persists it to `sessionFile`. `resumeUpload(from:)` (in this process or another) sends it.
-    /// For a create, the file gets a pooled ID (`session.fileId`); for an update pass `updating`.
+    /// For a create, the file gets a pooled ID (`session.fileId`; empty for the types Drive refuses IDs
+    /// for, see `DriveAPI+Create.swift`); for an update pass `updating`.
     public func beginUpload(name: String?, parent: String?, mimeType: String? = nil, path: String, modifiedTime: Int64? = nil,
                             updating fileID: String? = nil, sessionFile: String) throws -> ResumableUploadSession {
         let prepared = try PreparedSource(.file(path: path))
         let isUpdate = fileID != nil
-        let id = try fileID ?? idPool.next(self)
+        let acceptsID = Self.acceptsGeneratedID(mimeType: mimeType)
+        let id = try fileID ?? (acceptsID ? idPool.next(self) : "")
         let metadata = Self.metadata(name: name, parents: isUpdate ? nil : parent.map { [$0] }, mimeType: mimeType,
-                                     modifiedTime: modifiedTime, id: isUpdate ? nil : id)
+                                     modifiedTime: modifiedTime, id: isUpdate || id.isEmpty ? nil : id)
         var session = try newSession(prepared, fileId: id, isUpdate: isUpdate, metadata: metadata, contentType: mimeType,
                                      method: isUpdate ? "files.update.upload" : "files.create.upload")
         session.sessionURI = try initiate(session)
@@ -143,7 +147,7 @@ extension DriveAPI {
             if session.sessionURI.isEmpty {
                 do {
                     session.sessionURI = try initiate(session)
-                } catch DriveError.conflict(let info) where restarts > 0 && !session.isUpdate {
+                } catch DriveError.conflict(let info) where restarts > 0 && !session.isUpdate && !session.fileId.isEmpty {
                     // The create landed before the session was lost: the pooled ID is taken by our own file.
                     _ = info
                     let file = try getFile(session.fileId)
@@ -171,14 +175,22 @@ extension DriveAPI {
                         try persist(session)
                     }
                 }
-            } catch DriveError.notFound(let info) where restarts < 2 {
-                // The session is gone (expired, or the server forgot it): start over.
-                _ = info
+            } catch let error as DriveError where restarts < 2 && Self.restartsSession(error) {
+                // The session is gone or broken (expired, forgotten, refused): start over.
                 restarts += 1
                 session.sessionURI = ""
                 session.confirmedBytes = 0
             }
         }
+    }
+
+    /// Whether a failure during a resumable session means "start a new session" (drive-behaviours
+    /// §2.8: any 4xx during a session). Not 401 (a token matter, handled by the executor), 403 and
+    /// 429 (rate limits, quotas and permissions are about the account or the file, not the session:
+    /// a new session would meet them again).
+    public static func restartsSession(_ error: DriveError) -> Bool {
+        guard let status = error.status, (400..<500).contains(status) else { return false }
+        return ![401, 403, 429].contains(status)
     }
 
     /// Sends the next chunk from the confirmed offset.

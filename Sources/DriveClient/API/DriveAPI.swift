@@ -5,8 +5,9 @@ import Foundation
 /// pacing, retries and counters). Blocking; call from the filesystem's threads, never from a Task.
 ///
 /// Every call that returns files asks for `DriveFile.fieldMask`. Creates carry an ID from the
-/// `FileIDPool`, so a create whose response was lost and that is retried gets 409 fileIdInUse; the
-/// file that the first attempt made is then fetched and returned: never a duplicate.
+/// `FileIDPool` where Drive accepts one, so a create whose response was lost and that is retried
+/// gets 409 fileIdInUse; the file that the first attempt made is then fetched and returned: never a
+/// duplicate (see `DriveAPI+Create.swift` for the types Drive refuses IDs for).
 public final class DriveAPI: Sendable {
     public let executor: DriveRequestExecutor
     public let endpoints: DriveEndpoints
@@ -102,20 +103,21 @@ public final class DriveAPI: Sendable {
         return try decode(DriveFile.self, response, "files.get")
     }
 
-    public func createFolder(name: String, parent: String, modifiedTime: Int64? = nil) throws -> DriveFile {
-        let id = try idPool.next(self)
-        let body = Self.metadata(name: name, parents: [parent], mimeType: DriveFile.folderMimeType, modifiedTime: modifiedTime, id: id)
-        return try createWithID(id, method: "files.create") {
-            TransportRequest(method: "POST", url: apiURL("files", [("fields", DriveFile.fieldMask)]), headers: Self.jsonHeaders, body: Self.jsonBody(body))
-        }
+    /// A folder. `id`: see "Creates and IDs" in `DriveAPI+Create.swift`.
+    public func createFolder(name: String, parent: String, modifiedTime: Int64? = nil, id: String? = nil) throws -> DriveFile {
+        try createMetadataOnly(name: name, parent: parent, mimeType: DriveFile.folderMimeType, modifiedTime: modifiedTime, id: id)
     }
 
     /// A file without content (metadata-only create), e.g. a Google Doc (`application/vnd.google-apps.document`)
-    /// or an empty placeholder.
-    public func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64? = nil) throws -> DriveFile {
-        let id = try idPool.next(self)
-        let body = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: id)
-        return try createWithID(id, method: "files.create") {
+    /// or an empty placeholder. `id`: see "Creates and IDs" in `DriveAPI+Create.swift`.
+    public func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64? = nil, id: String? = nil) throws -> DriveFile {
+        try createMetadataOnly(name: name, parent: parent, mimeType: mimeType, modifiedTime: modifiedTime, id: id)
+    }
+
+    private func createMetadataOnly(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?) throws -> DriveFile {
+        let identity = try createIdentity(name: name, parent: parent, mimeType: mimeType, callerID: id)
+        let body = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: identity.id)
+        return try create(identity, method: "files.create") {
             TransportRequest(method: "POST", url: apiURL("files", [("fields", DriveFile.fieldMask)]), headers: Self.jsonHeaders, body: Self.jsonBody(body))
         }
     }
@@ -172,23 +174,5 @@ public final class DriveAPI: Sendable {
             throw DriveError.malformedResponse("files.generateIds: no ids")
         }
         return ids
-    }
-
-    // MARK: - Creates with pooled IDs
-
-    /// Sends a create that carries `id`. If a retry meets 409 fileIdInUse, an earlier attempt landed
-    /// although its answer was lost: fetch and return that file.
-    func createWithID(_ id: String, method: String, _ makeRequest: () -> TransportRequest) throws -> DriveFile {
-        var retried = false
-        do {
-            let response = try executor.execute(method) { attempt in
-                retried = attempt > 0
-                return makeRequest()
-            }
-            return try decode(DriveFile.self, response, method)
-        } catch DriveError.conflict(let info) where retried {
-            _ = info
-            return try getFile(id)
-        }
     }
 }

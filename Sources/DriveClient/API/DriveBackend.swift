@@ -15,10 +15,16 @@ public protocol DriveBackend: Sendable {
     /// All files matching `q` (see `DriveQuery` for quoting).
     func list(query q: String, orderBy: String?, pageSize: Int) throws -> [DriveFile]
 
-    func createFolder(name: String, parent: String, modifiedTime: Int64?) throws -> DriveFile
-    func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64?) throws -> DriveFile
+    /// Creates take an optional `id` (from `reserveFileID()` or files.generateIds) that the caller
+    /// reuses across its own retries of the same create: a retry whose earlier attempt landed returns
+    /// that file. `nil`: the implementation picks an ID itself (still no duplicate on its own retries).
+    /// Docs Editors types and shortcuts take no ID (see `DriveAPI+Create.swift`).
+    func createFolder(name: String, parent: String, modifiedTime: Int64?, id: String?) throws -> DriveFile
+    func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?) throws -> DriveFile
     func createFile(name: String, parent: String, mimeType: String?, source: UploadSource, modifiedTime: Int64?,
-                    sessionFile: String?) throws -> DriveFile
+                    sessionFile: String?, id: String?) throws -> DriveFile
+    /// An ID for `id:` of a later create.
+    func reserveFileID() throws -> String
     func updateContent(_ id: String, source: UploadSource, mimeType: String?, name: String?, modifiedTime: Int64?,
                        sessionFile: String?) throws -> DriveFile
     func updateMetadata(_ id: String, name: String?, mimeType: String?, modifiedTime: Int64?) throws -> DriveFile

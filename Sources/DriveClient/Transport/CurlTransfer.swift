@@ -22,6 +22,7 @@ final class CurlTransfer {
     var body: [UInt8] = []
     var delivered: Int64 = 0
     var sinkAborted = false
+    private var headReported = false
     var sinkError: String?
     var setupError: TransportError?
 
@@ -100,6 +101,10 @@ final class CurlTransfer {
             let room = max(0, maxErrorBody - body.count)
             if room > 0 { body.append(contentsOf: chunk.prefix(room)) }
             return true
+        }
+        if !headReported {
+            headReported = true
+            request.onResponseHead?(status, headers)
         }
         switch request.sink {
         case .memory:

@@ -31,6 +31,21 @@ extension DriveService {
         return respond(200, resource(r, rootId: rootFolderId).render(item), sel)
     }
 
+    /// Google refuses a pre-generated ID for a shortcut and for Docs Editors types (drive-behaviours
+    /// §2.5; status and reason UNVERIFIED). Google does accept IDs from `generateIds?type=shortcuts`
+    /// for shortcuts; the emulator does not remember an ID's type and refuses them all.
+    static func generatedIDRefused(forMimeType mime: String) -> GoogleError? {
+        if mime == DriveMime.shortcut {
+            return GoogleError(400, reason: "invalid", message: "The provided file ID is not usable.",
+                               location: "file.id", locationType: "other")
+        }
+        if DriveMime.isWorkspace(mime) {
+            return GoogleError(400, reason: "invalid", message: "Generated IDs are not supported for Docs Editors formats.",
+                               location: "file.id", locationType: "other")
+        }
+        return nil
+    }
+
     /// Creates an item from validated metadata and (optionally) staged content, which it adopts.
     func createItem(_ patch: MetadataPatch, content: StagedContent?) throws -> DriveItem {
         let name = patch.name ?? "Untitled"
@@ -66,6 +81,7 @@ extension DriveService {
                 guard parent.isFolder else { throw GoogleError.badRequest("The specified parent is not a folder.") }
                 var id = DriveIDs.newFileID()
                 if let wanted = patch.id {
+                    if let refused = DriveService.generatedIDRefused(forMimeType: mime) { throw refused }
                     if s.data.items[wanted] != nil { throw GoogleError.fileIdInUse }
                     guard s.data.issuedIds.contains(wanted) else {
                         throw GoogleError(400, reason: "invalid", message: "The provided file ID is not usable.",

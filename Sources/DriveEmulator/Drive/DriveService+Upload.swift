@@ -118,6 +118,7 @@ extension DriveService {
                 let parentRaw = patch.parents?.first ?? "root"
                 guard s.item(parentRaw) != nil else { throw GoogleError.notFound(parentRaw) }
                 if let id = patch.id {
+                    if let refused = DriveService.generatedIDRefused(forMimeType: patch.mimeType ?? "") { throw refused }
                     if s.data.items[id] != nil { throw GoogleError.fileIdInUse }
                     guard s.data.issuedIds.contains(id) else {
                         throw GoogleError(400, reason: "invalid", message: "The provided file ID is not usable.",

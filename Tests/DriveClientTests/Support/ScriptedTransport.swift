@@ -39,6 +39,7 @@ final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
             throw TransportError.other(code: -99, message: "script exhausted at \(request.method) \(request.url)")
         }
         let response = try step(request)
+        if (200..<300).contains(response.status) { request.onResponseHead?(response.status, response.headers) }
         return ScriptedTransport.deliver(response, to: request.sink)
     }
 

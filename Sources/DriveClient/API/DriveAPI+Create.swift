@@ -1,0 +1,119 @@
+import DriveSupport
+import Foundation
+
+/// Creates and IDs: how a create is retried without leaving a duplicate.
+///
+/// Drive lets a create carry an ID from files.generateIds; a second create with the same ID gets
+/// 409 fileIdInUse. That makes creates safely retryable:
+/// - Pooled ID (the default): a retry (attempt > 0) that meets 409 means that an earlier attempt
+///   landed although its answer was lost: that file is fetched and returned. The call counts as a
+///   success in the executor's counters (no failure).
+/// - Caller's ID (`id:`, e.g. from `reserveFileID()`): the caller may call again with the same ID
+///   after any failure of its own; a 409, on any attempt, returns the existing file (which the
+///   caller's earlier call made). The caller must not use one ID for two different files.
+/// - Drive refuses generated IDs for Google Docs Editors types (`application/vnd.google-apps.*`
+///   other than folders) and for shortcuts (400, drive-behaviours §2.5). Those creates carry no ID;
+///   after an attempt whose outcome is unknown (connection lost or timed out, 5xx) the retry first
+///   looks for a non-trashed file of that name and type in that parent created since the first
+///   attempt began (less `lookupSkew` for clock differences) and returns the newest such file.
+///   Limits: a file of the same name and type made by someone else within that window is taken for
+///   ours; Drive's search may lag behind a create, so a just-made file can be missed and then a
+///   duplicate is possible. Passing `id:` for these types throws `invalidArgument`.
+extension DriveAPI {
+    enum CreateIdentity: Equatable {
+        case pooled(String)
+        case caller(String)
+        case lookup(name: String, parent: String, mimeType: String)
+
+        /// The ID the create carries, if any.
+        var id: String? {
+            switch self {
+            case .pooled(let id), .caller(let id): return id
+            case .lookup: return nil
+            }
+        }
+    }
+
+    /// Seconds subtracted from the client's clock when looking for a create that landed unseen.
+    static let lookupSkew: Double = 30
+
+    /// Whether Drive accepts a pre-generated ID for a file of this MIME type (nil: a plain file).
+    public static func acceptsGeneratedID(mimeType: String?) -> Bool {
+        guard let mimeType, mimeType.hasPrefix("application/vnd.google-apps.") else { return true }
+        return mimeType == DriveFile.folderMimeType
+    }
+
+    /// An ID from the pool, for a caller that wants to pass the same `id:` to its own retries of a
+    /// create. Every ID must be used for at most one file.
+    public func reserveFileID() throws -> String { try idPool.next(self) }
+
+    func createIdentity(name: String, parent: String, mimeType: String?, callerID: String?) throws -> CreateIdentity {
+        if let mimeType, !Self.acceptsGeneratedID(mimeType: mimeType) {
+            if callerID != nil {
+                throw DriveError.invalidArgument(GoogleErrorInfo(
+                    status: 0, reason: "idNotSupported",
+                    message: "Drive does not accept a pre-generated ID for \(mimeType) files; create it without an id"))
+            }
+            return .lookup(name: name, parent: parent, mimeType: mimeType)
+        }
+        if let callerID { return .caller(callerID) }
+        return .pooled(try idPool.next(self))
+    }
+
+    /// Whether the server may have done the work of a request that failed this way.
+    static func outcomeUnknown(_ error: DriveError) -> Bool {
+        switch error {
+        case .server: return true
+        case .transport(let t):
+            switch t {
+            case .connectionLost, .timedOut, .other: return true
+            case .couldNotConnect, .tls, .invalidURL, .aborted: return false
+            }
+        default: return false
+        }
+    }
+
+    /// Sends a create with retries, resolving lost answers as the type comment says.
+    func create(_ identity: CreateIdentity, method: String, _ makeRequest: () -> TransportRequest) throws -> DriveFile {
+        enum Outcome {
+            case created(TransportResponse)
+            case idTaken(String)
+            case found(DriveFile)
+        }
+        let started = executor.time.now()
+        var uncertain = false
+        let outcome: Outcome = try executor.retrying(method) { attempt in
+            if attempt > 0, uncertain, case .lookup(let name, let parent, let mimeType) = identity,
+               let landed = try findCreated(name: name, parent: parent, mimeType: mimeType, since: started - Self.lookupSkew) {
+                return .found(landed)
+            }
+            let accept: Set<Int>
+            switch identity {
+            case .pooled: accept = attempt > 0 ? [409] : []
+            case .caller: accept = [409]
+            case .lookup: accept = []
+            }
+            do {
+                let response = try executor.sendOnce(method, makeRequest(), accept: accept)
+                if response.status == 409, let id = identity.id { return .idTaken(id) }
+                return .created(response)
+            } catch let error as DriveError {
+                if Self.outcomeUnknown(error) { uncertain = true }
+                throw error
+            }
+        }
+        switch outcome {
+        case .created(let response): return try decode(DriveFile.self, response, method)
+        case .idTaken(let id): return try getFile(id)
+        case .found(let file): return file
+        }
+    }
+
+    /// The newest non-trashed file named exactly `name`, of `mimeType`, in `parent`, created at or
+    /// after `since` (seconds since the epoch).
+    func findCreated(name: String, parent: String, mimeType: String, since: Double) throws -> DriveFile? {
+        let q = DriveQuery.child(named: name, in: parent) + " and mimeType = \(DriveQuery.quote(mimeType))"
+            + " and createdTime >= \(DriveQuery.quote(RFC3339.format(millis: Int64(since * 1000))))"
+        return try list(query: q).filter { $0.name == name }.max { ($0.createdTime ?? 0) < ($1.createdTime ?? 0) }
+    }
+}
