@@ -85,7 +85,9 @@ enum AuthLoginCommand {
         let hasDisplay = !(env["DISPLAY"] ?? "").isEmpty || !(env["WAYLAND_DISPLAY"] ?? "").isEmpty
         var openBrowser: (@Sendable (String) -> Void)? = nil
         if !noBrowser && hasDisplay { openBrowser = { @Sendable url in BrowserLauncher.open(url) } }
-        let canPaste = noBrowser && isatty(0) == 1
+        // Without a browser opened here (no display, or --no-browser) the browser is elsewhere: offer
+        // the paste path whenever someone can type.
+        let canPaste = openBrowser == nil && isatty(0) == 1
         var pasted: (@Sendable () -> String?)? = nil
         if canPaste { pasted = { @Sendable in readLine(strippingNewline: true) } }
         let willOpen = openBrowser != nil
@@ -101,7 +103,7 @@ enum AuthLoginCommand {
                 }
                 text += "Waiting for the sign-in to complete...\n"
                 Output.standardError(text)
-            }, openBrowser: openBrowser, pastedURL: pasted)
+            }, openBrowser: openBrowser, pastedURL: pasted, notice: { @Sendable text in Output.standardError(text) })
         } catch {
             throw AuthCommand.failure(error, doing: "sign-in failed")
         }
