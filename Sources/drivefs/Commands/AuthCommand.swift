@@ -49,6 +49,8 @@ enum AuthCommand {
     /// OAuth errors as CLI failures, with the next step where there is one.
     static func failure(_ error: Error, doing what: String) -> CLIError {
         if let cli = error as? CLIError { return cli }
+        if let t = error as? TransportError { return .failure("\(what): \(t.summary)", hint: t.hint) }
+        if case .transport(let t)? = error as? DriveError { return .failure("\(what): \(t.summary)", hint: t.hint) }
         guard let e = error as? OAuthError else { return .failure("\(what): \(error)") }
         switch e {
         case .insecureCredentialFile(let path):
@@ -61,6 +63,8 @@ enum AuthCommand {
         case .invalidClient(let d):
             return .failure("\(what): the OAuth client was refused (\(d))",
                             hint: "Check --client-id and --client-secret (a \"Desktop app\" client; see docs/auth.md)")
+        case .transport(let t):
+            return .failure("\(what): cannot reach the token endpoint: \(t.summary)", hint: t.hint)
         default:
             return .failure("\(what): \(e)")
         }
