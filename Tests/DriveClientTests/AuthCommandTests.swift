@@ -35,8 +35,11 @@ final class AuthCommandTests: XCTestCase {
 
     func testLoginStatusLogoutOverTheEmulator() throws {
         let browser = TestBrowser(transport: try CurlTransport())
+        let caFile = home.appendingPathComponent("ca.pem").path
+        try Data("# a CA bundle (unused over loopback http)\n".utf8).write(to: URL(fileURLWithPath: caFile))
         let login = try DrivefsProcess.start(["auth", "login", "--no-browser", "--client-id", "cli-client", "--client-secret", "cli-secret",
-                                              "--scope", "drive.readonly", "--timeout", "20"] + emulatorOptions, environment: environment)
+                                              "--scope", "drive.readonly", "--timeout", "20", "--ca-file", caFile] + emulatorOptions,
+                                             environment: environment)
         let url = try XCTUnwrap(login.waitForStandardError(matching: "http://127.0.0.1:[0-9]+/o/oauth2/v2/auth\\?[^ \\n]+", timeout: 20),
                                 login.standardError)
         _ = try browser.deliver(try browser.consent(url))
@@ -48,6 +51,10 @@ final class AuthCommandTests: XCTestCase {
         let stored = try XCTUnwrap(try JSONDecoder().decode(StoredCredential.self, from: Data(contentsOf: tokenFile)))
         let refresh = try XCTUnwrap(stored.refreshToken)
         XCTAssertFalse(login.standardOutput.contains(refresh) || login.standardError.contains(refresh), "no token on screen")
+
+        let profile = try XCTUnwrap(try CredentialStore(directories: DrivefsDirectories.fromEnvironment(environment)).profile("default"))
+        XCTAssertEqual(profile.caFile, caFile, "--ca-file is remembered in the profile")
+        XCTAssertEqual(profile.apiURL, emulator.baseURL + "/")
 
         // status: no options needed any more (the endpoints were remembered in the profile).
         let st = try DrivefsProcess.run(["auth", "status"], environment: environment)

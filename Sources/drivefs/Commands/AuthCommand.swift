@@ -31,6 +31,7 @@ enum AuthCommand {
         if let v = p?.apiURL { d["api-url"] = v }
         if let v = p?.tokenURL { d["token-url"] = v }
         if let v = p?.authURL { d["auth-url"] = v }
+        if let v = p?.caFile { d["ca-file"] = v }
         return d
     }
 
@@ -82,6 +83,13 @@ enum AuthCommand {
         if s >= 3600 { return String(format: "%dh%02dm", s / 3600, (s % 3600) / 60) }
         if s >= 60 { return String(format: "%dm%02ds", s / 60, s % 60) }
         return "\(s)s"
+    }
+
+    /// `path` made absolute against the working directory (a path remembered in the profile must
+    /// not depend on where a later command runs); nil stays nil.
+    static func absolutePath(_ path: String?) -> String? {
+        guard let path, !path.hasPrefix("/") else { return path }
+        return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
     }
 
     static func timestamp(_ epochSeconds: Double) -> String {
