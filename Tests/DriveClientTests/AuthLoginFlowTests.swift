@@ -136,6 +136,33 @@ final class AuthLoginFlowTests: XCTestCase {
         XCTAssertTrue(result.refreshToken.hasPrefix("1//"))
     }
 
+    /// A pasted URL from another sign-in (wrong state) is reported and ignored; the login goes on.
+    func testPastedURLWithTheWrongStateIsIgnoredAndTheLoginGoesOn() throws {
+        let pasted = Locked<String?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let browser = self.browser
+        let notices = Locked<[String]>([])
+        let calls = Locked(0)
+        let result = try login().run(announce: { url in
+            Thread {
+                pasted.withLock { $0 = try? browser.consent(url) }
+                ready.signal()
+            }.start()
+        }, pastedURL: {
+            let call = calls.withLock { c -> Int in c += 1; return c }
+            switch call {
+            case 1: return "http://127.0.0.1:1/?state=stale-state&code=4/stale&scope=drive"
+            case 2: return "just some text"
+            default:
+                ready.wait()
+                return pasted.withLock { $0 }
+            }
+        }, notice: { text in notices.withLock { $0.append(text) } })
+        XCTAssertTrue(result.refreshToken.hasPrefix("1//"))
+        XCTAssertEqual(notices.withLock { $0 }, [InstalledAppLogin.wrongStateNotice, InstalledAppLogin.notARedirectNotice])
+        XCTAssertEqual(tokenRequests(expecting: 1), 1, "only the right code was exchanged")
+    }
+
     func testDeniedConsentAndTimeout() throws {
         let flow = login(timeout: 0.5)
         XCTAssertThrowsError(try flow.complete(["state": "s", "error": "access_denied"], expectedState: "s", redirectURI: "x", pkce: PKCE())) {
