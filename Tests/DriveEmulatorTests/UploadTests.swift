@@ -285,6 +285,36 @@ final class UploadTests: XCTestCase {
         XCTAssertEqual(huge.status, 400)
     }
 
+    /// The session URI is the credential: chunks and probes need no Authorization, and an access
+    /// token that expired mid-upload does not matter. An unknown session is still a 404.
+    func testSessionRequestsNeedNoAuthorization() throws {
+        let chunk = 256 * 1024
+        let content = pattern(chunk + 100, seed: 4)
+        let session = try initiate(length: content.count)
+        func send(_ bytes: [UInt8], range: String, auth: String?) throws -> HTTPResponse {
+            try h.send("PUT", session, headers: [("Content-Range", range)], body: PiecewiseBody(bytes), auth: auth)
+        }
+        let first = try send(Array(content[0..<chunk]), range: "bytes 0-\(chunk - 1)/\(content.count)", auth: nil)
+        XCTAssertEqual(first.status, 308, "\(DriveHarness.object(first))")
+        let probe = try send([], range: "bytes */\(content.count)", auth: nil)
+        XCTAssertEqual(probe.status, 308)
+        XCTAssertEqual(probe.headers["Range"], "bytes=0-\(chunk - 1)")
+        let expiredProbe = try send([], range: "bytes */\(content.count)", auth: "Bearer expired")
+        XCTAssertEqual(expiredProbe.status, 308)
+        let last = try send(Array(content[chunk...]), range: "bytes \(chunk)-\(content.count - 1)/\(content.count)", auth: "Bearer expired")
+        XCTAssertEqual(last.status, 200, "\(DriveHarness.object(last))")
+        try checkSums(DriveHarness.object(last)["id"] as! String, content)
+        // Unknown session: 404 with or without credentials.
+        for auth in [nil, "Bearer expired", "Bearer good"] {
+            let r = try h.send("PUT", "/upload/drive/v3/files?uploadType=resumable&upload_id=nope", headers: [("Content-Range", "bytes */*")],
+                               body: PiecewiseBody([]), auth: auth)
+            XCTAssertEqual(r.status, 404, String(describing: auth))
+        }
+        // Starting a session still needs credentials.
+        let anonymous = try h.send("POST", "/upload/drive/v3/files?uploadType=resumable", body: PiecewiseBody(Array("{}".utf8)), auth: nil)
+        XCTAssertEqual(anonymous.status, 401)
+    }
+
     func testSessionsExpireAfterAWeek() throws {
         let session = try initiate()
         XCTAssertEqual(try put(session, [], range: "bytes */*").status, 308)
