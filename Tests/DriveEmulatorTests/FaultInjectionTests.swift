@@ -24,7 +24,7 @@ final class FaultInjectionTests: XCTestCase {
             XCTAssertEqual(r.googleReason, "userRateLimitExceeded")
             XCTAssertEqual(r.header("Retry-After"), "7")
             let error = r.json?["error"] as? [String: Any]
-            XCTAssertEqual(error?["message"] as? String, "User Rate Limit Exceeded")
+            XCTAssertEqual(error?["message"] as? String, "User rate limit exceeded.", "Google's current wording, which rclone matches")
             XCTAssertEqual((error?["errors"] as? [[String: Any]])?.first?["domain"] as? String, "usageLimits")
         }
         XCTAssertEqual(try RawHTTP.request(port: port, "GET", "/hello").status, 200)

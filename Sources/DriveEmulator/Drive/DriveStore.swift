@@ -84,18 +84,27 @@ struct MetadataState {
         let old = data.items[item.id]
         if recordChange, old != nil { item.version += 1 }
         if old?.parent != item.parent {
-            if let p = old?.parent { children[p]?.remove(item.id) }
-            if let p = item.parent { children[p, default: []].insert(item.id) }
+            if let p = old?.parent { children[p]?.remove(item.id); bumpFolderVersion(p) }
+            if let p = item.parent { children[p, default: []].insert(item.id); bumpFolderVersion(p) }
         }
         data.items[item.id] = item
         pending.puts[item.id] = item
         if recordChange { change(item.id, removed: false) }
     }
 
+    /// A folder's `version` also counts changes to its list of children (one added, removed, moved
+    /// in or out), the root's too, as at Google; this is not a change-feed entry of the folder.
+    private mutating func bumpFolderVersion(_ id: String) {
+        guard var folder = data.items[id] else { return }
+        folder.version += 1
+        data.items[id] = folder
+        pending.puts[id] = folder
+    }
+
     /// Forgets `id` for good and leaves a tombstone in the change feed. Children are the caller's business.
     mutating func remove(_ id: String) {
         guard let old = data.items.removeValue(forKey: id) else { return }
-        if let p = old.parent { children[p]?.remove(id) }
+        if let p = old.parent { children[p]?.remove(id); bumpFolderVersion(p) }
         children.removeValue(forKey: id)
         pending.puts[id] = nil
         pending.dels.append(id)
