@@ -315,6 +315,30 @@ final class UploadTests: XCTestCase {
         XCTAssertEqual(anonymous.status, 401)
     }
 
+    /// A chunk whose complete body is shorter than its Content-Range is a 400 and keeps nothing,
+    /// whether the length was declared or the body was chunked; a connection cut mid-body keeps what arrived.
+    func testChunkShorterThanItsRangeIs400() throws {
+        let chunk = 256 * 1024
+        let content = pattern(2 * chunk, seed: 8)
+        let session = try initiate(length: content.count)
+        let range = "bytes 0-\(chunk - 1)/\(content.count)"
+        let declared = try h.send("PUT", session, headers: [("Content-Range", range)], body: PiecewiseBody(Array(content[0..<1000])))
+        XCTAssertEqual(declared.status, 400)
+        XCTAssertEqual(DriveHarness.reason(DriveHarness.object(declared)), "badRequest")
+        XCTAssertNil(try put(session, [], range: "bytes */\(content.count)").headers["Range"], "nothing kept")
+        let chunked = try h.send("PUT", session, headers: [("Content-Range", range), ("Transfer-Encoding", "chunked")],
+                                 body: PiecewiseBody(Array(content[0..<(chunk - 1)]), declared: false))
+        XCTAssertEqual(chunked.status, 400)
+        XCTAssertNil(try put(session, [], range: "bytes */\(content.count)").headers["Range"], "nothing kept")
+        XCTAssertThrowsError(try put(session, Array(content[0..<chunk]), range: range, truncateAfter: 5000)) {
+            XCTAssertEqual($0 as? HTTPBodyError, .truncated)
+        }
+        XCTAssertEqual(try put(session, [], range: "bytes */\(content.count)").headers["Range"], "bytes=0-4999", "a cut connection keeps its bytes")
+        let rest = try put(session, Array(content[5000...]), range: "bytes 5000-\(content.count - 1)/\(content.count)")
+        XCTAssertEqual(rest.status, 200, "\(DriveHarness.object(rest))")
+        try checkSums(DriveHarness.object(rest)["id"] as! String, content)
+    }
+
     func testSessionsExpireAfterAWeek() throws {
         let session = try initiate()
         XCTAssertEqual(try put(session, [], range: "bytes */*").status, 308)
