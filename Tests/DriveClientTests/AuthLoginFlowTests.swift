@@ -173,6 +173,18 @@ final class AuthLoginFlowTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)
     }
 
+    /// The login's deadline is on the injected clock: no real waiting for a 300 s timeout.
+    func testLoginTimeoutFollowsTheInjectedClock() throws {
+        let clock = ManualTimeSource()
+        let flow = InstalledAppLogin(options: .init(clientID: "test-client", clientSecret: nil, scopes: ["https://www.googleapis.com/auth/drive"],
+                                                    endpoints: endpoints, timeout: 300), transport: transport, clock: clock)
+        let started = Date()
+        XCTAssertThrowsError(try flow.run(announce: { _ in clock.advance(301) })) {
+            XCTAssertEqual($0 as? OAuthError, .loginTimedOut(seconds: 300))
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "ended by the manual clock, not by 300 real seconds")
+    }
+
     func testBrowserOpenerGetsTheSameURL() throws {
         let opened = Locked<[String]>([])
         let announced = Locked<[String]>([])

@@ -71,9 +71,11 @@ public struct InstalledAppLogin: Sendable {
         let url = authorizationURL(redirectURI: redirectURI, pkce: pkce, state: state)
 
         let arrival = Arrival()
-        let deadline = Date().addingTimeInterval(options.timeout)
+        // The deadline is on the injected clock; waits wake at least every 200 ms of real time to check it.
+        let clock = self.clock
+        let deadline = clock.now() + options.timeout
         let listenerThread = Thread {
-            let params = listener.waitForCallback(until: deadline) { params in
+            let params = listener.waitForCallback(until: deadline, clock: clock) { params in
                 params["state"] == state
                     ? (200, Self.donePage(ok: params["code"] != nil))
                     : (400, Self.donePage(ok: false))
@@ -109,7 +111,7 @@ public struct InstalledAppLogin: Sendable {
             reader.name = "drivefs-login-paste"
             reader.start()
         }
-        guard let params = arrival.wait(until: deadline, sources: sources) else {
+        guard let params = arrival.wait(until: deadline, clock: clock, sources: sources) else {
             throw OAuthError.loginTimedOut(seconds: Int(options.timeout))
         }
         listener.close()
@@ -175,11 +177,12 @@ final class Arrival: @unchecked Sendable {
         condition.unlock()
     }
 
-    func wait(until deadline: Date, sources: Int) -> [String: String]? {
+    /// `deadline` in `clock`'s seconds, checked at least every 200 ms of real time.
+    func wait(until deadline: Double, clock: any TimeSource, sources: Int) -> [String: String]? {
         condition.lock()
         defer { condition.unlock() }
-        while params == nil && finished < sources {
-            if !condition.wait(until: deadline) { break }
+        while params == nil && finished < sources && clock.now() < deadline {
+            _ = condition.wait(until: Date().addingTimeInterval(0.2))
         }
         return params
     }
