@@ -72,6 +72,37 @@ public enum TransportError: Error, Sendable, Equatable {
     case other(code: Int, message: String)
 }
 
+extension TransportError: CustomStringConvertible {
+    /// What went wrong, in words.
+    public var summary: String {
+        switch self {
+        case .couldNotConnect(let d): return "could not connect: \(d)"
+        case .timedOut(let d): return "the connection timed out: \(d)"
+        case .connectionLost(let d): return "the connection broke: \(d)"
+        case .tls(let d): return "TLS failure: \(d)"
+        case .invalidURL(let d): return "invalid URL: \(d)"
+        case .aborted: return "the transfer was aborted"
+        case .other(let code, let message): return code > 0 ? "network failure (libcurl error \(code)): \(message)" : "network failure: \(message)"
+        }
+    }
+
+    /// What the user can do about it (names the command-line options), or nil.
+    public var hint: String? {
+        switch self {
+        case .couldNotConnect, .timedOut, .connectionLost:
+            return "Check the network connection, and the endpoints if you set them (--api-url, --token-url)."
+        case .tls:
+            return "If the server's certificate comes from a private CA, pass that CA with --ca-file FILE (PEM)."
+        case .invalidURL:
+            return "Check the endpoint URLs (--api-url, --token-url, --auth-url, or DRIVEFS_API_URL and friends)."
+        case .aborted, .other:
+            return nil
+        }
+    }
+
+    public var description: String { hint.map { "\(summary). \($0)" } ?? summary }
+}
+
 public protocol HTTPTransport: Sendable {
     func perform(_ request: TransportRequest) throws -> TransportResponse
 }

@@ -35,8 +35,11 @@ final class AuthCommandTests: XCTestCase {
 
     func testLoginStatusLogoutOverTheEmulator() throws {
         let browser = TestBrowser(transport: try CurlTransport())
+        let caFile = home.appendingPathComponent("ca.pem").path
+        try Data("# a CA bundle (unused over loopback http)\n".utf8).write(to: URL(fileURLWithPath: caFile))
         let login = try DrivefsProcess.start(["auth", "login", "--no-browser", "--client-id", "cli-client", "--client-secret", "cli-secret",
-                                              "--scope", "drive.readonly", "--timeout", "20"] + emulatorOptions, environment: environment)
+                                              "--scope", "drive.readonly", "--timeout", "20", "--ca-file", caFile] + emulatorOptions,
+                                             environment: environment)
         let url = try XCTUnwrap(login.waitForStandardError(matching: "http://127.0.0.1:[0-9]+/o/oauth2/v2/auth\\?[^ \\n]+", timeout: 20),
                                 login.standardError)
         _ = try browser.deliver(try browser.consent(url))
@@ -48,6 +51,10 @@ final class AuthCommandTests: XCTestCase {
         let stored = try XCTUnwrap(try JSONDecoder().decode(StoredCredential.self, from: Data(contentsOf: tokenFile)))
         let refresh = try XCTUnwrap(stored.refreshToken)
         XCTAssertFalse(login.standardOutput.contains(refresh) || login.standardError.contains(refresh), "no token on screen")
+
+        let profile = try XCTUnwrap(try CredentialStore(directories: DrivefsDirectories.fromEnvironment(environment)).profile("default"))
+        XCTAssertEqual(profile.caFile, caFile, "--ca-file is remembered in the profile")
+        XCTAssertEqual(profile.apiURL, emulator.baseURL + "/")
 
         // status: no options needed any more (the endpoints were remembered in the profile).
         let st = try DrivefsProcess.run(["auth", "status"], environment: environment)
@@ -110,6 +117,8 @@ final class AuthCommandTests: XCTestCase {
             (["auth", "login", "--impersonate", "a@b.c", "--client-id", "x"], "--impersonate needs --service-account"),
             (["auth", "login", "--service-account", "k.json", "--no-browser"], "do not apply to --service-account"),
             (["auth", "logout", "--revoke-url", "ftp://x"], "http://"),
+            (["auth", "status", "--token-url", "http://oauth2.example.com/token"], "use https://"),
+            (["auth", "status", "--api-url", "http://10.1.2.3:8080/"], "allowed only for loopback hosts"),
         ] {
             let r = try DrivefsProcess.run(args, environment: environment)
             XCTAssertEqual(r.status, 2, "\(args): \(r.summary)")
@@ -132,6 +141,23 @@ final class AuthCommandTests: XCTestCase {
         XCTAssertEqual(st.status, 1)
         XCTAssertTrue(st.err.contains("Check --client-id and --client-secret"), st.err)
         XCTAssertFalse(st.err.contains("wrong-secret"), st.err)
+    }
+
+    /// A token endpoint that cannot be reached: one line that says so, one that says what to check.
+    func testUnreachableTokenEndpointReadsWell() throws {
+        let stored = StoredCredential(kind: .oauth, refreshToken: "1//r", clientID: "c1", clientSecret: "s1",
+                                      scopes: ["https://www.googleapis.com/auth/drive"], tokenURL: "http://127.0.0.1:1/token", created: nil)
+        try CredentialStore(directories: DrivefsDirectories.fromEnvironment(environment)).saveCredential(stored, profile: "default")
+        let st = try DrivefsProcess.run(["auth", "status", "--token-url", "http://127.0.0.1:1/token"], environment: environment)
+        XCTAssertEqual(st.status, 1, st.summary)
+        let lines = st.err.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 2, st.err)
+        XCTAssertTrue(lines.first?.hasPrefix("drivefs: the credentials do not work: cannot reach the token endpoint: could not connect") == true, st.err)
+        XCTAssertEqual(lines.last, "Check the network connection, and the endpoints if you set them (--api-url, --token-url).")
+        // The environment and the profile go through the same gate (the transport refuses too).
+        let env = try DrivefsProcess.run(["auth", "status"], environment: environment.merging(["DRIVEFS_TOKEN_URL": "http://192.0.2.1/token"]) { $1 })
+        XCTAssertEqual(env.status, 2, env.summary)
+        XCTAssertTrue(env.err.contains("invalid value 'http://192.0.2.1/token' in DRIVEFS_TOKEN_URL: plain http:// is allowed only for loopback hosts"), env.err)
     }
 }
 

@@ -136,6 +136,33 @@ final class AuthLoginFlowTests: XCTestCase {
         XCTAssertTrue(result.refreshToken.hasPrefix("1//"))
     }
 
+    /// A pasted URL from another sign-in (wrong state) is reported and ignored; the login goes on.
+    func testPastedURLWithTheWrongStateIsIgnoredAndTheLoginGoesOn() throws {
+        let pasted = Locked<String?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let browser = self.browser
+        let notices = Locked<[String]>([])
+        let calls = Locked(0)
+        let result = try login().run(announce: { url in
+            Thread {
+                pasted.withLock { $0 = try? browser.consent(url) }
+                ready.signal()
+            }.start()
+        }, pastedURL: {
+            let call = calls.withLock { c -> Int in c += 1; return c }
+            switch call {
+            case 1: return "http://127.0.0.1:1/?state=stale-state&code=4/stale&scope=drive"
+            case 2: return "just some text"
+            default:
+                ready.wait()
+                return pasted.withLock { $0 }
+            }
+        }, notice: { text in notices.withLock { $0.append(text) } })
+        XCTAssertTrue(result.refreshToken.hasPrefix("1//"))
+        XCTAssertEqual(notices.withLock { $0 }, [InstalledAppLogin.wrongStateNotice, InstalledAppLogin.notARedirectNotice])
+        XCTAssertEqual(tokenRequests(expecting: 1), 1, "only the right code was exchanged")
+    }
+
     func testDeniedConsentAndTimeout() throws {
         let flow = login(timeout: 0.5)
         XCTAssertThrowsError(try flow.complete(["state": "s", "error": "access_denied"], expectedState: "s", redirectURI: "x", pkce: PKCE())) {
@@ -144,6 +171,18 @@ final class AuthLoginFlowTests: XCTestCase {
         let started = Date()
         XCTAssertThrowsError(try flow.run(announce: { _ in })) { XCTAssertEqual($0 as? OAuthError, .loginTimedOut(seconds: 0)) }
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+    }
+
+    /// The login's deadline is on the injected clock: no real waiting for a 300 s timeout.
+    func testLoginTimeoutFollowsTheInjectedClock() throws {
+        let clock = ManualTimeSource()
+        let flow = InstalledAppLogin(options: .init(clientID: "test-client", clientSecret: nil, scopes: ["https://www.googleapis.com/auth/drive"],
+                                                    endpoints: endpoints, timeout: 300), transport: transport, clock: clock)
+        let started = Date()
+        XCTAssertThrowsError(try flow.run(announce: { _ in clock.advance(301) })) {
+            XCTAssertEqual($0 as? OAuthError, .loginTimedOut(seconds: 300))
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "ended by the manual clock, not by 300 real seconds")
     }
 
     func testBrowserOpenerGetsTheSameURL() throws {

@@ -289,10 +289,28 @@ final class DriveAPIScriptedTests: XCTestCase {
         transport.push(status: 200, json: fileJSON(id: "r1", name: "f", md5: md5))
         XCTAssertEqual(try api.createFile(name: "f", parent: "root1", source: .bytes(content)).id, "r1")
         XCTAssertEqual(transport.requests.filter { $0.method == "PUT" }.map(\.url), ["http://drive.test/s/1", "http://drive.test/s/2", "http://drive.test/s/2"])
+        XCTAssertEqual(api.executor.stats.counters(for: "files.create.upload").failures, 0)
         XCTAssertTrue(DriveAPI.restartsSession(.invalidArgument(GoogleErrorInfo(status: 400, message: ""))))
         XCTAssertTrue(DriveAPI.restartsSession(.notFound(GoogleErrorInfo(status: 410, message: ""))))
         XCTAssertFalse(DriveAPI.restartsSession(.rateLimited(GoogleErrorInfo(status: 403, message: ""))))
         XCTAssertFalse(DriveAPI.restartsSession(.server(GoogleErrorInfo(status: 503, message: ""))))
+    }
+
+    /// A restarted session whose create already landed (409 at the new initiation) returns that
+    /// file, and counts no failure.
+    func testRestartedSessionFindsItsFileAlreadyMadeWithoutCountingAFailure() throws {
+        let content = [UInt8](repeating: 4, count: 300 * 1024)
+        let md5 = Digest.hex(.md5, of: content)
+        pushIds(["t1"])
+        transport.push(status: 200, headers: ["location": "http://drive.test/s/1"])
+        transport.pushGoogleError(404, reason: "notFound")
+        transport.pushGoogleError(409, reason: "fileIdInUse", message: "A file already exists with the provided ID.")
+        transport.push(status: 200, json: fileJSON(id: "t1", name: "f", md5: md5))
+        XCTAssertEqual(try api.createFile(name: "f", parent: "root1", source: .bytes(content)).id, "t1")
+        XCTAssertEqual(transport.requests.last?.method, "GET")
+        XCTAssertEqual(api.executor.stats.counters(for: "files.create.upload").failures, 0, "recovered: no failure")
+        XCTAssertEqual(api.executor.stats.counters(for: "files.get").failures, 0)
+        XCTAssertEqual(api.executor.stats.counters(for: "files.create.upload").requests, 3)
     }
 
     /// The quota-system 403 is retried like the classic rate limits.

@@ -24,6 +24,63 @@ final class DriveFilesTests: XCTestCase {
         XCTAssertEqual(f["parents"] as? [String], [rootId])
     }
 
+    /// Docs Editors files created natively, imported or copied have 44-character ids starting with `1`.
+    func testDocsEditorsFilesHaveLongIds() throws {
+        for mime in ["application/vnd.google-apps.document", "application/vnd.google-apps.spreadsheet",
+                     "application/vnd.google-apps.presentation", "application/vnd.google-apps.drawing"] {
+            let id = try h.create("native", mime: mime)
+            XCTAssertEqual(id.count, 44, mime)
+            XCTAssertTrue(id.hasPrefix("1"), id)
+            XCTAssertTrue(id.allSatisfy { DriveIDs.alphabet.contains($0) }, id)
+        }
+        let body = Array("--b\r\nContent-Type: application/json\r\n\r\n{\"name\":\"Imported\",\"mimeType\":\"application/vnd.google-apps.document\"}\r\n--b\r\nContent-Type: text/plain\r\n\r\nhello\r\n--b--\r\n".utf8)
+        let imported = try h.send("POST", "/upload/drive/v3/files?uploadType=multipart",
+                                  headers: [("Content-Type", "multipart/related; boundary=b")], bytes: body)
+        XCTAssertEqual(imported.status, 200, "\(DriveHarness.object(imported))")
+        let importedId = try XCTUnwrap(DriveHarness.object(imported)["id"] as? String)
+        XCTAssertEqual(importedId.count, 44)
+        let (status, copy) = try h.call("POST", "/drive/v3/files/\(importedId)/copy", json: [:])
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual((copy["id"] as? String)?.count, 44)
+        XCTAssertEqual(try h.upload("blob.txt", Array("x".utf8)).count, 33)
+        XCTAssertEqual(try h.create("shortcut", mime: "application/vnd.google-apps.shortcut",
+                                    extra: ["shortcutDetails": ["targetId": importedId]]).count, 33)
+    }
+
+    /// A folder's version grows when a child is added, removed, or moved in or out; the root's too.
+    func testFolderVersionCountsChangesToItsChildren() throws {
+        func version(_ id: String) throws -> Int {
+            let (_, f) = try h.call("GET", "/drive/v3/files/\(id)?fields=version")
+            return Int(f["version"] as? String ?? "") ?? -1
+        }
+        let a = try h.create("a", mime: "application/vnd.google-apps.folder")
+        let b = try h.create("b", mime: "application/vnd.google-apps.folder")
+        var (va, vb, vroot) = (try version(a), try version(b), try version("root"))
+        let child = try h.create("child", parent: a)
+        XCTAssertGreaterThan(try version(a), va, "child added")
+        va = try version(a)
+        XCTAssertEqual(try version(b), vb)
+        let (moved, _) = try h.call("PATCH", "/drive/v3/files/\(child)?addParents=\(b)&removeParents=\(a)", json: [:])
+        XCTAssertEqual(moved, 200)
+        XCTAssertGreaterThan(try version(a), va, "child moved out")
+        XCTAssertGreaterThan(try version(b), vb, "child moved in")
+        (va, vb) = (try version(a), try version(b))
+        let (renamed, _) = try h.call("PATCH", "/drive/v3/files/\(child)", json: ["name": "renamed"])
+        XCTAssertEqual(renamed, 200)
+        XCTAssertEqual(try version(b), vb, "renaming a child does not change the folder's list")
+        let (deleted, _) = try h.call("DELETE", "/drive/v3/files/\(child)")
+        XCTAssertEqual(deleted, 204)
+        XCTAssertGreaterThan(try version(b), vb, "child removed")
+        XCTAssertEqual(try version(a), va)
+        vroot = try version("root")
+        _ = try h.create("top", mime: "application/vnd.google-apps.folder")
+        XCTAssertGreaterThan(try version("root"), vroot, "the root counts its children too")
+        // Persisted: the same after a restart.
+        let before = try version(b)
+        try h.restart()
+        XCTAssertEqual(try version(b), before)
+    }
+
     func testCreateFolderEmptyFileAndShortcut() throws {
         let (s1, folder) = try h.call("POST", "/drive/v3/files", json: ["name": "dir/with slash", "mimeType": "application/vnd.google-apps.folder"])
         XCTAssertEqual(s1, 200)

@@ -76,6 +76,8 @@ final class DrivePersistenceTests: XCTestCase {
         XCTAssertEqual(byName["pic.png"]?["mimeType"] as? String, "image/png")
         XCTAssertEqual(byName["a/b.md"]?["mimeType"] as? String, "text/markdown")
         let plan = byName["Plan"]?["id"] as! String
+        XCTAssertEqual(plan.count, 44, "a seeded Google Doc has a Docs-sized id")
+        XCTAssertEqual((byName["pic.png"]?["id"] as? String)?.count, 33)
         XCTAssertEqual(DriveHarness.bytes(try h.send("GET", "/drive/v3/files/\(plan)/export?mimeType=text/plain")), Array("doc text\n".utf8))
         // A restart with the seed again does not import twice.
         try h.restart(seed: seed)

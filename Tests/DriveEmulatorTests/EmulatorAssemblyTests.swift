@@ -18,7 +18,7 @@ final class EmulatorAssemblyTests: XCTestCase {
         let token = try RawHTTP.request(port: emulator.port, "POST", "/token", headers: formHeaders, body: refreshForm)
         XCTAssertEqual(token.status, 200, token.text)
         XCTAssertNotNil(token.json?["access_token"] as? String)
-        XCTAssertEqual(waitForStats(emulator) { $0.methods["token"] != nil }.methods["token"]?.statuses["200"], 1)
+        XCTAssertEqual(emulator.stats().methods["token"]?.statuses["200"], 1)
 
         XCTAssertEqual(try RawHTTP.request(port: emulator.port, "POST", "/__emulator/revoke?token=drivefs-emulator-refresh-token").status, 200)
         let refused = try RawHTTP.request(port: emulator.port, "POST", "/token", headers: formHeaders, body: refreshForm)
@@ -83,7 +83,7 @@ final class EmulatorAssemblyTests: XCTestCase {
         let whole = try RawHTTP.request(port: port, "GET", "/drive/v3/files/\(id)?alt=media", headers: auth)
         XCTAssertEqual(whole.status, 200)
         XCTAssertEqual(whole.body, content)
-        let stats = waitForStats(emulator) { $0.methods["files.get.media"]?.requests == 2 }
+        let stats = emulator.stats()
         XCTAssertEqual(stats.methods["files.get.media"]?.statuses, ["reset": 1, "200": 1])
         XCTAssertEqual(stats.methods["files.create.upload"]?.bytesIn, 100_000)
     }

@@ -15,16 +15,24 @@ final class EmulatorExecutableTests: XCTestCase {
         let process = try spawn(["--port", "0"] + extra)
         guard let line = process.waitForLine(prefix: "listening on ", timeout: 20) else {
             process.terminate()
-            XCTFail("no ready line; stderr: \(process.stderr)")
-            throw XCTSkip("emulator did not start")
+            throw StartFailure(description: "emulator did not start: no ready line; stderr: \(process.stderr)")
         }
         let pattern = #/^listening on http://127\.0\.0\.1:(\d+)/$/#
         guard let match = line.wholeMatch(of: pattern), let port = Int(match.1) else {
             process.terminate()
-            XCTFail("ready line is \(line)")
-            throw XCTSkip("bad ready line")
+            throw StartFailure(description: "bad ready line: \(line)")
         }
         return (process, port)
+    }
+
+    /// Thrown (a failure, not a skip) when the spawned emulator does not come up as promised.
+    struct StartFailure: Error, CustomStringConvertible { let description: String }
+
+    func testAMissingBinaryIsAFailureNotASkip() {
+        XCTAssertThrowsError(try ExecutableLocator.url(of: "drivefs-no-such-binary")) { error in
+            XCTAssertFalse(error is XCTSkip, "a missing binary must fail the test, not skip it")
+            XCTAssertTrue("\(error)".contains("drivefs-no-such-binary is not built"), "\(error)")
+        }
     }
 
     func testReadyLineThenServesAndStopsOnSIGTERM() throws {

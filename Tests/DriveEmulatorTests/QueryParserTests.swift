@@ -75,6 +75,7 @@ final class QueryParserTests: XCTestCase {
             "'x' in parent", "fullText = 'x'", "name < 'x'", "trashed", "'x' in parents or", "name contains x",
             "starred = maybe", "not", "name = 'a' 'b'", "mimeType > 'a'", "parents = 'x'", "name ! 'x'",
             "properties has { key='a' }", "properties = 'x'", "appProperties has { value='v' and key='k' }", "{", "name = 'x' }",
+            "sharedWithMe = false", "trashed = false and sharedWithMe = false",
         ]
         for q in bad {
             let (status, body) = try h.call("GET", "/drive/v3/files?q=\(DriveHarness.q(q))")

@@ -285,6 +285,60 @@ final class UploadTests: XCTestCase {
         XCTAssertEqual(huge.status, 400)
     }
 
+    /// The session URI is the credential: chunks and probes need no Authorization, and an access
+    /// token that expired mid-upload does not matter. An unknown session is still a 404.
+    func testSessionRequestsNeedNoAuthorization() throws {
+        let chunk = 256 * 1024
+        let content = pattern(chunk + 100, seed: 4)
+        let session = try initiate(length: content.count)
+        func send(_ bytes: [UInt8], range: String, auth: String?) throws -> HTTPResponse {
+            try h.send("PUT", session, headers: [("Content-Range", range)], body: PiecewiseBody(bytes), auth: auth)
+        }
+        let first = try send(Array(content[0..<chunk]), range: "bytes 0-\(chunk - 1)/\(content.count)", auth: nil)
+        XCTAssertEqual(first.status, 308, "\(DriveHarness.object(first))")
+        let probe = try send([], range: "bytes */\(content.count)", auth: nil)
+        XCTAssertEqual(probe.status, 308)
+        XCTAssertEqual(probe.headers["Range"], "bytes=0-\(chunk - 1)")
+        let expiredProbe = try send([], range: "bytes */\(content.count)", auth: "Bearer expired")
+        XCTAssertEqual(expiredProbe.status, 308)
+        let last = try send(Array(content[chunk...]), range: "bytes \(chunk)-\(content.count - 1)/\(content.count)", auth: "Bearer expired")
+        XCTAssertEqual(last.status, 200, "\(DriveHarness.object(last))")
+        try checkSums(DriveHarness.object(last)["id"] as! String, content)
+        // Unknown session: 404 with or without credentials.
+        for auth in [nil, "Bearer expired", "Bearer good"] {
+            let r = try h.send("PUT", "/upload/drive/v3/files?uploadType=resumable&upload_id=nope", headers: [("Content-Range", "bytes */*")],
+                               body: PiecewiseBody([]), auth: auth)
+            XCTAssertEqual(r.status, 404, String(describing: auth))
+        }
+        // Starting a session still needs credentials.
+        let anonymous = try h.send("POST", "/upload/drive/v3/files?uploadType=resumable", body: PiecewiseBody(Array("{}".utf8)), auth: nil)
+        XCTAssertEqual(anonymous.status, 401)
+    }
+
+    /// A chunk whose complete body is shorter than its Content-Range is a 400 and keeps nothing,
+    /// whether the length was declared or the body was chunked; a connection cut mid-body keeps what arrived.
+    func testChunkShorterThanItsRangeIs400() throws {
+        let chunk = 256 * 1024
+        let content = pattern(2 * chunk, seed: 8)
+        let session = try initiate(length: content.count)
+        let range = "bytes 0-\(chunk - 1)/\(content.count)"
+        let declared = try h.send("PUT", session, headers: [("Content-Range", range)], body: PiecewiseBody(Array(content[0..<1000])))
+        XCTAssertEqual(declared.status, 400)
+        XCTAssertEqual(DriveHarness.reason(DriveHarness.object(declared)), "badRequest")
+        XCTAssertNil(try put(session, [], range: "bytes */\(content.count)").headers["Range"], "nothing kept")
+        let chunked = try h.send("PUT", session, headers: [("Content-Range", range), ("Transfer-Encoding", "chunked")],
+                                 body: PiecewiseBody(Array(content[0..<(chunk - 1)]), declared: false))
+        XCTAssertEqual(chunked.status, 400)
+        XCTAssertNil(try put(session, [], range: "bytes */\(content.count)").headers["Range"], "nothing kept")
+        XCTAssertThrowsError(try put(session, Array(content[0..<chunk]), range: range, truncateAfter: 5000)) {
+            XCTAssertEqual($0 as? HTTPBodyError, .truncated)
+        }
+        XCTAssertEqual(try put(session, [], range: "bytes */\(content.count)").headers["Range"], "bytes=0-4999", "a cut connection keeps its bytes")
+        let rest = try put(session, Array(content[5000...]), range: "bytes 5000-\(content.count - 1)/\(content.count)")
+        XCTAssertEqual(rest.status, 200, "\(DriveHarness.object(rest))")
+        try checkSums(DriveHarness.object(rest)["id"] as! String, content)
+    }
+
     func testSessionsExpireAfterAWeek() throws {
         let session = try initiate()
         XCTAssertEqual(try put(session, [], range: "bytes */*").status, 308)

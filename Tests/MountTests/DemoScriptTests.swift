@@ -14,7 +14,7 @@ final class DemoScriptTests: XCTestCase {
             return
         }
         guard ExternalCommand.which("curl") != nil else {
-            throw XCTSkip("curl is missing: the demo's instructions use it ('make deps' installs it)")
+            throw MountedDriveFS.missingRequirement("curl is missing: the demo's instructions use it ('make deps' installs it)")
         }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("drivefs-demo-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)

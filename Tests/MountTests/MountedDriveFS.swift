@@ -17,16 +17,34 @@ final class MountedDriveFS {
     private let logURL: URL
     private let fusermount: String
 
-    /// Skips the test when this machine cannot mount FUSE at all.
-    static func requireFuse() throws -> String {
-        guard FileManager.default.fileExists(atPath: "/dev/fuse") else {
-            throw XCTSkip("/dev/fuse is missing: this machine (or container) has no FUSE device; mount tests need one")
+    /// Skips the test when this machine cannot mount FUSE at all, so a developer without FUSE can
+    /// still run the suite; with `DRIVEFS_MOUNT_REQUIRED=1` (CI) it fails instead, because there a
+    /// skip would hide a broken setup.
+    static func requireFuse(environment: [String: String] = ProcessInfo.processInfo.environment,
+                            fuseDevice: String = "/dev/fuse",
+                            which: (String) -> String? = { ExternalCommand.which($0) }) throws -> String {
+        guard FileManager.default.fileExists(atPath: fuseDevice) else {
+            throw missingRequirement("\(fuseDevice) is missing: this machine (or container) has no FUSE device; mount tests need one",
+                                     environment: environment)
         }
-        guard let fusermount = ExternalCommand.which("fusermount3") ?? ExternalCommand.which("fusermount") else {
-            throw XCTSkip("fusermount is missing: install the fuse3 package ('make deps') to run the mount tests")
+        guard let fusermount = which("fusermount3") ?? which("fusermount") else {
+            throw missingRequirement("fusermount is missing: install the fuse3 package ('make deps') to run the mount tests",
+                                     environment: environment)
         }
         return fusermount
     }
+
+    /// What a mount test throws when something it needs is missing: `XCTSkip`, or a `RequirementMissing`
+    /// failure when `DRIVEFS_MOUNT_REQUIRED=1`.
+    static func missingRequirement(_ message: String,
+                                   environment: [String: String] = ProcessInfo.processInfo.environment) -> Error {
+        if environment["DRIVEFS_MOUNT_REQUIRED"] == "1" {
+            return RequirementMissing(description: message + " (DRIVEFS_MOUNT_REQUIRED=1: this is a failure, not a skip)")
+        }
+        return XCTSkip(message)
+    }
+
+    struct RequirementMissing: Error, CustomStringConvertible { let description: String }
 
     static func start(command: [String] = ["debug", "smoke-mount"], extraArguments: [String] = []) throws -> MountedDriveFS {
         let fusermount = try requireFuse()

@@ -67,7 +67,8 @@ extension DriveAPI {
                                      modifiedTime: modifiedTime, id: isUpdate || id.isEmpty ? nil : id)
         var session = try newSession(prepared, fileId: id, isUpdate: isUpdate, metadata: metadata, contentType: mimeType,
                                      method: isUpdate ? "files.update.upload" : "files.create.upload")
-        session.sessionURI = try initiate(session)
+        guard let uri = try initiate(session) else { throw DriveError.malformedResponse("resumable upload initiation without a Location") }
+        session.sessionURI = uri
         try session.save(to: sessionFile)
         return session
     }
@@ -115,7 +116,8 @@ extension DriveAPI {
     }
 
     /// Starts a session: POST (create) or PATCH (update) with the metadata → 200 + `Location`.
-    func initiate(_ session: ResumableUploadSession) throws -> String {
+    /// With `acceptIDTaken`, a 409 (the create's ID is taken) returns nil instead of throwing.
+    func initiate(_ session: ResumableUploadSession, acceptIDTaken: Bool = false) throws -> String? {
         let path = session.isUpdate ? Self.filePath(session.fileId) : "files"
         let request = TransportRequest(
             method: session.isUpdate ? "PATCH" : "POST",
@@ -123,7 +125,8 @@ extension DriveAPI {
             headers: Self.jsonHeaders + [("X-Upload-Content-Type", session.contentType),
                                          ("X-Upload-Content-Length", String(session.size))],
             body: .bytes(Array(session.metadataJSON.utf8)))
-        let response = try executor.execute(session.method, request)
+        let response = try executor.execute(session.method, request, accept: acceptIDTaken ? [409] : [])
+        if response.status == 409 { return nil }
         guard let location = response.headers["location"], !location.isEmpty else {
             throw DriveError.malformedResponse("resumable upload initiation without a Location")
         }
@@ -133,6 +136,8 @@ extension DriveAPI {
     enum ChunkOutcome {
         case progress
         case done(DriveFile)
+        /// The session must be replaced by a new one (see `restartsSession`).
+        case restart
     }
 
     func runResumable(_ session: inout ResumableUploadSession, prepared: PreparedSource, sessionFile: String?,
@@ -145,41 +150,46 @@ extension DriveAPI {
         }
         while true {
             if session.sessionURI.isEmpty {
-                do {
-                    session.sessionURI = try initiate(session)
-                } catch DriveError.conflict(let info) where restarts > 0 && !session.isUpdate && !session.fileId.isEmpty {
-                    // The create landed before the session was lost: the pooled ID is taken by our own file.
-                    _ = info
+                // After a restart, a taken ID means the create landed before the session was lost:
+                // the ID is taken by our own file (accepted, so no failure is counted).
+                let idMayBeOurs = restarts > 0 && !session.isUpdate && !session.fileId.isEmpty
+                guard let uri = try initiate(session, acceptIDTaken: idMayBeOurs) else {
                     let file = try getFile(session.fileId)
                     if let sessionFile { unlink(sessionFile) }
                     return file
                 }
+                session.sessionURI = uri
                 session.confirmedBytes = 0
                 mustProbe = false
                 try persist(session)
             }
-            do {
-                while true {
-                    let outcome: ChunkOutcome = try executor.retrying(session.method) { attempt in
+            sending: while true {
+                // A failure that means "new session" is an outcome, not an error, while restarts are
+                // left: the call that recovers from it counts no failure.
+                let outcome: ChunkOutcome = try executor.retrying(session.method) { attempt in
+                    do {
                         if attempt > 0 || mustProbe {
                             mustProbe = false
                             if case .done(let file) = try probe(&session) { return .done(file) }
                         }
                         return try sendChunk(&session, prepared: prepared)
-                    }
-                    switch outcome {
-                    case .done(let file):
-                        if let sessionFile { unlink(sessionFile) }
-                        return file
-                    case .progress:
-                        try persist(session)
+                    } catch let error as DriveError where restarts < 2 && Self.restartsSession(error) {
+                        return .restart
                     }
                 }
-            } catch let error as DriveError where restarts < 2 && Self.restartsSession(error) {
-                // The session is gone or broken (expired, forgotten, refused): start over.
-                restarts += 1
-                session.sessionURI = ""
-                session.confirmedBytes = 0
+                switch outcome {
+                case .done(let file):
+                    if let sessionFile { unlink(sessionFile) }
+                    return file
+                case .progress:
+                    try persist(session)
+                case .restart:
+                    // The session is gone or broken (expired, forgotten, refused): start over.
+                    restarts += 1
+                    session.sessionURI = ""
+                    session.confirmedBytes = 0
+                    break sending
+                }
             }
         }
     }

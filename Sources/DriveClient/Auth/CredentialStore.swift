@@ -36,20 +36,23 @@ public struct ProfileConfig: Codable, Sendable, Equatable {
     public var tokenURL: String?
     public var authURL: String?
     public var revokeURL: String?
+    /// A PEM file of CA certificates to trust instead of the system store (`--ca-file` at login).
+    public var caFile: String?
 
     enum CodingKeys: String, CodingKey {
         case clientID = "client_id", clientSecret = "client_secret", apiURL = "api_url", tokenURL = "token_url"
-        case authURL = "auth_url", revokeURL = "revoke_url"
+        case authURL = "auth_url", revokeURL = "revoke_url", caFile = "ca_file"
     }
 
     public init(clientID: String? = nil, clientSecret: String? = nil, apiURL: String? = nil, tokenURL: String? = nil,
-                authURL: String? = nil, revokeURL: String? = nil) {
+                authURL: String? = nil, revokeURL: String? = nil, caFile: String? = nil) {
         self.clientID = clientID
         self.clientSecret = clientSecret
         self.apiURL = apiURL
         self.tokenURL = tokenURL
         self.authURL = authURL
         self.revokeURL = revokeURL
+        self.caFile = caFile
     }
 }
 
@@ -150,6 +153,7 @@ public struct CredentialStore: Sendable {
         if let v = update.tokenURL { p.tokenURL = v }
         if let v = update.authURL { p.authURL = v }
         if let v = update.revokeURL { p.revokeURL = v }
+        if let v = update.caFile { p.caFile = v }
         config.profiles[name] = p
         try CredentialFileWriter.ensureDirectory(directories.config)
         try CredentialFileWriter.write(Array(try Self.encoder.encode(config)), to: configFile)

@@ -8,7 +8,9 @@ import Foundation
 /// - The authorization URL is always announced (printed); a browser is opened only when asked.
 /// - With `pastedURL`, a second source races the listener: the user may paste the final redirected
 ///   URL (from a browser on another machine). The first valid arrival wins.
-/// - A redirect with a wrong or missing `state` fails the login and nothing is exchanged.
+/// - A redirect to the listener with a wrong or missing `state` fails the login and nothing is
+///   exchanged. A pasted URL with a wrong or missing `state` (a stale URL, one from another sign-in)
+///   is reported through `notice` and ignored: the listener and further pastes can still complete.
 public struct InstalledAppLogin: Sendable {
     public struct Options: Sendable {
         public var clientID: String
@@ -57,9 +59,10 @@ public struct InstalledAppLogin: Sendable {
 
     /// Runs the whole flow. `announce` gets the authorization URL (print it); `openBrowser`, when
     /// given, is called with it too; `pastedURL`, when given, is a blocking read of a pasted
-    /// redirect URL (nil at end of input), raced against the listener.
+    /// redirect URL (nil at end of input), raced against the listener; `notice` gets messages for
+    /// the user about pasted input that was ignored (print them).
     public func run(announce: @Sendable (String) -> Void, openBrowser: (@Sendable (String) -> Void)? = nil,
-                    pastedURL: (@Sendable () -> String?)? = nil) throws -> Result {
+                    pastedURL: (@Sendable () -> String?)? = nil, notice: (@Sendable (String) -> Void)? = nil) throws -> Result {
         let listener = try LoopbackListener()
         defer { listener.close() }
         let pkce = PKCE()
@@ -68,9 +71,11 @@ public struct InstalledAppLogin: Sendable {
         let url = authorizationURL(redirectURI: redirectURI, pkce: pkce, state: state)
 
         let arrival = Arrival()
-        let deadline = Date().addingTimeInterval(options.timeout)
+        // The deadline is on the injected clock; waits wake at least every 200 ms of real time to check it.
+        let clock = self.clock
+        let deadline = clock.now() + options.timeout
         let listenerThread = Thread {
-            let params = listener.waitForCallback(until: deadline) { params in
+            let params = listener.waitForCallback(until: deadline, clock: clock) { params in
                 params["state"] == state
                     ? (200, Self.donePage(ok: params["code"] != nil))
                     : (400, Self.donePage(ok: false))
@@ -90,17 +95,23 @@ public struct InstalledAppLogin: Sendable {
                     let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
                     if trimmed.isEmpty { continue }
                     let params = LoopbackListener.queryParameters(of: trimmed.contains("?") ? trimmed : "?" + trimmed)
-                    if params["code"] != nil || params["error"] != nil || params["state"] != nil {
-                        arrival.deliver(params)
-                        break
+                    guard params["code"] != nil || params["error"] != nil || params["state"] != nil else {
+                        notice?(Self.notARedirectNotice)
+                        continue
                     }
+                    guard params["state"] == state else {
+                        notice?(Self.wrongStateNotice)
+                        continue
+                    }
+                    arrival.deliver(params)
+                    break
                 }
                 arrival.finishedSource()
             }
             reader.name = "drivefs-login-paste"
             reader.start()
         }
-        guard let params = arrival.wait(until: deadline, sources: sources) else {
+        guard let params = arrival.wait(until: deadline, clock: clock, sources: sources) else {
             throw OAuthError.loginTimedOut(seconds: Int(options.timeout))
         }
         listener.close()
@@ -130,6 +141,11 @@ public struct InstalledAppLogin: Sendable {
                       accessToken: AccessToken(value: response.accessToken, expiresAt: started + response.expiresIn, scope: response.scope),
                       scopes: granted)
     }
+
+    static let wrongStateNotice =
+        "That URL does not belong to this sign-in (its state does not match): it was ignored. Paste the URL that this sign-in led to, or finish in the browser.\n"
+    static let notARedirectNotice =
+        "That is not a sign-in redirect (no code, error or state in it): it was ignored. Paste the whole URL from the address bar.\n"
 
     static func donePage(ok: Bool) -> String {
         let message = ok
@@ -161,11 +177,12 @@ final class Arrival: @unchecked Sendable {
         condition.unlock()
     }
 
-    func wait(until deadline: Date, sources: Int) -> [String: String]? {
+    /// `deadline` in `clock`'s seconds, checked at least every 200 ms of real time.
+    func wait(until deadline: Double, clock: any TimeSource, sources: Int) -> [String: String]? {
         condition.lock()
         defer { condition.unlock() }
-        while params == nil && finished < sources {
-            if !condition.wait(until: deadline) { break }
+        while params == nil && finished < sources && clock.now() < deadline {
+            _ = condition.wait(until: Date().addingTimeInterval(0.2))
         }
         return params
     }

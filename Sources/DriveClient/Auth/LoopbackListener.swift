@@ -64,6 +64,12 @@ public final class LoopbackListener: @unchecked Sendable {
     /// `page` decides the answer (status, HTML) from the request's query parameters.
     /// Returns the query parameters, or nil on timeout or close.
     public func waitForCallback(until deadline: Date, page: ([String: String]) -> (Int, String)) -> [String: String]? {
+        waitForCallback(until: deadline.timeIntervalSince1970, clock: SystemTimeSource(), page: page)
+    }
+
+    /// The same, with the deadline in `clock`'s seconds (checked at least every 200 ms of real time).
+    public func waitForCallback(until deadline: Double, clock: any TimeSource,
+                                page: ([String: String]) -> (Int, String)) -> [String: String]? {
         let claimed: Int32? = state.withLock { s in
             guard !s.closed, !s.waiting else { return nil }
             s.waiting = true
@@ -76,7 +82,7 @@ public final class LoopbackListener: @unchecked Sendable {
                 if s.closed { s.release() }
             }
         }
-        while Date() < deadline, !isClosed {
+        while clock.now() < deadline, !isClosed {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&pfd, 1, 200)
             if ready <= 0 { continue }

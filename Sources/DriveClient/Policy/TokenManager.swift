@@ -23,7 +23,10 @@ public final class TokenManager: @unchecked Sendable {
         var obtainedAt: Double
     }
 
-    // Guarded by `condition`.
+    // Guarded by `condition`. A condition variable, not `Locked` (STYLE #5), because waiters must
+    // sleep until the single refresh in flight finishes and then share its result; `Locked` has no
+    // wait. Hence `@unchecked Sendable`: every mutable field below is touched only with `condition`
+    // held.
     private let condition = NSCondition()
     private var cached: Cached?
     private var refreshing = false

@@ -122,6 +122,10 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         guard urlRC == CURLE_OK, request.url.hasPrefix("http://") || request.url.hasPrefix("https://") else {
             throw TransportError.invalidURL(Self.redactedURL(request.url))
         }
+        let shown = Self.redactedURL(request.url)
+        if let problem = CleartextPolicy.problem(with: shown) {
+            throw TransportError.invalidURL("\(shown): \(problem)")
+        }
         try check(ccurl_setopt_string(h, CURLOPT_PROTOCOLS_STR, "http,https"), "protocols")
         try check(ccurl_setopt_long(h, CURLOPT_NOSIGNAL, 1), "nosignal")
         try check(ccurl_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0), "followlocation")

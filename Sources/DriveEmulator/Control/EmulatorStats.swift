@@ -19,6 +19,17 @@ public struct MethodStats: Sendable, Equatable {
         bytesOut += exchange.bytesOut
     }
 
+    /// Replaces what `add(recorded)` counted by `final`'s outcome and bytes; the request stays counted.
+    mutating func amend(_ recorded: HTTPExchange, to final: HTTPExchange) {
+        let was = Self.outcomeKey(recorded.outcome), now = Self.outcomeKey(final.outcome)
+        if was != now, let count = statuses[was], count > 0 {
+            statuses[was] = count == 1 ? nil : count - 1
+            statuses[now, default: 0] += 1
+        }
+        bytesIn += final.bytesIn - recorded.bytesIn
+        bytesOut += final.bytesOut - recorded.bytesOut
+    }
+
     static func outcomeKey(_ outcome: HTTPExchange.Outcome) -> String {
         switch outcome {
         case .status(let s): return String(s)
@@ -44,14 +55,26 @@ public struct EmulatorStatsSnapshot: Sendable, Equatable {
     }
 }
 
-/// Thread-safe counters fed by the server's finished exchanges. Requests without a stats key
-/// (the control API, unparseable requests) are not counted.
+/// Thread-safe counters fed by the server: a request is counted (with its planned outcome) before
+/// its response is sent, and amended with the bytes and final outcome once the exchange is over.
+/// Requests without a stats key (the control API, unparseable requests) are not counted. After a
+/// `reset()`, an amendment for a request counted before it is dropped unless its method was counted
+/// again since (then it is applied to the fresh counters, which never go negative).
 final class EmulatorStats: Sendable {
     private let state = Locked([String: MethodStats]())
 
     func record(_ exchange: HTTPExchange) {
         guard let key = exchange.statsKey else { return }
         state.withLock { $0[key, default: MethodStats()].add(exchange) }
+    }
+
+    func amend(_ recorded: HTTPExchange, to final: HTTPExchange) {
+        guard let key = recorded.statsKey, recorded.outcome != final.outcome || recorded.bytesIn != final.bytesIn
+                || recorded.bytesOut != final.bytesOut else { return }
+        state.withLock { methods in
+            guard methods[key] != nil else { return }
+            methods[key]?.amend(recorded, to: final)
+        }
     }
 
     func reset() { state.withLock { $0 = [:] } }

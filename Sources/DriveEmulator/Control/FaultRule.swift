@@ -52,7 +52,8 @@ public struct FaultRule: Sendable, Equatable {
         switch code {
         case 400: return ("badRequest", "Bad Request")
         case 401: return ("authError", "Invalid Credentials")
-        case 403: return ("userRateLimitExceeded", "User Rate Limit Exceeded")
+        // Google's current wording (2021-); rclone's --drive-stop-on-upload-limit matches it exactly.
+        case 403: return ("userRateLimitExceeded", "User rate limit exceeded.")
         case 404: return ("notFound", "Not Found")
         case 429: return ("rateLimitExceeded", "Rate Limit Exceeded")
         case 500: return ("backendError", "Backend Error")
@@ -65,7 +66,7 @@ public struct FaultRule: Sendable, Equatable {
 
     static func defaultMessage(for reason: String, code: Int) -> String {
         switch reason {
-        case "userRateLimitExceeded": return "User Rate Limit Exceeded"
+        case "userRateLimitExceeded": return "User rate limit exceeded."
         case "rateLimitExceeded": return "Rate Limit Exceeded"
         case "dailyLimitExceeded": return "Daily Limit Exceeded"
         case "authError": return "Invalid Credentials"

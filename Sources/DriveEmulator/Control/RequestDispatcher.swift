@@ -98,6 +98,10 @@ final class RequestDispatcher: HTTPResponder {
 
     func record(_ exchange: HTTPExchange) {
         stats.record(exchange)
+    }
+
+    func recordCompletion(_ exchange: HTTPExchange, recorded: HTTPExchange) {
+        stats.amend(recorded, to: exchange)
         log.debug(Self.logLine(exchange))
     }
 

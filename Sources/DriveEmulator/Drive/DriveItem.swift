@@ -67,6 +67,12 @@ enum DriveIDs {
     /// A new item id: 33 characters, starting with `1`.
     static func newFileID() -> String { "1" + SecureRandom.token(length: 32) }
 
+    /// A new id for an item of `mimeType`: Docs Editors (Workspace) files created natively, imported,
+    /// copied or seeded get 44 characters starting with `1`, everything else 33.
+    static func newFileID(forMimeType mimeType: String) -> String {
+        DriveMime.isWorkspace(mimeType) ? "1" + SecureRandom.token(length: 43) : newFileID()
+    }
+
     /// A My Drive root id: 19 characters, `0A` + 11 random + `Uk9PVA`.
     static func newRootID() -> String {
         let alnum = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")

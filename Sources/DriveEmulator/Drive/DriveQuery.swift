@@ -189,6 +189,8 @@ indirect enum DriveQuery: Equatable {
                 guard op == .eq || op == .ne, case .word(let w) = valueToken, w == "true" || w == "false" else {
                     throw ParseError(detail: "bad boolean term")
                 }
+                // Google refuses `sharedWithMe = false` with its usual 400 invalid (drive-behaviours §2.5).
+                if field == .sharedWithMe, op == .eq, w == "false" { throw ParseError(detail: "sharedWithMe = false") }
                 return .compare(field: field, op: op, value: .bool(w == "true"))
             case .visibility, .shortcutTargetId:
                 guard op == .eq || op == .ne, case .string(let v) = valueToken else { throw ParseError(detail: "bad term") }

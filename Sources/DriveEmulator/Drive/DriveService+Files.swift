@@ -79,7 +79,7 @@ extension DriveService {
                 let parentRaw = patch.parents?.first ?? "root"
                 guard let parent = s.item(parentRaw) else { throw GoogleError.notFound(parentRaw) }
                 guard parent.isFolder else { throw GoogleError.badRequest("The specified parent is not a folder.") }
-                var id = DriveIDs.newFileID()
+                var id = DriveIDs.newFileID(forMimeType: mime)
                 if let wanted = patch.id {
                     if let refused = DriveService.generatedIDRefused(forMimeType: mime) { throw refused }
                     if s.data.items[wanted] != nil { throw GoogleError.fileIdInUse }

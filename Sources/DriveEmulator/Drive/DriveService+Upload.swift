@@ -224,14 +224,27 @@ extension DriveService {
             if !isFinal, length % DriveService.chunkGranularity != 0 {
                 throw GoogleError.badRequest("Invalid request. The number of bytes uploaded is required to be equal or greater than 262144, except for the final request (it's recommended to be the exact multiple of 262144). The received request contained \(length) bytes, which does not meet this requirement.")
             }
-            // Bytes this server already holds are skipped; the rest is appended. A body cut short
-            // leaves what arrived on disk before the error propagates.
-            try DriveService.discard(r.body, count: held - first)
+            // A complete body shorter than its Content-Range says is a malformed request: refused,
+            // and nothing of it kept. A body cut short by the connection (HTTPBodyError.truncated)
+            // is different: what arrived stays on disk before the error propagates.
+            if let declared = r.body.declaredLength, declared < length {
+                try r.body.drain()
+                throw DriveService.chunkShorterThanRange(declared: declared, length: length)
+            }
+            // Bytes this server already holds are skipped; the rest is appended.
+            let skipped = try DriveService.discard(r.body, count: held - first)
+            var appended: Int64 = 0
             if last + 1 > held {
                 let writer = try ContentWriter(path: sessions.dataPath(uploadId), append: true)
                 defer { writer.finish() }
-                held += try writer.copy(from: r.body, limit: last + 1 - held)
+                appended = try writer.copy(from: r.body, limit: last + 1 - held)
             }
+            if skipped + appended < length {
+                // A chunked body that ended early (no declared length to check up front): undo.
+                _ = truncate(sessions.dataPath(uploadId), off_t(held))
+                throw DriveService.chunkShorterThanRange(declared: skipped + appended, length: length)
+            }
+            held += appended
         }
         try r.body.drain()
         if let total = range.total, held >= total {
@@ -247,16 +260,25 @@ extension DriveService {
         return HTTPResponse(status: 308, headers: headers)
     }
 
-    static func discard(_ body: HTTPRequestBody, count: Int64) throws {
-        guard count > 0 else { return }
+    /// The 400 for a chunk whose complete body is shorter than its `Content-Range` (wording: the
+    /// emulator's own; Google's is not recorded).
+    static func chunkShorterThanRange(declared: Int64, length: Int64) -> GoogleError {
+        GoogleError.badRequest("Invalid request. The request body has \(declared) byte(s), fewer than the \(length) byte(s) its Content-Range header announces.")
+    }
+
+    /// Reads and drops up to `count` bytes of `body`; the number dropped (fewer when the body ends).
+    @discardableResult
+    static func discard(_ body: HTTPRequestBody, count: Int64) throws -> Int64 {
+        guard count > 0 else { return 0 }
         var left = count
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while left > 0 {
             let want = Int(min(Int64(buffer.count), left))
             let n = try buffer.withUnsafeMutableBytes { try body.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want])) }
-            if n == 0 { return }
+            if n == 0 { break }
             left -= Int64(n)
         }
+        return count - left
     }
 
     /// The last byte has arrived: hash the session's data, turn it into the file, and remember the result.

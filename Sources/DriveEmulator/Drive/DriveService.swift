@@ -124,7 +124,7 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
 
     private func serve(_ name: String, _ r: HTTPRequest, _ handler: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse {
         do {
-            try authorize(name, r)
+            if !DriveService.isResumableSessionRequest(name, r) { try authorize(name, r) }
             return try handler(r)
         } catch let e as GoogleError {
             return e.response
@@ -140,6 +140,13 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
         } catch {
             return GoogleError(500, reason: "backendError", message: "Backend Error").response
         }
+    }
+
+    /// A chunk or status probe sent to a resumable session URI. As at Google, its `upload_id` is the
+    /// credential: no `Authorization` is needed, and an expired or revoked access token does not stop
+    /// an upload already under way. An unknown or expired `upload_id` is a 404 from the handler.
+    static func isResumableSessionRequest(_ name: String, _ r: HTTPRequest) -> Bool {
+        (name == "files.create.upload" || name == "files.update.upload") && r.param("upload_id") != nil
     }
 
     private func authorize(_ name: String, _ r: HTTPRequest) throws {

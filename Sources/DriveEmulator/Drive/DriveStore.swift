@@ -138,15 +138,29 @@ struct MetadataState {
         let old = data.items[item.id]
         if recordChange, old != nil { item.version += 1 }
         reindex(old: old, new: item)
+        if old?.parent != item.parent {
+            if let p = old?.parent { bumpFolderVersion(p) }
+            if let p = item.parent { bumpFolderVersion(p) }
+        }
         data.items[item.id] = item
         pending.puts[item.id] = item
         if recordChange { change(item.id, removed: false) }
+    }
+
+    /// A folder's `version` also counts changes to its list of children (one added, removed, moved
+    /// in or out), the root's too, as at Google; this is not a change-feed entry of the folder.
+    private mutating func bumpFolderVersion(_ id: String) {
+        guard var folder = data.items[id] else { return }
+        folder.version += 1
+        data.items[id] = folder
+        pending.puts[id] = folder
     }
 
     /// Forgets `id` for good and leaves a tombstone in the change feed. Children are the caller's business.
     mutating func remove(_ id: String) {
         guard let old = data.items.removeValue(forKey: id) else { return }
         unindex(old)
+        if let p = old.parent { bumpFolderVersion(p) }
         children.removeValue(forKey: id)
         pending.puts[id] = nil
         pending.dels.append(id)

@@ -121,11 +121,16 @@ final class HTTPConnection {
         let answer = server.responder.answer(request)
         var response = answer.response
 
-        func record(_ outcome: HTTPExchange.Outcome, bytesOut: Int64) {
+        func exchange(_ outcome: HTTPExchange.Outcome, bytesOut: Int64) -> HTTPExchange {
             let seconds = Double(DispatchTime.now().uptimeNanoseconds &- started) / 1e9
-            server.responder.record(HTTPExchange(httpMethod: head.method, path: path, statsKey: answer.statsKey,
-                                                 outcome: outcome, bytesIn: body.bytesConsumed, bytesOut: bytesOut,
-                                                 seconds: seconds))
+            return HTTPExchange(httpMethod: head.method, path: path, statsKey: answer.statsKey, outcome: outcome,
+                                bytesIn: body.bytesConsumed, bytesOut: bytesOut, seconds: seconds)
+        }
+        /// Faults that answer nothing: counted once, before the client sees the connection end.
+        func record(_ outcome: HTTPExchange.Outcome, bytesOut: Int64) {
+            let final = exchange(outcome, bytesOut: bytesOut)
+            server.responder.record(final)
+            server.responder.recordCompletion(final, recorded: final)
         }
 
         switch response.fault {
@@ -150,23 +155,30 @@ final class HTTPConnection {
         var resetBudget: Int64?
         if case .resetAfterBodyBytes(let n)? = response.fault { resetBudget = Int64(max(0, n)) }
 
+        // Counted before the first byte goes out (see HTTPResponder); completed below.
+        let recorded = exchange(resetBudget != nil ? .reset : .status(response.status), bytesOut: 0)
+        server.responder.record(recorded)
+        func complete(_ outcome: HTTPExchange.Outcome, bytesOut: Int64) {
+            server.responder.recordCompletion(exchange(outcome, bytesOut: bytesOut), recorded: recorded)
+        }
+
         let written: Int64
         do {
             if keepAlive && head.minorVersion == 0 { response.headers.set("Connection", "keep-alive") }
             written = try write(&response, isHead: isHead, keepAlive: keepAlive, chunkedAllowed: head.minorVersion >= 1,
                                 resetBudget: resetBudget)
         } catch ResponseWriteStop.resetNow(let sent) {
-            record(.reset, bytesOut: sent)
+            complete(.reset, bytesOut: sent)
             finish(reset: true)
             return false
         } catch ResponseWriteStop.closeDelimited(let sent) {
-            record(.status(response.status), bytesOut: sent)
+            complete(.status(response.status), bytesOut: sent)
             return false
         } catch ResponseWriteStop.aborted(let sent) {
-            record(.aborted(status: response.status), bytesOut: sent)
+            complete(.aborted(status: response.status), bytesOut: sent)
             return false
         } catch {
-            record(.aborted(status: response.status), bytesOut: 0)
+            complete(.aborted(status: response.status), bytesOut: 0)
             return false
         }
         if keepAlive && !body.isComplete {
@@ -174,7 +186,7 @@ final class HTTPConnection {
             if !body.isComplete { keepAlive = false }
         }
         if !body.isComplete { lingerOnClose = true }
-        record(.status(response.status), bytesOut: written)
+        complete(.status(response.status), bytesOut: written)
         return keepAlive
     }
 
@@ -240,10 +252,12 @@ final class HTTPConnection {
         let response = GoogleError(error.status, reason: reason, message: error.message).response
         let bytes = HTTPResponseWriter.serialize(response, closing: true)
         lingerOnClose = true
-        try? stream.write(bytes)
         let seconds = Double(DispatchTime.now().uptimeNanoseconds &- started) / 1e9
-        server.responder.record(HTTPExchange(httpMethod: method, path: path, statsKey: nil, outcome: .status(error.status),
-                                             bytesIn: 0, bytesOut: 0, seconds: seconds))
+        let exchange = HTTPExchange(httpMethod: method, path: path, statsKey: nil, outcome: .status(error.status),
+                                    bytesIn: 0, bytesOut: 0, seconds: seconds)
+        server.responder.record(exchange)
+        try? stream.write(bytes)
+        server.responder.recordCompletion(exchange, recorded: exchange)
     }
 
     // MARK: - Writing responses

@@ -65,11 +65,17 @@ public struct HTTPExchange: Sendable {
     public var seconds: Double
 }
 
-/// The code behind the server: answers requests and hears about finished exchanges.
+/// The code behind the server: answers requests and hears about exchanges.
 /// Called on connection threads, concurrently.
+///
+/// Contract: `record` is called once per request, after its response is decided and BEFORE any of
+/// its bytes are sent (outcome as planned, `bytesOut` 0, `bytesIn` as read so far), so a client that
+/// has read its answer always finds the request counted. `recordCompletion` follows once the
+/// exchange is over, with the final outcome and byte counts, and the exchange `record` was given.
 public protocol HTTPResponder: AnyObject, Sendable {
     func answer(_ request: HTTPRequest) -> HTTPAnswer
     func record(_ exchange: HTTPExchange)
+    func recordCompletion(_ exchange: HTTPExchange, recorded: HTTPExchange)
 }
 
 public enum HTTPServerError: Error, CustomStringConvertible {

@@ -63,6 +63,7 @@ enum DriveOptions {
         let host = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         if host.isEmpty { return "the URL has no host" }
         if text.contains(where: { $0 == " " || $0.isNewline }) { return "a URL cannot contain spaces" }
+        if let problem = CleartextPolicy.problem(with: text) { return problem }
         return nil
     }
 

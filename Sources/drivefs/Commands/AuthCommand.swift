@@ -31,6 +31,7 @@ enum AuthCommand {
         if let v = p?.apiURL { d["api-url"] = v }
         if let v = p?.tokenURL { d["token-url"] = v }
         if let v = p?.authURL { d["auth-url"] = v }
+        if let v = p?.caFile { d["ca-file"] = v }
         return d
     }
 
@@ -49,6 +50,8 @@ enum AuthCommand {
     /// OAuth errors as CLI failures, with the next step where there is one.
     static func failure(_ error: Error, doing what: String) -> CLIError {
         if let cli = error as? CLIError { return cli }
+        if let t = error as? TransportError { return .failure("\(what): \(t.summary)", hint: t.hint) }
+        if case .transport(let t)? = error as? DriveError { return .failure("\(what): \(t.summary)", hint: t.hint) }
         guard let e = error as? OAuthError else { return .failure("\(what): \(error)") }
         switch e {
         case .insecureCredentialFile(let path):
@@ -61,6 +64,8 @@ enum AuthCommand {
         case .invalidClient(let d):
             return .failure("\(what): the OAuth client was refused (\(d))",
                             hint: "Check --client-id and --client-secret (a \"Desktop app\" client; see docs/auth.md)")
+        case .transport(let t):
+            return .failure("\(what): cannot reach the token endpoint: \(t.summary)", hint: t.hint)
         default:
             return .failure("\(what): \(e)")
         }
@@ -78,6 +83,13 @@ enum AuthCommand {
         if s >= 3600 { return String(format: "%dh%02dm", s / 3600, (s % 3600) / 60) }
         if s >= 60 { return String(format: "%dm%02ds", s / 60, s % 60) }
         return "\(s)s"
+    }
+
+    /// `path` made absolute against the working directory (a path remembered in the profile must
+    /// not depend on where a later command runs); nil stays nil.
+    static func absolutePath(_ path: String?) -> String? {
+        guard let path, !path.hasPrefix("/") else { return path }
+        return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
     }
 
     static func timestamp(_ epochSeconds: Double) -> String {

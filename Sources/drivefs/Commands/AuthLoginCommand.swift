@@ -42,8 +42,8 @@ enum AuthLoginCommand {
                 ("auth login --no-browser", "Sign in from a headless machine"),
                 ("auth login --scope drive.readonly --profile ro", "A read-only profile"),
                 ("auth login --service-account sa.json --impersonate me@example.com", "A service account acting as a user"),
-                ("auth login --token-url http://127.0.0.1:8080/token --auth-url http://127.0.0.1:8080/o/oauth2/v2/auth --client-id x --client-secret y",
-                 "Sign in to drivefs-emulator"),
+                ("auth login --api-url http://127.0.0.1:8080/ --token-url http://127.0.0.1:8080/token --auth-url http://127.0.0.1:8080/o/oauth2/v2/auth --client-id x --client-secret y",
+                 "Sign in to drivefs-emulator (all three endpoints are remembered in the profile)"),
             ],
             talksToDrive: true,
             run: run)
@@ -85,7 +85,9 @@ enum AuthLoginCommand {
         let hasDisplay = !(env["DISPLAY"] ?? "").isEmpty || !(env["WAYLAND_DISPLAY"] ?? "").isEmpty
         var openBrowser: (@Sendable (String) -> Void)? = nil
         if !noBrowser && hasDisplay { openBrowser = { @Sendable url in BrowserLauncher.open(url) } }
-        let canPaste = noBrowser && isatty(0) == 1
+        // Without a browser opened here (no display, or --no-browser) the browser is elsewhere: offer
+        // the paste path whenever someone can type.
+        let canPaste = openBrowser == nil && isatty(0) == 1
         var pasted: (@Sendable () -> String?)? = nil
         if canPaste { pasted = { @Sendable in readLine(strippingNewline: true) } }
         let willOpen = openBrowser != nil
@@ -101,7 +103,7 @@ enum AuthLoginCommand {
                 }
                 text += "Waiting for the sign-in to complete...\n"
                 Output.standardError(text)
-            }, openBrowser: openBrowser, pastedURL: pasted)
+            }, openBrowser: openBrowser, pastedURL: pasted, notice: { @Sendable text in Output.standardError(text) })
         } catch {
             throw AuthCommand.failure(error, doing: "sign-in failed")
         }
@@ -110,7 +112,8 @@ enum AuthLoginCommand {
             // What was given as an option is remembered for the profile; the environment is not.
             try store.updateProfile(choice.profile, with: ProfileConfig(
                 clientID: clientID, clientSecret: clientSecret, apiURL: invocation.value("api-url"),
-                tokenURL: invocation.value("token-url"), authURL: invocation.value("auth-url")))
+                tokenURL: invocation.value("token-url"), authURL: invocation.value("auth-url"),
+                caFile: AuthCommand.absolutePath(invocation.value("ca-file"))))
             try store.saveCredential(StoredCredential(
                 kind: .oauth, refreshToken: result.refreshToken, clientID: clientID, clientSecret: clientSecret,
                 scopes: result.scopes, tokenURL: resolved.tokenURL, created: AuthCommand.timestamp(Date().timeIntervalSince1970)),
@@ -133,7 +136,8 @@ enum AuthLoginCommand {
             key = try ServiceAccountKey.load(path: absolute)
             let grant = ServiceAccountGrant(key: key, scopes: [scope], subject: subject, tokenURL: tokenURL, transport: transport)
             _ = try grant.fetchToken()
-            try store.updateProfile(profileName, with: ProfileConfig(apiURL: invocation.value("api-url"), tokenURL: invocation.value("token-url")))
+            try store.updateProfile(profileName, with: ProfileConfig(apiURL: invocation.value("api-url"), tokenURL: invocation.value("token-url"),
+                                                                     caFile: AuthCommand.absolutePath(invocation.value("ca-file"))))
             try store.saveCredential(StoredCredential(
                 kind: .serviceAccount, serviceAccountKeyPath: absolute, impersonate: subject, scopes: [scope],
                 account: subject ?? key.clientEmail, tokenURL: grant.tokenURL, created: AuthCommand.timestamp(Date().timeIntervalSince1970)),

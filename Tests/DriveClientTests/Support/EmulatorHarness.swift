@@ -60,9 +60,6 @@ final class EmulatorHarness {
 
     func requests(_ method: String) -> Int { emulator.stats().methods[method]?.requests ?? 0 }
 
-    /// True when the emulator serves Drive routes (about.get answers).
-    var servesDrive: Bool { (try? api.about()) != nil }
-
     /// A file of `size` deterministic bytes in the temp directory: 1 MiB blocks of a fixed pattern,
     /// each stamped with its index (fast to make in a debug build).
     func makeFile(_ name: String, size: Int) throws -> (path: String, md5: String) {

@@ -17,7 +17,15 @@ enum ExecutableLocator {
         for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) {
             return candidate
         }
-        throw XCTSkip("\(name) is not built (looked in \(candidates.map(\.path))); run swift build first")
+        throw NotBuilt(name: name, candidates: candidates.map(\.path))
+    }
+
+    /// A missing binary is a failure, never a skip: `swift build --build-tests` always builds it, so
+    /// its absence means a broken build or a wrong path, which a skip would hide.
+    struct NotBuilt: Error, CustomStringConvertible {
+        let name: String
+        let candidates: [String]
+        var description: String { "\(name) is not built (looked in \(candidates)); run swift build first" }
     }
     private final class Anchor {}
 }

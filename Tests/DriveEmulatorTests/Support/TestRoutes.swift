@@ -70,8 +70,9 @@ func startTestEmulator(_ config: EmulatorConfig = EmulatorConfig(), extra: [Test
     return emulator
 }
 
-/// Stats are recorded just after a response is written, so a client that has read the response
-/// may look a moment too early: wait (bounded) until the predicate holds, then return the stats.
+/// A request is counted (with its status) before its response is sent, but its byte counts and a
+/// changed outcome (reset, aborted) are added once the exchange is over, which a client that has
+/// read its answer may not wait for: for those, wait (bounded) until the predicate holds.
 func waitForStats(_ emulator: Emulator, timeout: Double = 5,
                   until predicate: (EmulatorStatsSnapshot) -> Bool) -> EmulatorStatsSnapshot {
     let deadline = Date().addingTimeInterval(timeout)
