@@ -11,9 +11,24 @@ public enum RFC3339 {
         var t = time_t(seconds)
         var parts = tm()
         gmtime_r(&t, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                      Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), ms)
+        // Digits by hand: String(format:) was a third of the cost of rendering a file resource.
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        func put(_ value: Int, _ width: Int) {
+            var digits = [UInt8](repeating: UInt8(ascii: "0"), count: width)
+            var v = value
+            var i = width - 1
+            while i >= 0 { digits[i] = UInt8(ascii: "0") + UInt8(v % 10); v /= 10; i -= 1 }
+            if v > 0 { out.append(contentsOf: String(value).utf8) } else { out.append(contentsOf: digits) }
+        }
+        put(Int(parts.tm_year) + 1900, 4); out.append(UInt8(ascii: "-"))
+        put(Int(parts.tm_mon) + 1, 2); out.append(UInt8(ascii: "-"))
+        put(Int(parts.tm_mday), 2); out.append(UInt8(ascii: "T"))
+        put(Int(parts.tm_hour), 2); out.append(UInt8(ascii: ":"))
+        put(Int(parts.tm_min), 2); out.append(UInt8(ascii: ":"))
+        put(Int(parts.tm_sec), 2); out.append(UInt8(ascii: "."))
+        put(ms, 3); out.append(UInt8(ascii: "Z"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; the time part may be omitted in queries

@@ -33,18 +33,22 @@ extension DriveService {
             guard let token = Int64(tokenText), token >= 1, token <= s.data.changeCounter + 1 else {
                 throw GoogleError.invalidValue(location: "pageToken")
             }
-            let pending = s.data.changes.values
-                .filter { $0.token >= token && (includeRemoved || !$0.removed) && spaces.contains("drive") }
-                .sorted { $0.token < $1.token }
-            let page = pending.prefix(pageSize).map { ($0, $0.removed ? nil : s.data.items[$0.fileId]) }
-            let next = pending.count > pageSize ? pending[pageSize].token : nil
+            guard spaces.contains("drive") else { return ([], nil, s.data.changeCounter + 1, s.rootId) }
+            let (records, next) = s.changes(from: token, limit: pageSize) { includeRemoved || !$0.removed }
+            let page = records.map { ($0, $0.removed ? nil : s.data.items[$0.fileId]) }
             return (page, next, s.data.changeCounter + 1, s.rootId)
         }
         let res = resource(r, rootId: rootId)
+        // What `changes(file(…))` keeps of each file (nil: all of it).
+        let shaping = sel ?? defaults
+        var fileMembers: Set<String>?
+        if !shaping.all, let changesEntry = shaping.members["changes"], let changesSel = changesEntry {
+            fileMembers = changesSel.memberNames(of: "file")
+        }
         let changes: [[String: Any]] = entries.map { record, item in
             var c: [String: Any] = ["kind": "drive#change", "changeType": "file", "type": "file", "fileId": record.fileId,
                                     "time": RFC3339.format(millis: record.time), "removed": record.removed || item == nil]
-            if let item { c["file"] = res.render(item) }
+            if let item { c["file"] = res.render(item, only: fileMembers) }
             return c
         }
         var body: [String: Any] = ["kind": "drive#changeList", "changes": changes]

@@ -51,21 +51,29 @@ struct SortKey: Equatable {
 /// last item returned and its offset — and a digest of the query they belong to, so a token used
 /// with another query is refused. The next page resumes after that item wherever it now sorts, so
 /// items created or deleted between pages neither repeat nor vanish from the listing (the offset is
-/// the fallback when that item is gone).
+/// the fallback when that item is gone). In the default order (creation), the token also carries
+/// the last item's `seq`, and the next page starts by binary search in the folder's `ChildList`.
 struct ListPageToken: Equatable {
     var offset: Int
     var lastId: String
+    var lastSeq: Int64?
 
     func encode(binding: String) -> String {
-        "~!!~" + Base64URL.encode(Array("\(offset):\(lastId):\(binding)".utf8))
+        let seqPart = lastSeq.map { ":\($0)" } ?? ""
+        return "~!!~" + Base64URL.encode(Array("\(offset):\(lastId):\(binding)\(seqPart)".utf8))
     }
 
     static func decode(_ token: String, binding: String) -> ListPageToken? {
         guard token.hasPrefix("~!!~"), let data = Base64URL.decode(String(token.dropFirst(4))),
               let text = String(data: data, encoding: .utf8) else { return nil }
-        let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[2] == binding, let n = Int(parts[0]), n >= 0, n <= 1 << 40 else { return nil }
-        return ListPageToken(offset: n, lastId: String(parts[1]))
+        let parts = text.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
+        guard parts.count == 3 || parts.count == 4, parts[2] == binding, let n = Int(parts[0]), n >= 0, n <= 1 << 40 else { return nil }
+        var lastSeq: Int64?
+        if parts.count == 4 {
+            guard let seq = Int64(parts[3]) else { return nil }
+            lastSeq = seq
+        }
+        return ListPageToken(offset: n, lastId: String(parts[1]), lastSeq: lastSeq)
     }
 
     static func binding(_ parts: [String]) -> String {
@@ -113,33 +121,69 @@ extension DriveService {
             resume = t
         }
 
-        let (matches, rootId) = store.read { s -> ([DriveItem], String) in
-            guard spaces.contains("drive") else { return ([], s.rootId) }
+        let name = query.flatMap(DriveService.requiredName)
+        let (page, next, rootId) = store.read { s -> ([DriveItem], ListPageToken?, String) in
+            guard spaces.contains("drive") else { return ([], nil, s.rootId) }
             let ctx = DriveQuery.Context(rootId: s.rootId, userEmail: user.emailAddress)
-            // `'X' in parents` at the top of an `and` chain: scan only X's children.
+            let parent = query.flatMap(DriveService.requiredParent).map(s.resolve)
+            // A folder listing in the default order: a page straight from the folder's ChildList.
+            if order.isEmpty, name == nil, let parent, resume == nil || resume?.lastSeq != nil {
+                let (page, next) = DriveService.childPage(s, parent: parent, query: query!, ctx: ctx, pageSize: pageSize, resume: resume)
+                return (page, next, s.rootId)
+            }
+            // Otherwise the candidates are the items of that name (`name = 'x'` at the top of an
+            // `and` chain), the children of X (`'X' in parents` there), or every item.
             let candidates: [DriveItem]
-            if let query, let parent = DriveService.requiredParent(query) {
-                candidates = s.children(of: s.resolve(parent))
+            if let name {
+                candidates = s.items(named: name)
+            } else if let parent {
+                candidates = s.children(of: parent)
             } else {
                 candidates = Array(s.data.items.values)
             }
-            return (candidates.filter { $0.id != s.rootId && (query?.matches($0, ctx) ?? true) }, s.rootId)
-        }
-        let sorted = matches.sorted { a, b in
-            for key in order {
-                let c = key.compare(a, b)
-                if c != 0 { return key.descending ? c > 0 : c < 0 }
+            let matches = candidates.filter { $0.id != s.rootId && (query?.matches($0, ctx) ?? true) }
+            let sorted = matches.sorted { a, b in
+                for key in order {
+                    let c = key.compare(a, b)
+                    if c != 0 { return key.descending ? c > 0 : c < 0 }
+                }
+                return a.seq != b.seq ? a.seq < b.seq : a.id < b.id
             }
-            return a.seq < b.seq
+            let offset = resume?.start(in: sorted) ?? 0
+            let page = Array(sorted[offset..<min(sorted.count, offset + pageSize)])
+            var next: ListPageToken?
+            if offset + pageSize < sorted.count, let last = page.last {
+                next = ListPageToken(offset: offset + pageSize, lastId: last.id, lastSeq: order.isEmpty ? last.seq : nil)
+            }
+            return (page, next, s.rootId)
         }
-        let offset = resume?.start(in: sorted) ?? 0
-        let page = Array(sorted[offset..<min(sorted.count, offset + pageSize)])
         let res = resource(r, rootId: rootId)
-        var body: [String: Any] = ["kind": "drive#fileList", "incompleteSearch": false, "files": page.map(res.render)]
-        if offset + pageSize < sorted.count, let last = page.last {
-            body["nextPageToken"] = ListPageToken(offset: offset + pageSize, lastId: last.id).encode(binding: binding)
-        }
+        let members = (sel ?? defaults).memberNames(of: "files")
+        var body: [String: Any] = ["kind": "drive#fileList", "incompleteSearch": false,
+                                   "files": page.map { res.render($0, only: members) }]
+        if let next { body["nextPageToken"] = next.encode(binding: binding) }
         return respond(200, body, sel)
+    }
+
+    /// One page of `parent`'s children that match `query`, in creation order, starting after the
+    /// token's (seq, id); the next token when more match.
+    static func childPage(_ s: MetadataState, parent: String, query: DriveQuery, ctx: DriveQuery.Context, pageSize: Int,
+                          resume: ListPageToken?) -> ([DriveItem], ListPageToken?) {
+        guard let list = s.children[parent] else { return ([], nil) }
+        var i = resume.map { list.position(after: $0.lastSeq ?? 0, $0.lastId) } ?? 0
+        let offset = resume?.offset ?? 0
+        var page: [DriveItem] = []
+        page.reserveCapacity(min(pageSize, list.count))
+        while i < list.count {
+            defer { i += 1 }
+            guard let item = s.data.items[list[i].id], query.matches(item, ctx) else { continue }
+            if page.count == pageSize {
+                let last = page[page.count - 1]
+                return (page, ListPageToken(offset: offset + pageSize, lastId: last.id, lastSeq: last.seq))
+            }
+            page.append(item)
+        }
+        return (page, nil)
     }
 
     /// The parent id that every match must have, when the query is `'X' in parents [and …]`.
@@ -147,6 +191,15 @@ extension DriveService {
         switch q {
         case .inCollection(let value, .parents): return value
         case .and(let a, let b): return requiredParent(a) ?? requiredParent(b)
+        default: return nil
+        }
+    }
+
+    /// The name that every match must have, when the query is `name = 'x' [and …]`.
+    static func requiredName(_ q: DriveQuery) -> String? {
+        switch q {
+        case .compare(.name, .eq, .string(let value)): return value
+        case .and(let a, let b): return requiredName(a) ?? requiredName(b)
         default: return nil
         }
     }

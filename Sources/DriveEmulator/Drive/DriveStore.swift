@@ -48,15 +48,66 @@ struct PendingJournal {
 /// The metadata under the store's lock: the snapshot, a child index and the pending journal record.
 struct MetadataState {
     var data: DriveSnapshot
-    /// parent id → child ids. Derived; rebuilt on load.
-    var children: [String: Set<String>] = [:]
+    /// parent id → child ids in listing order. Derived; rebuilt on load.
+    var children: [String: ChildList] = [:]
+    /// Lowercased name → ids (Drive's `name =` compares case-insensitively). Derived; rebuilt on load.
+    var names: [String: Set<String>] = [:]
+    /// (token, file id) in token order; an entry is stale when `data.changes[id]` has a newer
+    /// token. Lets changes.list start a page by binary search. Derived; rebuilt on load.
+    var changeLog: [(token: Int64, id: String)] = []
     var pending = PendingJournal()
     /// "Now" for the mutation in progress, in milliseconds.
     var now: Int64 = 0
 
     init(data: DriveSnapshot) {
         self.data = data
-        for item in data.items.values { if let p = item.parent { children[p, default: []].insert(item.id) } }
+        for item in data.items.values { index(item) }
+        rebuildChangeLog()
+    }
+
+    /// Adds `item` to the derived indexes.
+    private mutating func index(_ item: DriveItem) {
+        if let p = item.parent { children[p, default: []].insert(seq: item.seq, id: item.id) }
+        names[item.name.lowercased(), default: []].insert(item.id)
+    }
+
+    /// Removes `item` (as it was indexed) from the derived indexes.
+    private mutating func unindex(_ item: DriveItem) {
+        if let p = item.parent { children[p]?.remove(seq: item.seq, id: item.id) }
+        let key = item.name.lowercased()
+        names[key]?.remove(item.id)
+        if names[key]?.isEmpty == true { names.removeValue(forKey: key) }
+    }
+
+    /// Keeps the indexes right when `new` replaces `old`.
+    private mutating func reindex(old: DriveItem?, new: DriveItem) {
+        if let old {
+            if old.parent == new.parent, old.seq == new.seq, old.name == new.name { return }
+            unindex(old)
+        }
+        index(new)
+    }
+
+    mutating func rebuildChangeLog() {
+        changeLog = data.changes.values.map { (token: $0.token, id: $0.fileId) }.sorted { $0.token < $1.token }
+    }
+
+    /// The newest change of each file with a token ≥ `token`, oldest first: at most `limit` of them
+    /// that pass `include`, and whether more follow.
+    func changes(from token: Int64, limit: Int, include: (ChangeRecord) -> Bool) -> (page: [ChangeRecord], more: Int64?) {
+        var lo = 0, hi = changeLog.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if changeLog[mid].token < token { lo = mid + 1 } else { hi = mid }
+        }
+        var page: [ChangeRecord] = []
+        for i in lo..<changeLog.count {
+            let entry = changeLog[i]
+            guard let record = data.changes[entry.id], record.token == entry.token, include(record) else { continue }
+            if page.count == limit { return (page, record.token) }
+            page.append(record)
+        }
+        return (page, nil)
     }
 
     var rootId: String { data.rootId }
@@ -67,6 +118,9 @@ struct MetadataState {
     func item(_ id: String) -> DriveItem? { data.items[resolve(id)] }
 
     func children(of id: String) -> [DriveItem] { (children[id] ?? []).compactMap { data.items[$0] } }
+
+    /// Items named `name` (case-insensitively, as `name =` in a query).
+    func items(named name: String) -> [DriveItem] { (names[name.lowercased()] ?? []).compactMap { data.items[$0] } }
 
     /// Every descendant of `id` (not `id` itself), parents before children.
     func descendants(of id: String) -> [String] {
@@ -83,9 +137,10 @@ struct MetadataState {
         var item = item
         let old = data.items[item.id]
         if recordChange, old != nil { item.version += 1 }
+        reindex(old: old, new: item)
         if old?.parent != item.parent {
-            if let p = old?.parent { children[p]?.remove(item.id); bumpFolderVersion(p) }
-            if let p = item.parent { children[p, default: []].insert(item.id); bumpFolderVersion(p) }
+            if let p = old?.parent { bumpFolderVersion(p) }
+            if let p = item.parent { bumpFolderVersion(p) }
         }
         data.items[item.id] = item
         pending.puts[item.id] = item
@@ -104,7 +159,8 @@ struct MetadataState {
     /// Forgets `id` for good and leaves a tombstone in the change feed. Children are the caller's business.
     mutating func remove(_ id: String) {
         guard let old = data.items.removeValue(forKey: id) else { return }
-        if let p = old.parent { children[p]?.remove(id); bumpFolderVersion(p) }
+        unindex(old)
+        if let p = old.parent { bumpFolderVersion(p) }
         children.removeValue(forKey: id)
         pending.puts[id] = nil
         pending.dels.append(id)
@@ -115,6 +171,9 @@ struct MetadataState {
         data.changeCounter += 1
         let record = ChangeRecord(fileId: id, token: data.changeCounter, time: now, removed: removed)
         data.changes[id] = record
+        changeLog.append((token: record.token, id: id))
+        // Superseded entries are skipped when read; drop them once they outnumber the live ones.
+        if changeLog.count > 2 * data.changes.count + 1024 { rebuildChangeLog() }
         pending.changes[id] = record
         pending.changeCounter = data.changeCounter
     }
@@ -154,15 +213,11 @@ struct MetadataState {
 
     mutating func apply(_ r: JournalRecord) {
         for id in r.del ?? [] {
-            if let old = data.items.removeValue(forKey: id), let p = old.parent { children[p]?.remove(id) }
+            if let old = data.items.removeValue(forKey: id) { unindex(old) }
             children.removeValue(forKey: id)
         }
         for item in r.put ?? [] {
-            let old = data.items[item.id]
-            if old?.parent != item.parent {
-                if let p = old?.parent { children[p]?.remove(item.id) }
-                if let p = item.parent { children[p, default: []].insert(item.id) }
-            }
+            reindex(old: data.items[item.id], new: item)
             data.items[item.id] = item
         }
         for c in r.changes ?? [] { data.changes[c.fileId] = c }
@@ -223,6 +278,7 @@ final class DriveStore: @unchecked Sendable {
                 guard let record = try? decoder.decode(JournalRecord.self, from: line) else { continue }
                 state.apply(record)
             }
+            state.rebuildChangeLog()
         }
         try DriveStore.writeSnapshot(state.data, to: snapshotURL, temp: tempDirectory)
         let fd = open(journalURL.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)

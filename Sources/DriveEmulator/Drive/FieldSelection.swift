@@ -101,6 +101,15 @@ struct FieldSelection: Equatable {
         }
     }
 
+    /// The members of `name` that this selection keeps, or nil when it keeps all of them
+    /// (`*`, or `name` whole). Empty when `name` is not selected.
+    func memberNames(of name: String) -> Set<String>? {
+        if all { return nil }
+        guard let entry = members[name] else { return [] }
+        guard let sub = entry, !sub.all else { return nil }
+        return Set(sub.members.keys)
+    }
+
     /// Keeps the selected parts of a JSON value (arrays are filtered element by element).
     func apply(to value: Any) -> Any {
         if let array = value as? [Any] { return array.map { apply(to: $0) } }

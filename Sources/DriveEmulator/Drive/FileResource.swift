@@ -23,7 +23,13 @@ struct FileResource {
 
     static let defaultFields = try! FieldSelection.parse("kind,id,name,mimeType,resourceKey")
 
-    func render(_ item: DriveItem) -> [String: Any] {
+    func render(_ item: DriveItem) -> [String: Any] { render(item, only: nil) }
+
+    /// Renders `item`; with `only`, the members outside that set may be left out (the caller's
+    /// `fields` selection trims them anyway). Listings ask for a few members of many items: the
+    /// nested objects (owners, permissions, capabilities) are most of the cost of a full render.
+    func render(_ item: DriveItem, only: Set<String>?) -> [String: Any] {
+        let want: (String) -> Bool = { only?.contains($0) ?? true }
         var f: [String: Any] = [
             "kind": "drive#file", "id": item.id, "name": item.name, "mimeType": item.mimeType,
             "starred": item.starred, "trashed": item.trashed, "explicitlyTrashed": item.explicitlyTrashed,
@@ -32,17 +38,21 @@ struct FileResource {
             "modifiedByMeTime": RFC3339.format(millis: item.modifiedTime), "modifiedByMe": true,
             "viewedByMe": item.viewedByMeTime != nil,
             "hasThumbnail": false, "thumbnailVersion": "0",
-            "owners": [user.json], "lastModifyingUser": user.json, "shared": false, "ownedByMe": true,
+            "shared": false, "ownedByMe": true,
             "viewersCanCopyContent": true, "copyRequiresWriterPermission": false, "writersCanShare": true,
             "permissionIds": [user.permissionId],
-            "permissions": [["kind": "drive#permission", "id": user.permissionId, "type": "user", "role": "owner",
-                             "emailAddress": user.emailAddress, "displayName": user.displayName,
-                             "deleted": false, "pendingOwner": false]],
             "isAppAuthorized": false, "inheritedPermissionsDisabled": false,
-            "linkShareMetadata": ["securityUpdateEligible": false, "securityUpdateEnabled": true],
             "iconLink": "https://drive-thirdparty.googleusercontent.com/16/type/\(item.mimeType)",
-            "capabilities": capabilities(item),
         ]
+        if want("owners") { f["owners"] = [user.json] }
+        if want("lastModifyingUser") { f["lastModifyingUser"] = user.json }
+        if want("permissions") {
+            f["permissions"] = [["kind": "drive#permission", "id": user.permissionId, "type": "user", "role": "owner",
+                                 "emailAddress": user.emailAddress, "displayName": user.displayName,
+                                 "deleted": false, "pendingOwner": false]]
+        }
+        if want("linkShareMetadata") { f["linkShareMetadata"] = ["securityUpdateEligible": false, "securityUpdateEnabled": true] }
+        if want("capabilities") { f["capabilities"] = capabilities(item) }
         if let p = item.parent { f["parents"] = [p] }
         if let v = item.viewedByMeTime { f["viewedByMeTime"] = RFC3339.format(millis: v) }
         if let d = item.description { f["description"] = d }
@@ -65,7 +75,7 @@ struct FileResource {
             let links = Dictionary(uniqueKeysWithValues: (ExportFormats.targets[item.mimeType] ?? []).map { mime in
                 (mime, "\(baseURL)/drive/v3/files/\(item.id)/export?mimeType=\(FileResource.queryEscape(mime))")
             })
-            if !links.isEmpty { f["exportLinks"] = links }
+            if !links.isEmpty, want("exportLinks") { f["exportLinks"] = links }
         } else {
             f["webViewLink"] = "https://drive.google.com/file/d/\(item.id)/view?usp=drivesdk"
             f["webContentLink"] = "https://drive.google.com/uc?id=\(item.id)&export=download"

@@ -164,10 +164,10 @@ public struct HTTPResponse {
     }
 
     public static func json(_ status: Int, _ object: Any, extraHeaders: [(String, String)] = []) -> HTTPResponse {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let data = JSONText.encode(object)
         var headers = HTTPHeaders([("Content-Type", "application/json; charset=UTF-8")] + extraHeaders)
         headers.set("Cache-Control", "no-cache, no-store, max-age=0, must-revalidate")
-        return HTTPResponse(status: status, headers: headers, body: .bytes(Array(data)))
+        return HTTPResponse(status: status, headers: headers, body: .bytes(data))
     }
 }
 
