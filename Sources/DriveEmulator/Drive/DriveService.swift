@@ -125,7 +125,7 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
     private func serve(_ name: String, _ r: HTTPRequest, _ handler: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse {
         do {
             if !DriveService.isResumableSessionRequest(name, r) { try authorize(name, r) }
-            return try handler(r)
+            return DriveService.honourPrettyPrint(try handler(r), r)
         } catch let e as GoogleError {
             return e.response
         } catch let e as FieldSelection.Invalid {
@@ -140,6 +140,20 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
         } catch {
             return GoogleError(500, reason: "backendError", message: "Backend Error").response
         }
+    }
+
+    /// `prettyPrint=false` (a standard query parameter) makes a JSON answer compact. Errors stay
+    /// indented whatever it says, as Google's do (drive-behaviours §2.1).
+    static func honourPrettyPrint(_ response: HTTPResponse, _ r: HTTPRequest) -> HTTPResponse {
+        guard r.param("prettyPrint")?.lowercased() == "false", response.status < 400,
+              response.headers["Content-Type"]?.hasPrefix("application/json") == true,
+              case .bytes(let bytes) = response.body,
+              let object = try? JSONSerialization.jsonObject(with: Data(bytes)),
+              let compact = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return response }
+        var out = response
+        out.body = .bytes(Array(compact))
+        return out
     }
 
     /// A chunk or status probe sent to a resumable session URI. As at Google, its `upload_id` is the

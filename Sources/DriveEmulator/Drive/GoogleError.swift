@@ -1,8 +1,9 @@
 import Foundation
 
-/// An error in Google's JSON format (the modern ESF member order does not matter to clients;
-/// the content does): `{"error":{"code":N,"message":…,"errors":[{"message","domain","reason",
-/// "location","locationType"}]}}`. Auth failures add `"status"`.
+/// An error in Google's JSON format, in the modern ESF member order and 2-space indentation
+/// (drive-behaviours §2.1): `{"error":{"code":N,"message":…,"errors":[{"message","domain","reason",
+/// "location","locationType"}],"status":…,"details":[…]}}`. Auth failures add `"status"` (and
+/// `details`). Errors are indented whatever `prettyPrint` says, as Google's are.
 public struct GoogleError: Error {
     public var code: Int
     public var message: String
@@ -28,16 +29,22 @@ public struct GoogleError: Error {
         self.itemMessage = itemMessage
     }
 
+    /// The envelope, members in ESF order.
+    public var envelope: OrderedJSON {
+        var item: [(String, OrderedJSON)] = [("message", .string(itemMessage ?? message)), ("domain", .string(domain)),
+                                             ("reason", .string(reason))]
+        if let location { item.append(("location", .string(location))) }
+        if let locationType { item.append(("locationType", .string(locationType))) }
+        var error: [(String, OrderedJSON)] = [("code", .int(code)), ("message", .string(message)), ("errors", .array([.object(item)]))]
+        if let status { error.append(("status", .string(status))) }
+        if !details.isEmpty { error.append(("details", .array(details.map(\.ordered)))) }
+        return .object([("error", .object(error))])
+    }
+
     public var response: HTTPResponse {
-        var item: [String: Any] = ["message": itemMessage ?? message, "domain": domain, "reason": reason]
-        if let location { item["location"] = location }
-        if let locationType { item["locationType"] = locationType }
-        var error: [String: Any] = ["code": code, "message": message, "errors": [item]]
-        if let status { error["status"] = status }
-        if !details.isEmpty { error["details"] = details.map(\.json) }
-        var r = HTTPResponse.json(code, ["error": error], extraHeaders: extraHeaders)
-        r.headers.set("Cache-Control", "private, max-age=0")
-        return r
+        var headers = HTTPHeaders([("Content-Type", "application/json; charset=UTF-8")] + extraHeaders)
+        headers.set("Cache-Control", "private, max-age=0")
+        return HTTPResponse(status: code, headers: headers, body: .bytes(Array((envelope.rendered() + "\n").utf8)))
     }
 
     // The common ones, with Google's wording.
@@ -65,8 +72,10 @@ public struct GoogleErrorInfo: Sendable {
         self.domain = domain
         self.metadata = metadata
     }
-    var json: [String: Any] {
-        ["@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": domain, "metadata": metadata]
+    var ordered: OrderedJSON {
+        .object([("@type", .string("type.googleapis.com/google.rpc.ErrorInfo")), ("reason", .string(reason)),
+                 ("domain", .string(domain)),
+                 ("metadata", .object(metadata.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }))])
     }
 }
 
