@@ -18,6 +18,7 @@
 set -euo pipefail
 
 bin_dir=$(cd "${1:?usage: scripts/bench.sh BIN_DIR}" && pwd)
+script_dir=$(cd "$(dirname "$0")" && pwd)
 seconds=${BENCH_SECONDS:-3}
 drivefs="$bin_dir/drivefs"
 emulator="$bin_dir/drivefs-emulator"
@@ -152,5 +153,5 @@ emulator_pid=""
 # 3. Emulator under the load of a Drive client benchmark (starts its own emulator).
 echo
 echo "drivefs-emulator as a Drive server (one process; client: python http.client)"
-timeout 600 python3 "$(dirname "$0")/emulator-bench.py" "$emulator" --folders "${BENCH_FOLDERS:-20000}" \
+timeout 600 python3 "$script_dir/emulator-bench.py" "$emulator" --folders "${BENCH_FOLDERS:-20000}" \
     --big-mib "${BENCH_BIG_MIB:-256}" --changes 10000 --seconds "$seconds"

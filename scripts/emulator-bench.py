@@ -123,7 +123,7 @@ ROWS = []
 
 def row(what, value):
     ROWS.append((what, value))
-    print(f"{what:<62} {value:>16}", flush=True)
+    print(f"{what:<58} {value:>10}", flush=True)
 
 
 def small_get_worker(args):
