@@ -6,9 +6,15 @@
 #      4 KiB read requests per second; lookups per second (stat of a missing name: never cached).
 #   2. drivefs-emulator: POST /token (refresh grant) requests per second over one keep-alive
 #      connection, and the same with a fresh connection per request.
+#   3. drivefs-emulator as the Drive server of the drivefs / rclone comparison
+#      (scripts/emulator-bench.py): seeding a 20,000-child folder, listing it with rclone's query
+#      and fields mask, name lookups, files.get, changes.list after 10,000 changes, small GETs/s
+#      over 8 keep-alive connections, resumable upload and alt=media download of BENCH_BIG_MIB
+#      (default 256) MiB, and the emulator's RSS. About a minute.
 #
 # Usage: scripts/bench.sh BIN_DIR (release build: make bench). Needs root (or FUSE access) and python3.
-# Environment: BENCH_SECONDS per measurement (default 3).
+# Environment: BENCH_SECONDS per measurement (default 3); BENCH_FOLDERS (default 20000) and
+# BENCH_BIG_MIB (default 256) size the emulator section.
 set -euo pipefail
 
 bin_dir=$(cd "${1:?usage: scripts/bench.sh BIN_DIR}" && pwd)
@@ -139,3 +145,12 @@ def run(reuse):
 print("%-58s %10.0f /s" % ("emulator: POST /token, one keep-alive connection", run(True)))
 print("%-58s %10.0f /s" % ("emulator: POST /token, a new connection each", run(False)))
 PY
+kill -TERM "$emulator_pid" 2>/dev/null || true
+wait "$emulator_pid" 2>/dev/null || true
+emulator_pid=""
+
+# 3. Emulator under the load of a Drive client benchmark (starts its own emulator).
+echo
+echo "drivefs-emulator as a Drive server (one process; client: python http.client)"
+timeout 600 python3 "$(dirname "$0")/emulator-bench.py" "$emulator" --folders "${BENCH_FOLDERS:-20000}" \
+    --big-mib "${BENCH_BIG_MIB:-256}" --changes 10000 --seconds "$seconds"

@@ -100,7 +100,7 @@ def list_all(c, folder, fields=RCLONE_FIELDS):
     q = quote(f"trashed=false and ('{folder}' in parents)")
     token, total, pages = None, 0, 0
     while True:
-        path = (f"/drive/v3/files?q={q}&pageSize=1000&supportsAllDrives=true&includeItemsFromAllDrives=true"
+        path = (f"/drive/v3/files?alt=json&prettyPrint=false&q={q}&pageSize=1000&supportsAllDrives=true&includeItemsFromAllDrives=true"
                 f"&fields={quote(fields)}")
         if token:
             path += "&pageToken=" + quote(token)
@@ -175,7 +175,7 @@ def main():
 
             def lookups():
                 for nm in sample:
-                    r = c.json("GET", f"/drive/v3/files?q={q_of(nm)}&fields=files(id,name)")
+                    r = c.json("GET", f"/drive/v3/files?alt=json&prettyPrint=false&q={q_of(nm)}&fields=files(id,name)")
                     assert len(r["files"]) == 1
                     found.append(r["files"][0]["id"])
             _, t = timed(lookups)

@@ -186,10 +186,11 @@ final class DriveConcurrencyStressTests: XCTestCase {
                 let g = try request(c, "GET", "/drive/v3/files/\(id)?fields=parents")
                 guard g.status == 200, let old = (g.json?["parents"] as? [String])?.first else { continue }
                 let r = try request(c, "PATCH", "/drive/v3/files/\(id)?addParents=\(folder)&removeParents=\(old)&fields=id", json: [:])
-                // Another client may have moved it first: removeParents then names a parent it no longer has,
-                // so the request would add a second parent: Google's 403 cannotAddParent.
-                let raced = r.status == 403 && r.googleReason == "cannotAddParent"
-                if ![200, 400, 404].contains(r.status) && !raced { fail("move \(r.status) \(r.googleReason ?? "")") }
+                // Another client may have moved it first: removeParents then names a parent it no
+                // longer has (403 cannotAddParent), or deleted it (404).
+                if ![200, 403, 404].contains(r.status) || (r.status == 403 && r.googleReason != "cannotAddParent") {
+                    fail("move \(r.status) \(r.googleReason ?? "")")
+                }
             case 5:
                 guard let id = pick() else { continue }
                 let r = try request(c, "PATCH", "/drive/v3/files/\(id)?fields=id", json: ["trashed": rng.next(2) == 0])

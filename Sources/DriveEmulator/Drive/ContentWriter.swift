@@ -53,13 +53,24 @@ final class ContentWriter {
     /// Absent when appending: the checksums of a resumable upload cover bytes from earlier requests,
     /// so they are computed from the whole file when the last byte has arrived.
     private let hasher: ContentHasher?
+    private let ownsHasher: Bool
     private(set) var size: Int64 = 0
 
     /// Opens `path` for writing; `append` keeps what is there (resumable sessions, no hashing then).
     init(path: String, append: Bool = false) throws {
         self.path = path
         hasher = append ? nil : ContentHasher()
+        ownsHasher = true
         fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0o644)
+        guard fd >= 0 else { throw DriveStore.StoreError.io("open \(path): errno \(errno)") }
+    }
+
+    /// Appends to `path`, feeding `hasher` (which must already cover the bytes there).
+    init(appendingTo path: String, hasher: ContentHasher?) throws {
+        self.path = path
+        self.hasher = hasher
+        ownsHasher = false
+        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND, 0o644)
         guard fd >= 0 else { throw DriveStore.StoreError.io("open \(path): errno \(errno)") }
     }
 
@@ -102,7 +113,8 @@ final class ContentWriter {
     func finish() -> ContentSummary {
         if let summary { return summary }
         if fd >= 0 { Foundation.close(fd); fd = -1 }
-        let result = hasher?.finish() ?? ContentSummary(size: size, md5: "", sha1: "", sha256: "")
+        // An appending writer's hasher belongs to its caller, who finishes it.
+        let result = (ownsHasher ? hasher?.finish() : nil) ?? ContentSummary(size: size, md5: "", sha1: "", sha256: "")
         summary = result
         return result
     }

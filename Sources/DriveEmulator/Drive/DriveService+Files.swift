@@ -19,7 +19,7 @@ extension DriveService {
             guard let item = s.item(id) else { throw GoogleError.notFound(id) }
             return (item, s.rootId)
         }
-        return respond(200, resource(r, rootId: rootId).render(item), sel)
+        return respond(200, resource(r, rootId: rootId).render(item, only: sel?.topLevelNames), sel)
     }
 
     // MARK: files.create (metadata only)
@@ -28,7 +28,7 @@ extension DriveService {
         let sel = try selection(r, DriveSchema.file, defaults: FileResource.defaultFields)
         let patch = try MetadataPatch(try jsonBody(r), mode: .create)
         let item = try createItem(patch, content: nil)
-        return respond(200, resource(r, rootId: rootFolderId).render(item), sel)
+        return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
     }
 
     /// Google refuses a pre-generated ID for a shortcut and for Docs Editors types (drive-behaviours
@@ -132,7 +132,7 @@ extension DriveService {
         let patch = try MetadataPatch(try jsonBody(r), mode: .update)
         let item = try updateItem(DriveService.fileId(r), patch, addParents: r.param("addParents"),
                                   removeParents: r.param("removeParents"), content: nil)
-        return respond(200, resource(r, rootId: rootFolderId).render(item), sel)
+        return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
     }
 
     static func idList(_ text: String?) -> [String] {
@@ -281,7 +281,7 @@ extension DriveService {
         if patch.properties == nil, let p = source.properties { patch.properties = p.mapValues { .some($0) } }
         if patch.appProperties == nil, let p = source.appProperties { patch.appProperties = p.mapValues { .some($0) } }
         let item = try createItem(patch, content: staged ?? nil)
-        return respond(200, resource(r, rootId: rootFolderId).render(item), sel)
+        return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
     }
 
     // MARK: files.generateIds

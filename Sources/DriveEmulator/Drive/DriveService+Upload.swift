@@ -40,7 +40,7 @@ extension DriveService {
         } else {
             item = try createItem(patch, content: staged)
         }
-        return respond(200, resource(r, rootId: rootFolderId).render(item), sel)
+        return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
     }
 
     /// Streams a body into a new temporary file; a truncated body removes it and propagates.
@@ -192,15 +192,16 @@ extension DriveService {
                 guard let item = s.item(done) else { throw GoogleError.notFound(done) }
                 return (item, s.rootId)
             }
-            return respond(200, resource(r, rootId: rootId).render(item), sel)
+            return respond(200, resource(r, rootId: rootId).render(item, only: sel?.topLevelNames), sel)
         }
         var held = sessions.held(uploadId)
         guard let header = r.headers["Content-Range"] else {
             // No Content-Range: the body is the whole content, from byte 0.
             truncate(sessions.dataPath(uploadId), 0)
-            let writer = try ContentWriter(path: sessions.dataPath(uploadId), append: true)
+            session.hasher = ContentHasher()
+            let writer = try ContentWriter(appendingTo: sessions.dataPath(uploadId), hasher: session.hasher)
             defer { writer.finish() }
-            held = try writer.copy(from: r.body)
+            do { held = try writer.copy(from: r.body) } catch { session.hasher = nil; throw error }
             if let known = session.record.totalLength, known != held { throw GoogleError.badRequest("Failed to parse Content-Range header.") }
             session.record.totalLength = held
             return try completeSession(session, r)
@@ -235,12 +236,15 @@ extension DriveService {
             let skipped = try DriveService.discard(r.body, count: held - first)
             var appended: Int64 = 0
             if last + 1 > held {
-                let writer = try ContentWriter(path: sessions.dataPath(uploadId), append: true)
+                if held == 0 { session.hasher = ContentHasher() }
+                if session.hasher?.size != held { session.hasher = nil }
+                let writer = try ContentWriter(appendingTo: sessions.dataPath(uploadId), hasher: session.hasher)
                 defer { writer.finish() }
-                appended = try writer.copy(from: r.body, limit: last + 1 - held)
+                do { appended = try writer.copy(from: r.body, limit: last + 1 - held) } catch { session.hasher = nil; throw error }
             }
             if skipped + appended < length {
                 // A chunked body that ended early (no declared length to check up front): undo.
+                session.hasher = nil
                 _ = truncate(sessions.dataPath(uploadId), off_t(held))
                 throw DriveService.chunkShorterThanRange(declared: skipped + appended, length: length)
             }
@@ -286,7 +290,13 @@ extension DriveService {
         let record = session.record
         let dataPath = sessions.dataPath(record.uploadId)
         do {
-            let summary = try ContentHasher.summarize(path: dataPath)
+            // The running checksums when they cover the data (taken: a retry after a failure re-reads).
+            let running = session.hasher
+            session.hasher = nil
+            let summary: ContentSummary
+            if let running, running.size == sessions.held(record.uploadId) { summary = running.finish() } else {
+                summary = try ContentHasher.summarize(path: dataPath)
+            }
             let patch = try MetadataPatch(try DriveService.parseJSONObject(Array(record.metadata.utf8)),
                                           mode: record.fileId == nil ? .create : .update)
             let staged = StagedContent(tempPath: dataPath, summary: summary, contentType: record.contentType)
@@ -300,7 +310,7 @@ extension DriveService {
             }
             session.record.completedFileId = item.id
             try? sessions.save(session.record)
-            return respond(200, resource(r, rootId: rootFolderId).render(item), sel)
+            return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
         } catch {
             sessions.remove(record.uploadId)
             throw error

@@ -147,12 +147,12 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
     static func honourPrettyPrint(_ response: HTTPResponse, _ r: HTTPRequest) -> HTTPResponse {
         guard r.param("prettyPrint")?.lowercased() == "false", response.status < 400,
               response.headers["Content-Type"]?.hasPrefix("application/json") == true,
-              case .bytes(let bytes) = response.body,
-              let object = try? JSONSerialization.jsonObject(with: Data(bytes)),
-              let compact = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+              case .bytes(let bytes) = response.body
         else { return response }
         var out = response
-        out.body = .bytes(Array(compact))
+        // Whitespace outside strings dropped, in one pass (Go clients such as rclone send
+        // prettyPrint=false on every call: re-serializing would cost more than the listing).
+        out.body = .bytes(JSONText.compact(bytes))
         return out
     }
 

@@ -101,6 +101,9 @@ struct FieldSelection: Equatable {
         }
     }
 
+    /// The members this selection keeps at its top level, or nil for all of them (`*`).
+    var topLevelNames: Set<String>? { all ? nil : Set(members.keys) }
+
     /// The members of `name` that this selection keeps, or nil when it keeps all of them
     /// (`*`, or `name` whole). Empty when `name` is not selected.
     func memberNames(of name: String) -> Set<String>? {

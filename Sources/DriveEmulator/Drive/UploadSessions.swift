@@ -27,6 +27,10 @@ final class UploadSessions: @unchecked Sendable {
     final class Session: @unchecked Sendable {
         let lock = NSLock()
         var record: UploadSessionRecord
+        /// The checksums of the session's data so far, kept while chunks arrive in order (this
+        /// process only), so that the last chunk does not re-read the whole upload. nil: the data
+        /// is hashed from disk at completion. INVARIANT: when set, it covers exactly the bytes held.
+        var hasher: ContentHasher?
         init(_ record: UploadSessionRecord) { self.record = record }
     }
 

@@ -68,6 +68,27 @@ enum JSONText {
         }
     }
 
+    /// The same JSON text without insignificant whitespace (spaces, tabs and line breaks outside
+    /// strings). `json` must be valid JSON; nothing else is changed.
+    static func compact(_ json: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(json.count)
+        var inString = false, escaped = false
+        for byte in json {
+            if inString {
+                out.append(byte)
+                if escaped { escaped = false } else if byte == 0x5C { escaped = true } else if byte == 0x22 { inString = false }
+                continue
+            }
+            switch byte {
+            case 0x20, 0x0A, 0x0D, 0x09: continue
+            case 0x22: inString = true; out.append(byte)
+            default: out.append(byte)
+            }
+        }
+        return out
+    }
+
     private static let hex = Array("0123456789abcdef".utf8)
 
     private static func writeString(_ s: String, into out: inout [UInt8]) {
