@@ -66,7 +66,7 @@ final class ExecutorEmulatorTests: XCTestCase {
             XCTAssertEqual(info.status, 503)
         }
         XCTAssertEqual(harness.executor.stats.counters(for: "test.headers").requests, 8)
-        XCTAssertLessThan(Date().timeIntervalSince(start), 5)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 30, "bounded by the retry budget, not by a wall-clock accident")
         XCTAssertEqual(harness.executor.stats.counters(for: "test.headers").failures, 1)
     }
 

@@ -1,3 +1,4 @@
+import DriveSupport
 import Foundation
 
 /// A resumable upload in progress, small enough to persist as JSON so that a later process can
@@ -47,16 +48,10 @@ public struct ResumableUploadSession: Codable, Sendable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = try encoder.encode(self)
-        let directory = (path as NSString).deletingLastPathComponent
-        let temporary = (directory.isEmpty ? "." : directory) + "/.\((path as NSString).lastPathComponent).\(getpid()).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Self.error("cannot write \(temporary): \(String(cString: strerror(errno)))") }
-        let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == data.count, synced, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw Self.error("cannot save the upload session to \(path)")
+        do {
+            try AtomicFile.write(data, to: path, mode: 0o600)
+        } catch {
+            throw Self.error("cannot save the upload session: \(error)")
         }
     }
 

@@ -138,7 +138,7 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
             ("universe_domain", "googleapis.com"),
         ]
         let body = fields.map { "  \(Self.jsonString($0.0)): \(Self.jsonString($0.1))" }.joined(separator: ",\n")
-        try OAuthFileWriter.write(Array("{\n\(body)\n}\n".utf8), to: url, mode: 0o600)
+        try AtomicFile.write(Array("{\n\(body)\n}\n".utf8), to: url.path, mode: 0o600)
     }
 
     /// The trusted key and its ID, made on first use (and persisted with the state).
@@ -224,7 +224,7 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
         copy.pruneExpired(now: clock.now())
         guard let data = try? JSONEncoder().encode(copy) else { return }
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try? OAuthFileWriter.write(Array(data), to: directory.appendingPathComponent(Self.stateFileName), mode: 0o600)
+        try? AtomicFile.write(data, to: directory.appendingPathComponent(Self.stateFileName).path, mode: 0o600)
         _ = truncate(directory.appendingPathComponent(Self.accessLogName).path, 0)
     }
 
@@ -238,7 +238,7 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
         }
         guard var line = try? JSONEncoder().encode(AccessLogLine(token: token, grant: grant)) else { return }
         line.append(UInt8(ascii: "\n"))
-        try? OAuthFileWriter.append(Array(line), to: directory.appendingPathComponent(Self.accessLogName), mode: 0o600)
+        try? AtomicFile.append(Array(line), to: directory.appendingPathComponent(Self.accessLogName).path, mode: 0o600)
     }
 
     static func jsonString(_ s: String) -> String {

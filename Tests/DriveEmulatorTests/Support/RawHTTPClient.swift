@@ -214,6 +214,18 @@ final class RawHTTPConnection {
     }
 
     /// Waits for the server to close the connection, discarding what arrives.
+    /// Sends `bytes` (as many as the server takes), then waits for the close. A reset that arrives
+    /// while sending is reported to `send` (ECONNRESET), which consumes the socket's error so that a
+    /// later read sees only EOF: both count as `.reset`.
+    func sendThenWaitForClose(_ bytes: [UInt8], timeout: Double) -> RawCloseKind {
+        do {
+            try send(bytes)
+        } catch RawHTTPError.reset {
+            return .reset
+        } catch {}
+        return waitForClose(timeout: timeout)
+    }
+
     func waitForClose(timeout: Double) -> RawCloseKind {
         let deadline = Date().addingTimeInterval(timeout)
         while true {

@@ -1,0 +1,61 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whole-file replacement that readers and crashes never see half done: a temporary file in the
+/// same directory, created with the final mode (a secret is never readable by others, even for
+/// an instant), written in full, fsynced, renamed over the target, and the directory fsynced so
+/// the rename itself survives a crash. Credentials, upload sessions and the emulator's state all
+/// go through here.
+public enum AtomicFile {
+    public struct Failure: Error, CustomStringConvertible, Equatable {
+        public let operation: String
+        public let path: String
+        public let errno: Int32
+        public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(errno)))" }
+    }
+
+    public static func write<C: ContiguousBytes>(_ bytes: C, to path: String, mode: mode_t = 0o600) throws {
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent().path
+        let temp = directory + "/.\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw Failure(operation: "create", path: temp, errno: errno) }
+        // The umask may have narrowed the mode at creation; set exactly what was asked.
+        var failure: Failure? = fchmod(fd, mode) == 0 ? nil : Failure(operation: "chmod", path: temp, errno: errno)
+        if failure == nil {
+            failure = bytes.withUnsafeBytes { writeAll(fd, $0) }.map { Failure(operation: "write", path: temp, errno: $0) }
+        }
+        if failure == nil, fsync(fd) != 0 { failure = Failure(operation: "fsync", path: temp, errno: errno) }
+        close(fd)
+        if failure == nil, rename(temp, path) != 0 { failure = Failure(operation: "replace", path: path, errno: errno) }
+        if let failure {
+            unlink(temp)
+            throw failure
+        }
+        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir >= 0 { _ = fsync(dir); close(dir) }
+    }
+
+    /// Appends `bytes` with one O_APPEND descriptor (created with `mode`), without fsync: for
+    /// journals whose last line may be lost in a crash but never interleaves with another.
+    public static func append<C: ContiguousBytes>(_ bytes: C, to path: String, mode: mode_t = 0o600) throws {
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw Failure(operation: "open", path: path, errno: errno) }
+        defer { close(fd) }
+        if let e = bytes.withUnsafeBytes({ writeAll(fd, $0) }) { throw Failure(operation: "append to", path: path, errno: e) }
+    }
+
+    /// Writes everything, retrying EINTR and short writes; returns the errno of a failure.
+    private static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Int32? {
+        var offset = 0
+        while offset < buffer.count {
+            let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return n < 0 ? errno : EIO }
+            offset += n
+        }
+        return nil
+    }
+}
