@@ -261,8 +261,12 @@ final class DriveStore: @unchecked Sendable {
             try? fm.removeItem(at: tempDirectory.appendingPathComponent(name))
         }
         var state: MetadataState
+        // Whether the snapshot on disk already is the whole state (then it is not rewritten: that
+        // took seconds at 100,000 items, on every start).
+        var snapshotIsCurrent = false
         if let data = try? Data(contentsOf: snapshotURL) {
             state = MetadataState(data: try JSONDecoder().decode(DriveSnapshot.self, from: data))
+            snapshotIsCurrent = true
         } else {
             let now = Int64((clock.now() * 1000).rounded(.down))
             let rootId = DriveIDs.newRootID()
@@ -277,10 +281,11 @@ final class DriveStore: @unchecked Sendable {
             for line in journal.split(separator: UInt8(ascii: "\n")) {
                 guard let record = try? decoder.decode(JournalRecord.self, from: line) else { continue }
                 state.apply(record)
+                snapshotIsCurrent = false
             }
             state.rebuildChangeLog()
         }
-        try DriveStore.writeSnapshot(state.data, to: snapshotURL, temp: tempDirectory)
+        if !snapshotIsCurrent { try DriveStore.writeSnapshot(state.data, to: snapshotURL, temp: tempDirectory) }
         let fd = open(journalURL.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw StoreError.io("cannot open \(journalURL.path): errno \(errno)") }
         metadata = Locked((state, fd, 0))
