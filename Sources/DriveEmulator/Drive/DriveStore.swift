@@ -232,8 +232,17 @@ struct MetadataState {
 /// mutation, compacted into a new snapshot written to a temporary file and renamed), content as one
 /// file per revision under `content/`.
 ///
+/// Compaction runs off the metadata lock: under the lock the journal is renamed to
+/// `metadata.journal.old`, a fresh journal is opened and the state is copied (copy-on-write); a
+/// serial queue then encodes and renames the snapshot and deletes the old journal. A start replays
+/// snapshot, old journal, journal, in that order: every record of the old journal is already in a
+/// snapshot written after it, and replaying a record over a newer state of the same items ends in
+/// that newer state (records are whole items, last one wins), so a crash at any step loses nothing.
+///
 /// Lock order: `UploadSessions` locks may be held when taking the metadata lock, never the reverse.
-/// The metadata lock is never held while content streams (only for journal appends and compaction).
+/// The metadata lock is never held while content streams (only for journal appends and the
+/// journal rotation); a task of the compaction queue may take it, so nothing waits for that queue
+/// while holding it.
 final class DriveStore: @unchecked Sendable {
     let directory: URL
     let contentDirectory: URL
@@ -241,8 +250,11 @@ final class DriveStore: @unchecked Sendable {
     let uploadsDirectory: URL
     private let snapshotURL: URL
     private let journalURL: URL
+    private let oldJournalURL: URL
     private let clock: TimeSource
-    private let metadata: Locked<(state: MetadataState, journalFD: Int32, journalLines: Int)>
+    /// `compacting`: a snapshot write is queued or running on `compaction`.
+    private let metadata: Locked<(state: MetadataState, journalFD: Int32, journalLines: Int, compacting: Bool)>
+    private let compaction = DispatchQueue(label: "drivefs-emulator.snapshot")
 
     init(directory: URL, clock: TimeSource) throws {
         self.directory = directory
@@ -252,6 +264,7 @@ final class DriveStore: @unchecked Sendable {
         uploadsDirectory = directory.appendingPathComponent("uploads")
         snapshotURL = directory.appendingPathComponent("metadata.json")
         journalURL = directory.appendingPathComponent("metadata.journal")
+        oldJournalURL = directory.appendingPathComponent("metadata.journal.old")
         let fm = FileManager.default
         for d in [directory, contentDirectory, tempDirectory, uploadsDirectory] {
             try fm.createDirectory(at: d, withIntermediateDirectories: true)
@@ -275,7 +288,9 @@ final class DriveStore: @unchecked Sendable {
             state = MetadataState(data: DriveSnapshot(rootId: rootId, items: [rootId: root], changes: [:],
                                                       changeCounter: 0, nextSeq: 0, issuedIds: []))
         }
-        if let journal = try? Data(contentsOf: journalURL) {
+        // The journal of a compaction that did not finish, then the current one.
+        for url in [oldJournalURL, journalURL] {
+            guard let journal = try? Data(contentsOf: url) else { continue }
             let decoder = JSONDecoder()
             // A torn last line (crash during an append) is ignored.
             for line in journal.split(separator: UInt8(ascii: "\n")) {
@@ -286,9 +301,10 @@ final class DriveStore: @unchecked Sendable {
             state.rebuildChangeLog()
         }
         if !snapshotIsCurrent { try DriveStore.writeSnapshot(state.data, to: snapshotURL, temp: tempDirectory) }
+        unlink(oldJournalURL.path)
         let fd = open(journalURL.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw StoreError.io("cannot open \(journalURL.path): errno \(errno)") }
-        metadata = Locked((state, fd, 0))
+        metadata = Locked((state, fd, 0, false))
         // Content no item refers to: a crash between writing content and journaling it.
         let referenced = Set(state.data.items.values.compactMap(\.contentFile))
         for name in (try? fm.contentsOfDirectory(atPath: contentDirectory.path)) ?? [] where !referenced.contains(name) {
@@ -300,15 +316,23 @@ final class DriveStore: @unchecked Sendable {
 
     func close() {
         unlinkReleased()
-        metadata.withLock { m in
-            if m.journalFD >= 0 {
-                try? DriveStore.writeSnapshot(m.state.data, to: snapshotURL, temp: tempDirectory)
-                ftruncate(m.journalFD, 0)
-                Foundation.close(m.journalFD)
-                m.journalFD = -1
+        // On the compaction queue: after any snapshot write already queued, never before it.
+        compaction.sync {
+            metadata.withLock { m in
+                if m.journalFD >= 0 {
+                    if (try? DriveStore.writeSnapshot(m.state.data, to: snapshotURL, temp: tempDirectory)) != nil {
+                        unlink(oldJournalURL.path)
+                        ftruncate(m.journalFD, 0)
+                    }
+                    Foundation.close(m.journalFD)
+                    m.journalFD = -1
+                }
             }
         }
     }
+
+    /// Waits until no snapshot write is queued or running (tests).
+    func waitForCompaction() { compaction.sync {} }
 
     var nowMillis: Int64 { Int64((clock.now() * 1000).rounded(.down)) }
 
@@ -339,13 +363,41 @@ final class DriveStore: @unchecked Sendable {
                 }
                 m.journalLines += 1
             }
-            if m.journalLines > max(2000, m.state.data.items.count) {
-                if (try? DriveStore.writeSnapshot(m.state.data, to: snapshotURL, temp: tempDirectory)) != nil {
-                    ftruncate(m.journalFD, 0)
-                    m.journalLines = 0
-                }
+            if m.journalLines > max(2000, m.state.data.items.count), !m.compacting {
+                compact(&m)
             }
             return result
+        }
+    }
+
+    /// Starts a compaction (metadata lock held): rotates the journal and queues the snapshot write.
+    /// If an old journal is still there (the last snapshot write failed), compacts in place instead.
+    private func compact(_ m: inout (state: MetadataState, journalFD: Int32, journalLines: Int, compacting: Bool)) {
+        if access(oldJournalURL.path, F_OK) == 0 {
+            if (try? DriveStore.writeSnapshot(m.state.data, to: snapshotURL, temp: tempDirectory)) != nil {
+                unlink(oldJournalURL.path)
+                ftruncate(m.journalFD, 0)
+                m.journalLines = 0
+            }
+            return
+        }
+        guard rename(journalURL.path, oldJournalURL.path) == 0 else { return }
+        let fd = open(journalURL.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            // Put the journal back and keep appending to it; compaction is retried later.
+            rename(oldJournalURL.path, journalURL.path)
+            return
+        }
+        Foundation.close(m.journalFD)
+        m.journalFD = fd
+        m.journalLines = 0
+        m.compacting = true
+        let copy = m.state.data
+        compaction.async { [self] in
+            if (try? DriveStore.writeSnapshot(copy, to: snapshotURL, temp: tempDirectory)) != nil {
+                unlink(oldJournalURL.path)
+            }
+            metadata.withLock { $0.compacting = false }
         }
     }
 
