@@ -300,7 +300,7 @@ final class DriveStore: @unchecked Sendable {
             }
             state.rebuildChangeLog()
         }
-        if !snapshotIsCurrent { try DriveStore.writeSnapshot(state.data, to: snapshotURL, temp: tempDirectory) }
+        if !snapshotIsCurrent { try DriveStore.writeSnapshot(state.data, to: snapshotURL) }
         unlink(oldJournalURL.path)
         let fd = open(journalURL.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw StoreError.io("cannot open \(journalURL.path): errno \(errno)") }
@@ -320,7 +320,7 @@ final class DriveStore: @unchecked Sendable {
         compaction.sync {
             metadata.withLock { m in
                 if m.journalFD >= 0 {
-                    if (try? DriveStore.writeSnapshot(m.state.data, to: snapshotURL, temp: tempDirectory)) != nil {
+                    if (try? DriveStore.writeSnapshot(m.state.data, to: snapshotURL)) != nil {
                         unlink(oldJournalURL.path)
                         ftruncate(m.journalFD, 0)
                     }
@@ -374,7 +374,7 @@ final class DriveStore: @unchecked Sendable {
     /// If an old journal is still there (the last snapshot write failed), compacts in place instead.
     private func compact(_ m: inout (state: MetadataState, journalFD: Int32, journalLines: Int, compacting: Bool)) {
         if access(oldJournalURL.path, F_OK) == 0 {
-            if (try? DriveStore.writeSnapshot(m.state.data, to: snapshotURL, temp: tempDirectory)) != nil {
+            if (try? DriveStore.writeSnapshot(m.state.data, to: snapshotURL)) != nil {
                 unlink(oldJournalURL.path)
                 ftruncate(m.journalFD, 0)
                 m.journalLines = 0
@@ -394,18 +394,19 @@ final class DriveStore: @unchecked Sendable {
         m.compacting = true
         let copy = m.state.data
         compaction.async { [self] in
-            if (try? DriveStore.writeSnapshot(copy, to: snapshotURL, temp: tempDirectory)) != nil {
+            if (try? DriveStore.writeSnapshot(copy, to: snapshotURL)) != nil {
                 unlink(oldJournalURL.path)
             }
             metadata.withLock { $0.compacting = false }
         }
     }
 
-    private static func writeSnapshot(_ data: DriveSnapshot, to url: URL, temp: URL) throws {
-        let bytes = try JSONEncoder().encode(data)
-        let tmp = temp.appendingPathComponent("metadata.\(SecureRandom.token(length: 8)).json")
-        try bytes.write(to: tmp)
-        guard rename(tmp.path, url.path) == 0 else { throw StoreError.io("rename \(tmp.path): errno \(errno)") }
+    private static func writeSnapshot(_ data: DriveSnapshot, to url: URL) throws {
+        do {
+            try AtomicFile.write(try JSONEncoder().encode(data), to: url.path, mode: 0o600)
+        } catch let failure as AtomicFile.Failure {
+            throw StoreError.io(failure.description)
+        }
     }
 
     func contentPath(_ name: String) -> String { contentDirectory.appendingPathComponent(name).path }

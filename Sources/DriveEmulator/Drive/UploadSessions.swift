@@ -37,12 +37,10 @@ final class UploadSessions: @unchecked Sendable {
     static let lifetimeMillis: Int64 = 7 * 24 * 3600 * 1000
 
     private let directory: URL
-    private let tempDirectory: URL
     private let sessions: Locked<[String: Session]>
 
     init(store: DriveStore) throws {
         directory = store.uploadsDirectory
-        tempDirectory = store.tempDirectory
         var loaded: [String: Session] = [:]
         let decoder = JSONDecoder()
         let now = store.nowMillis
@@ -76,13 +74,14 @@ final class UploadSessions: @unchecked Sendable {
 
     func get(_ id: String) -> Session? { sessions.withLock { $0[id] } }
 
-    /// Writes the record atomically (temporary file + rename).
+    /// Writes the record atomically and durably (`AtomicFile`), so a session survives a crash.
     func save(_ record: UploadSessionRecord) throws {
-        let data = try JSONEncoder().encode(record)
-        let tmp = tempDirectory.appendingPathComponent("session.\(SecureRandom.token(length: 8))")
-        try data.write(to: tmp)
         let path = directory.appendingPathComponent("\(record.uploadId).json").path
-        guard rename(tmp.path, path) == 0 else { throw DriveStore.StoreError.io("rename \(path): errno \(errno)") }
+        do {
+            try AtomicFile.write(try JSONEncoder().encode(record), to: path, mode: 0o600)
+        } catch let failure as AtomicFile.Failure {
+            throw DriveStore.StoreError.io(failure.description)
+        }
     }
 
     func remove(_ id: String) {
