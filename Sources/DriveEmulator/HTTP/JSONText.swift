@@ -91,7 +91,9 @@ enum JSONText {
 
     private static let hex = Array("0123456789abcdef".utf8)
 
-    private static func writeString(_ s: String, into out: inout [UInt8]) {
+    /// A JSON string literal: `"` and `\` escaped, control characters as `\n`, `\t`… or `\u00XX`;
+    /// everything else (slashes, non-ASCII) as is, in UTF-8.
+    static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(0x22)
         for byte in s.utf8 {
             switch byte {

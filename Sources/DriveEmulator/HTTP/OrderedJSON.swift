@@ -49,28 +49,10 @@ public indirect enum OrderedJSON: Sendable, Equatable {
         }
     }
 
-    /// A JSON string literal: `"` and `\` escaped, control characters as `\n`, `\t`… or `\u00XX`;
-    /// everything else (slashes, non-ASCII) as is, in UTF-8.
+    /// A JSON string literal, escaped exactly as every other body the emulator writes (`JSONText`).
     static func quote(_ s: String, into out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
+        var bytes: [UInt8] = []
+        JSONText.writeString(s, into: &bytes)
+        out += String(decoding: bytes, as: UTF8.self)
     }
 }
