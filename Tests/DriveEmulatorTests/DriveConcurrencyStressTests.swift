@@ -157,19 +157,19 @@ final class DriveConcurrencyStressTests: XCTestCase {
     }
 
     private static func client(_ t: Int, port: Int, folders: [String], state: Locked<Shared>) throws {
-        var rng = SplitMix(seed: UInt64(t + 100))
+        var rng = SplitMix64(seed: UInt64(t + 100))
         let c = try RawHTTPConnection(port: port)
         func fail(_ what: String) { state.withLock { $0.failures.append("client \(t): \(what)") } }
-        func pick() -> String? { state.withLock { $0.files.isEmpty ? nil : $0.files[rng.next($0.files.count)] } }
+        func pick() -> String? { state.withLock { $0.files.isEmpty ? nil : $0.files[rng.next(below: $0.files.count)] } }
         for i in 0..<DriveConcurrencyStressTests.operationsPerThread {
-            let folder = folders[rng.next(folders.count)]
-            switch rng.next(10) {
+            let folder = folders[rng.next(below: folders.count)]
+            switch rng.next(below: 10) {
             case 0, 1:
                 let r = try request(c, "POST", "/drive/v3/files?fields=id", json: ["name": "t\(t)-\(i)", "parents": [folder]])
                 guard r.status == 200, let id = r.json?["id"] as? String else { fail("create \(r.status)"); continue }
                 state.withLock { $0.files.append(id); $0.created.insert(id) }
             case 2:
-                let content = Array("content of t\(t)-\(i) ".utf8) + (0..<rng.next(3000)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ t) }
+                let content = Array("content of t\(t)-\(i) ".utf8) + (0..<rng.next(below: 3000)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ t) }
                 let meta = "{\"name\":\"u\(t)-\(i)\",\"parents\":[\"\(folder)\"]}"
                 let body = Array("--zz\r\nContent-Type: application/json\r\n\r\n\(meta)\r\n--zz\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)
                     + content + Array("\r\n--zz--\r\n".utf8)
@@ -193,7 +193,7 @@ final class DriveConcurrencyStressTests: XCTestCase {
                 }
             case 5:
                 guard let id = pick() else { continue }
-                let r = try request(c, "PATCH", "/drive/v3/files/\(id)?fields=id", json: ["trashed": rng.next(2) == 0])
+                let r = try request(c, "PATCH", "/drive/v3/files/\(id)?fields=id", json: ["trashed": rng.next(below: 2) == 0])
                 if r.status != 200 && r.status != 404 { fail("trash \(r.status)") }
             case 6:
                 guard let id = pick() else { continue }
@@ -208,7 +208,7 @@ final class DriveConcurrencyStressTests: XCTestCase {
                     fail("listed \(f) under \(folder)")
                 }
             default:
-                let uploaded = state.withLock { s in s.content.isEmpty ? nil : Array(s.content)[rng.next(s.content.count)] }
+                let uploaded = state.withLock { s in s.content.isEmpty ? nil : Array(s.content)[rng.next(below: s.content.count)] }
                 guard let (id, content) = uploaded else { continue }
                 let r = try request(c, "GET", "/drive/v3/files/\(id)?alt=media")
                 if r.status == 200 {

@@ -21,7 +21,7 @@ final class DriveIndexPropertyTests: XCTestCase {
     }
 
     private func runSequence(seed: UInt64, operations: Int) throws {
-        var rng = SplitMix(seed: seed)
+        var rng = SplitMix64(seed: seed)
         let h = try DriveHarness()
         defer { h.shutdown() }
         let folderMime = "application/vnd.google-apps.folder"
@@ -33,33 +33,33 @@ final class DriveIndexPropertyTests: XCTestCase {
             model.folders = [h.rootId] + live.filter { $0.isFolder && $0.id != h.rootId }.map(\.id)
             model.files = live.filter { !$0.isFolder }.map(\.id)
             let all = model.folders.dropFirst() + model.files
-            switch all.isEmpty ? 0 : rng.next(11) {
+            switch all.isEmpty ? 0 : rng.next(below: 11) {
             case 0, 1, 2:
-                model.files.append(try h.create(names[rng.next(names.count)], parent: model.folders[rng.next(model.folders.count)]))
+                model.files.append(try h.create(names[rng.next(below: names.count)], parent: model.folders[rng.next(below: model.folders.count)]))
             case 3:
-                model.folders.append(try h.create("d\(i)", parent: model.folders[rng.next(model.folders.count)], mime: folderMime))
+                model.folders.append(try h.create("d\(i)", parent: model.folders[rng.next(below: model.folders.count)], mime: folderMime))
             case 4:
-                let id = all[all.startIndex + rng.next(all.count)]
-                _ = try h.call("PATCH", "/drive/v3/files/\(id)", json: ["name": names[rng.next(names.count)]])
+                let id = all[all.startIndex + rng.next(below: all.count)]
+                _ = try h.call("PATCH", "/drive/v3/files/\(id)", json: ["name": names[rng.next(below: names.count)]])
             case 5:
                 // A move; moving a folder into its own subtree is refused (400) and changes nothing.
-                let id = all[all.startIndex + rng.next(all.count)]
+                let id = all[all.startIndex + rng.next(below: all.count)]
                 let (_, meta) = try h.call("GET", "/drive/v3/files/\(id)?fields=parents")
                 let old = (meta["parents"] as? [String])?.first ?? h.rootId
-                let target = model.folders[rng.next(model.folders.count)]
+                let target = model.folders[rng.next(below: model.folders.count)]
                 let (status, _) = try h.call("PATCH", "/drive/v3/files/\(id)?addParents=\(target)&removeParents=\(old)", json: [:])
                 XCTAssertTrue(status == 200 || status == 400, "move → \(status)")
             case 6, 7:
-                let id = all[all.startIndex + rng.next(all.count)]
-                _ = try h.call("PATCH", "/drive/v3/files/\(id)", json: ["trashed": rng.next(3) != 0])
+                let id = all[all.startIndex + rng.next(below: all.count)]
+                _ = try h.call("PATCH", "/drive/v3/files/\(id)", json: ["trashed": rng.next(below: 3) != 0])
             case 8:
-                let id = all[all.startIndex + rng.next(all.count)]
+                let id = all[all.startIndex + rng.next(below: all.count)]
                 let status = try h.send("DELETE", "/drive/v3/files/\(id)").status
                 XCTAssertTrue(status == 204 || status == 404, "delete → \(status)")
             case 9 where i % 40 == 9:
                 try h.restart()
             default:
-                model.files.append(try h.create("n\(i)", parent: model.folders[rng.next(model.folders.count)]))
+                model.files.append(try h.create("n\(i)", parent: model.folders[rng.next(below: model.folders.count)]))
             }
             if i % 55 == 54 || i == operations - 1 {
                 try checkIndexes(h, seed: seed, step: i)
@@ -129,17 +129,3 @@ final class DriveIndexPropertyTests: XCTestCase {
     }
 }
 
-/// A small deterministic generator (SplitMix64), so a failing sequence can be replayed by its seed.
-struct SplitMix {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// Uniform in 0..<n.
-    mutating func next(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-}

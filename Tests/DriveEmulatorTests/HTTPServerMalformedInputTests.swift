@@ -1,3 +1,4 @@
+import DriveSupport
 import XCTest
 import Foundation
 @testable import DriveEmulator

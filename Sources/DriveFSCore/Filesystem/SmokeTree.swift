@@ -1,3 +1,4 @@
+import DriveSupport
 /// The tree `drivefs debug smoke-mount` serves: small enough to check by eye, with one file large
 /// enough to need many FUSE reads.
 ///
@@ -32,15 +33,11 @@ public enum SmokeTree {
 
     /// SplitMix64 from `largeFileSeed`, each 64-bit output written little-endian.
     public static func largeFileContent() -> [UInt8] {
-        var state = largeFileSeed
+        var generator = SplitMix64(seed: largeFileSeed)
         var out = [UInt8]()
         out.reserveCapacity(largeFileSize)
         while out.count < largeFileSize {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z ^= z >> 31
+            let z = generator.next()
             for shift in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: z >> UInt64(shift))) }
         }
         return out
