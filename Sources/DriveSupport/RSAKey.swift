@@ -40,24 +40,23 @@ public final class RSAKey: @unchecked Sendable {
 
     /// Reads a private key: PKCS#8 (`BEGIN PRIVATE KEY`, as in Google's JSON keys) or PKCS#1.
     public convenience init(privateKeyPEM pem: String) throws {
-        let bytes = Array(pem.utf8)
-        guard let p = bytes.withUnsafeBufferPointer({ buf in
-            buf.baseAddress.flatMap { base in
-                base.withMemoryRebound(to: CChar.self, capacity: buf.count) { ccrypto_rsa_private_from_pem($0, buf.count) }
-            }
-        }) else { throw Failure.invalidPEM }
-        self.init(pkey: p, hasPrivateKey: true)
+        self.init(pkey: try Self.parsePEM(pem, with: ccrypto_rsa_private_from_pem), hasPrivateKey: true)
     }
 
     /// Reads a public key (`BEGIN PUBLIC KEY`).
     public convenience init(publicKeyPEM pem: String) throws {
+        self.init(pkey: try Self.parsePEM(pem, with: ccrypto_rsa_public_from_pem), hasPrivateKey: false)
+    }
+
+    /// Hands the PEM text to one of the shim's parsers; nil from it means the text is not such a key.
+    private static func parsePEM<Key>(_ pem: String, with parse: (UnsafePointer<CChar>, Int) -> Key?) throws -> Key {
         let bytes = Array(pem.utf8)
-        guard let p = bytes.withUnsafeBufferPointer({ buf in
+        guard let key = bytes.withUnsafeBufferPointer({ buf in
             buf.baseAddress.flatMap { base in
-                base.withMemoryRebound(to: CChar.self, capacity: buf.count) { ccrypto_rsa_public_from_pem($0, buf.count) }
+                base.withMemoryRebound(to: CChar.self, capacity: buf.count) { parse($0, buf.count) }
             }
         }) else { throw Failure.invalidPEM }
-        self.init(pkey: p, hasPrivateKey: false)
+        return key
     }
 
     /// The private key as unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`), Google's key-file format.
