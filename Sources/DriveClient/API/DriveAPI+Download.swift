@@ -16,6 +16,16 @@ extension DriveAPI {
     ///   (`DriveError.cancelled`).
     @discardableResult
     public func download(_ id: String, offset: Int64 = 0, length: Int64? = nil, to sink: ResponseSink) throws -> Int64 {
+        try download(id, revision: nil, offset: offset, length: length, to: sink)
+    }
+
+    /// `download` pinned to one revision (`revisions.get?alt=media`, counted as
+    /// `revisions.get.media`) when `revision` is set, so bytes of different versions can never mix.
+    @discardableResult
+    public func download(_ id: String, revision: String?, offset: Int64 = 0, length: Int64? = nil,
+                         to sink: ResponseSink) throws -> Int64 {
+        let path = revision.map { Self.filePath(id) + "/revisions/" + URLBuilder.encode($0) } ?? Self.filePath(id)
+        let method = revision == nil ? "files.get.media" : "revisions.get.media"
         guard offset >= 0, (length ?? 0) >= 0 else {
             throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "invalidRange", message: "a download range must not be negative"))
         }
@@ -57,11 +67,11 @@ extension DriveAPI {
         }
         let response: TransportResponse
         do {
-            response = try executor.execute("files.get.media", accept: [416]) { _ in
+            response = try executor.execute(method, accept: [416]) { _ in
                 let start = offset + received.withLock { $0 }
                 attemptStart.withLock { $0 = start }
                 let range = length.map { "bytes=\(start)-\(offset + $0 - 1)" } ?? "bytes=\(start)-"
-                var request = TransportRequest(method: "GET", url: apiURL(Self.filePath(id), [("alt", "media")]),
+                var request = TransportRequest(method: "GET", url: apiURL(path, [("alt", "media")]),
                                                headers: [("Range", range)], sink: counting)
                 request.onResponseHead = { status, headers in
                     if let problem = Self.rangeProblem(start: start, status: status, headers: headers) {

@@ -14,6 +14,11 @@ public protocol DriveBackend: Sendable {
     func listChildren(of folderID: String) throws -> [DriveFile]
     /// All files matching `q` (see `DriveQuery` for quoting).
     func list(query q: String, orderBy: String?, pageSize: Int) throws -> [DriveFile]
+    /// Non-trashed children of any of `parents` (one query per group; a group Google finds too
+    /// complex is split), page by page as they arrive; `onPage` returns false to stop. `fields` is
+    /// the per-file mask and includes `parents`. Pages may be short or empty before the end.
+    func listChildren(ofAny parents: [String], fields: String, pageSize: Int,
+                      onPage: (DriveFileListPage) throws -> Bool) throws
 
     /// Creates take an optional `id` (from `reserveFileID()` or files.generateIds) that the caller
     /// reuses across its own retries of the same create: a retry whose earlier attempt landed returns
@@ -36,6 +41,10 @@ public protocol DriveBackend: Sendable {
 
     /// Bytes `[offset, offset + length)` (to the end when nil) into `sink`; returns the count.
     func download(_ id: String, offset: Int64, length: Int64?, to sink: ResponseSink) throws -> Int64
+    /// The same from one revision (`revisions.get?alt=media`): the bytes can never be those of a
+    /// newer version. nil `revision` is the head (`files.get?alt=media`). A revision Drive no longer
+    /// keeps is `DriveError.notFound`.
+    func download(_ id: String, revision: String?, offset: Int64, length: Int64?, to sink: ResponseSink) throws -> Int64
     func export(_ id: String, mimeType: String) throws -> [UInt8]
 
     func changesStartPageToken() throws -> String

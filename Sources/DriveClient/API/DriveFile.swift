@@ -47,6 +47,11 @@ public struct DriveFile: Codable, Sendable, Equatable {
         mimeType.hasPrefix("application/vnd.google-apps.") && !isFolder && !isShortcut
     }
 
+    /// The per-file mask of listings: what the filesystem shows and keys its caches on (no
+    /// capabilities or export links, which cost bytes on every entry of every page).
+    public static let listingFieldMask = "id,name,mimeType,parents,size,md5Checksum,modifiedTime,createdTime,version,"
+        + "headRevisionId,shortcutDetails(targetId,targetMimeType)"
+
     /// The `fields` mask that fills this struct.
     public static let fieldMask = "id,name,mimeType,parents,size,md5Checksum,modifiedTime,createdTime,trashed,version,"
         + "headRevisionId,shortcutDetails,exportLinks,"

@@ -21,4 +21,16 @@ public enum DriveQuery {
     public static func child(named name: String, in folderID: String) -> String {
         "name = \(quote(name)) and \(quote(folderID)) in parents and trashed = false"
     }
+
+    /// `('a' in parents or 'b' in parents ...) and trashed = false`: one query for many folders.
+    public static func children(ofAny folderIDs: [String]) -> String {
+        if folderIDs.count == 1 { return children(of: folderIDs[0]) }
+        return "(" + folderIDs.map { "\(quote($0)) in parents" }.joined(separator: " or ") + ") and trashed = false"
+    }
+
+    /// Google's 400 for an OR chain that is too long: "The query is too complex."
+    public static func isQueryTooComplex(_ error: DriveError) -> Bool {
+        guard case .invalidArgument(let info) = error else { return false }
+        return info.message.lowercased().contains("too complex")
+    }
 }

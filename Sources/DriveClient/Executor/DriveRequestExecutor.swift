@@ -56,10 +56,12 @@ public final class DriveRequestExecutor: Sendable {
         let policy = retry ?? retryPolicy
         let started = time.now()
         let cancellation = CancellationFlag.current
+        let deadline = RequestContext.current?.deadline
         var attempt = 0
         while true {
             do {
                 if cancellation?.isCancelled == true { throw DriveError.cancelled }
+                if attempt == 0, let deadline, time.now() >= deadline { throw DriveError.cancelled }
                 return try body(attempt)
             } catch let error as DriveError {
                 attempt += 1
@@ -68,7 +70,8 @@ public final class DriveRequestExecutor: Sendable {
                     throw error
                 }
                 let delay = policy.delay(forRetry: attempt - 1, retryAfter: error.info?.retryAfter)
-                guard time.now() + delay - started <= policy.maxElapsed else {
+                guard time.now() + delay - started <= policy.maxElapsed,
+                      deadline.map({ time.now() + delay < $0 }) ?? true else {
                     stats.update(method) { $0.failures += 1 }
                     throw error
                 }
