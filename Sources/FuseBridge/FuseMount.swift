@@ -19,10 +19,18 @@ public struct FuseMountConfiguration: Sendable {
     /// Bypass the page cache for every file (each read becomes a FUSE request): for measuring the
     /// bridge, and for content that changes behind the kernel's back.
     public var directIO: Bool
+    /// The kernel's read-ahead window and the largest read it sends, in bytes (the kernel caps it
+    /// at what it supports; 1 MiB requests need a kernel with `max_pages`, 4.20 or later).
+    public var maxReadahead: UInt32
+    /// `fsname` in /proc/mounts (what `df` shows in its first column).
+    public var fsName: String
 
     public init(mountpoint: String, options: [String] = [], readOnly: Bool, foreground: Bool, debug: Bool = false,
-                singleThreaded: Bool = false, maxThreads: UInt32 = 16, directIO: Bool = false) {
+                singleThreaded: Bool = false, maxThreads: UInt32 = 16, directIO: Bool = false,
+                maxReadahead: UInt32 = 1 << 20, fsName: String = "drivefs") {
         self.directIO = directIO
+        self.maxReadahead = maxReadahead
+        self.fsName = fsName
         self.mountpoint = mountpoint
         self.options = options
         self.readOnly = readOnly
@@ -55,10 +63,14 @@ public enum FuseMount {
     public static func run(
         _ filesystem: any FilesystemOperations, configuration: FuseMountConfiguration, mounted: () -> Void = {}
     ) throws(FuseMountError) {
-        let context = FuseSessionContext(filesystem: filesystem, directIO: configuration.directIO)
+        let context = FuseSessionContext(filesystem: filesystem, directIO: configuration.directIO,
+                                         maxReadahead: configuration.maxReadahead)
         var operations = LowLevelCallbacks.operations()
 
-        var own = ["fsname=drivefs", "subtype=drivefs", "default_permissions"]
+        // fsname: commas would split the option list, and libfuse reads backslash escapes.
+        let fsName = configuration.fsName.replacingOccurrences(of: "\\", with: "\\\\")
+            .replacingOccurrences(of: ",", with: "\\,")
+        var own = ["fsname=\(fsName)", "subtype=drivefs", "default_permissions"]
         if configuration.readOnly { own.append("ro") }
         var words = ["drivefs", "-o", own.joined(separator: ",")]
         for option in configuration.options { words += ["-o", option] }
@@ -79,6 +91,8 @@ public enum FuseMount {
             throw .optionsRejected(configuration.options)
         }
         defer { fuse_session_destroy(session) }
+        context.notifier.attach(session)
+        defer { context.notifier.attach(nil) }
 
         // libfuse installs its handlers only over the default disposition; a process started in the
         // background by a shell inherits SIGINT ignored.

@@ -1,12 +1,18 @@
 import CFuse
+import DriveClient
 import DriveFSCore
+import DriveSupport
 import Glibc
 
 // libfuse's low-level callbacks. Rules every function here keeps:
-// - exactly one reply per request (forget/forget_multi: `fuse_reply_none`);
+// - exactly one reply per request (forget/forget_multi: `fuse_reply_none`), sent by the `Reply`
+//   the callback hands the filesystem: at once, or later from one of the filesystem's threads
+//   (libfuse allows a reply from any thread once the callback has returned);
 // - no Swift error escapes: a `FilesystemError` becomes `fuse_reply_err(errno)`;
 // - a reply that fails (the request was interrupted) undoes what the reply would have handed the
 //   kernel (a lookup count, an open handle), as fuse_lowlevel.h asks;
+// - requests that may wait on the network register an interrupt callback, so Ctrl-C on the
+//   waiting process cancels the Drive transfer behind it;
 // - they are plain functions (not closures in main.swift) because libfuse calls them on its own
 //   worker threads.
 
@@ -15,11 +21,13 @@ enum LowLevelCallbacks {
     /// (every write operation, today: the mount is read-only, so the kernel answers EROFS first).
     static func operations() -> fuse_lowlevel_ops {
         var ops = fuse_lowlevel_ops()
+        ops.`init` = drivefsInit
         ops.destroy = drivefsDestroy
         ops.lookup = drivefsLookup
         ops.forget = drivefsForget
         ops.forget_multi = drivefsForgetMulti
         ops.getattr = drivefsGetattr
+        ops.readlink = drivefsReadlink
         ops.opendir = drivefsOpendir
         ops.readdir = drivefsReaddir
         ops.readdirplus = drivefsReaddirplus
@@ -32,29 +40,112 @@ enum LowLevelCallbacks {
     }
 }
 
+/// A `fuse_req_t` that a reply closure carries to whichever thread answers. Safe to send: libfuse
+/// accepts the one reply from any thread, and `Reply` guarantees there is exactly one.
+struct RequestHandle: @unchecked Sendable {
+    let raw: fuse_req_t?
+}
+
 private func replyError(_ request: fuse_req_t?, _ errno: Int32) { _ = fuse_reply_err(request, errno) }
+
+/// A `Reply` for `request` whose success is sent by `send` (which returns libfuse's result: non-zero
+/// when the kernel no longer waits, so the callback can undo). With `interruptible`, an interrupt
+/// from the kernel cancels the reply's `cancellation` flag until the reply is sent.
+private func makeReply<Value: Sendable>(
+    _ request: fuse_req_t?, _ context: FuseSessionContext, interruptible: Bool,
+    onFailure: @escaping @Sendable (fuse_req_t?, FilesystemError) -> Void = { replyError($0, $1.errno) },
+    _ send: @escaping @Sendable (fuse_req_t?, Value) -> Void
+) -> Reply<Value> {
+    let handle = RequestHandle(raw: request)
+    guard interruptible else {
+        return Reply { result in
+            switch result {
+            case .success(let value): send(handle.raw, value)
+            case .failure(let error): onFailure(handle.raw, error)
+            }
+        }
+    }
+    let flag = CancellationFlag()
+    let id = context.interrupts.register(flag)
+    let interrupts = context.interrupts
+    let reply = Reply<Value>(cancellation: flag) { result in
+        interrupts.remove(id)
+        switch result {
+        case .success(let value): send(handle.raw, value)
+        case .failure(let error): onFailure(handle.raw, error)
+        }
+    }
+    // Calls drivefsInterrupt at once if the request was interrupted already.
+    fuse_req_interrupt_func(request, drivefsInterrupt, UnsafeMutableRawPointer(bitPattern: id))
+    return reply
+}
+
+func drivefsInterrupt(_ request: fuse_req_t?, _ data: UnsafeMutableRawPointer?) {
+    guard let context = FuseSessionContext.from(request: request) else { return }
+    context.interrupts.interrupt(UInt(bitPattern: data))
+}
+
+/// The session is live (after daemonizing): say what the kernel should do, then start the
+/// filesystem's threads.
+func drivefsInit(_ userdata: UnsafeMutableRawPointer?, _ connection: UnsafeMutablePointer<fuse_conn_info>?) {
+    guard let context = FuseSessionContext.from(userdata) else { return }
+    if let connection {
+        let capable = connection.pointee.capable
+        var want = connection.pointee.want
+        // Reads may be sent in parallel and out of order; lookups and listings of one folder too.
+        // readdirplus always (attributes come with every listing: `ls -l` costs no lookups);
+        // replies from the cache file are spliced when the kernel can.
+        for flag in [FUSE_CAP_ASYNC_READ, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_READDIRPLUS, FUSE_CAP_SPLICE_WRITE,
+                     FUSE_CAP_SPLICE_MOVE] where capable & UInt32(flag) != 0 {
+            want |= UInt32(flag)
+        }
+        // The filesystem decides when content changed (kernel notifications); mtime alone must not.
+        want &= ~UInt32(FUSE_CAP_AUTO_INVAL_DATA)
+        // Adaptive readdirplus would fall back to plain readdir plus a lookup per name.
+        want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
+        connection.pointee.want = want
+        connection.pointee.max_readahead = min(connection.pointee.max_readahead, context.maxReadahead)
+        connection.pointee.max_background = 64
+        connection.pointee.congestion_threshold = 48
+    }
+    context.filesystem.start(notifier: context.notifier)
+}
 
 /// Unmount: the kernel sends no forgets, so every lookup count drops to zero here.
 func drivefsDestroy(_ userdata: UnsafeMutableRawPointer?) {
-    FuseSessionContext.from(userdata)?.filesystem.forgetAll()
+    guard let context = FuseSessionContext.from(userdata) else { return }
+    context.notifier.attach(nil)
+    context.filesystem.forgetAll()
+    context.filesystem.stop()
+}
+
+private func entryParam(_ attributes: FileAttributes, _ fs: any FilesystemOperations) -> fuse_entry_param {
+    var entry = fuse_entry_param()
+    entry.ino = attributes.inode.rawValue
+    entry.generation = 1
+    entry.attr = StatConversion.stat(attributes)
+    entry.attr_timeout = fs.attributeTimeout
+    entry.entry_timeout = fs.entryTimeout
+    return entry
 }
 
 func drivefsLookup(_ request: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
-    guard let fs = FuseSessionContext.from(request: request)?.filesystem else { return replyError(request, EIO) }
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    let fs = context.filesystem
     // Names that are not UTF-8 cannot exist in this tree (Drive names are Unicode).
     guard let name, let text = String(validatingCString: name) else { return replyError(request, ENOENT) }
-    do throws(FilesystemError) {
-        let attributes = try fs.lookup(parent: Inode(parent), name: text)
+    let negativeTimeout = fs.negativeEntryTimeout
+    let reply = makeReply(request, context, interruptible: true, onFailure: { request, error in
+        guard error == .notFound, negativeTimeout > 0 else { return replyError(request, error.errno) }
+        // A name known not to exist: an entry with inode 0 lets the kernel remember that for a while.
         var entry = fuse_entry_param()
-        entry.ino = attributes.inode.rawValue
-        entry.generation = 1
-        entry.attr = StatConversion.stat(attributes)
-        entry.attr_timeout = fs.attributeTimeout
-        entry.entry_timeout = fs.entryTimeout
+        entry.entry_timeout = negativeTimeout
+        _ = fuse_reply_entry(request, &entry)
+    }) { (request, attributes: FileAttributes) in
+        var entry = entryParam(attributes, fs)
         if fuse_reply_entry(request, &entry) != 0 { fs.forget(attributes.inode, count: 1) }
-    } catch {
-        replyError(request, error.errno)
     }
+    fs.lookup(parent: Inode(parent), name: text, reply: reply)
 }
 
 func drivefsForget(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ count: UInt64) {
@@ -72,97 +163,125 @@ func drivefsForgetMulti(_ request: fuse_req_t?, _ count: Int, _ forgets: UnsafeM
 }
 
 func drivefsGetattr(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
-    guard let fs = FuseSessionContext.from(request: request)?.filesystem else { return replyError(request, EIO) }
-    do throws(FilesystemError) {
-        var st = StatConversion.stat(try fs.attributes(of: Inode(inode)))
-        _ = fuse_reply_attr(request, &st, fs.attributeTimeout)
-    } catch {
-        replyError(request, error.errno)
-    }
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    let fs = context.filesystem
+    let timeout = fs.attributeTimeout
+    fs.attributes(of: Inode(inode), reply: makeReply(request, context, interruptible: true) { request, attributes in
+        var st = StatConversion.stat(attributes)
+        _ = fuse_reply_attr(request, &st, timeout)
+    })
+}
+
+func drivefsReadlink(_ request: fuse_req_t?, _ inode: fuse_ino_t) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    context.filesystem.readLink(Inode(inode), reply: makeReply(request, context, interruptible: true) { request, target in
+        _ = target.withCString { fuse_reply_readlink(request, $0) }
+    })
 }
 
 func drivefsOpendir(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
-    guard let fs = FuseSessionContext.from(request: request)?.filesystem, let info else { return replyError(request, EIO) }
-    do throws(FilesystemError) {
-        let handle = try fs.openDirectory(Inode(inode))
-        info.pointee.fh = handle
-        if fuse_reply_open(request, info) != 0 { fs.releaseDirectory(Inode(inode), handle: handle) }
-    } catch {
-        replyError(request, error.errno)
+    guard let context = FuseSessionContext.from(request: request), let info else { return replyError(request, EIO) }
+    let fs = context.filesystem
+    // fuse_file_info is copied: the caller's struct lives only until the callback returns.
+    let flags = FileInfoCopy(info.pointee)
+    fs.openDirectory(Inode(inode), reply: makeReply(request, context, interruptible: true) { request, handle in
+        var copy = flags.value
+        copy.fh = handle
+        if fuse_reply_open(request, &copy) != 0 { fs.releaseDirectory(Inode(inode), handle: handle) }
+    })
+}
+
+/// A `fuse_file_info` carried to the replying thread (a plain C struct; its pointers are unused).
+struct FileInfoCopy: @unchecked Sendable {
+    let value: fuse_file_info
+    init(_ value: fuse_file_info) { self.value = value }
+}
+
+/// The reply buffer of one readdir(plus) request: entries are encoded with libfuse's own functions
+/// as they are added, so nothing is computed for an entry that does not fit.
+final class FuseDirectoryBuffer: DirectoryBuffer, @unchecked Sendable {
+    // @unchecked: used by one thread at a time (the filesystem fills it, then the same or a later
+    // thread sends it), as the DirectoryBuffer contract says.
+    let request: RequestHandle
+    let capacity: Int
+    let plus: Bool
+    let buffer: UnsafeMutablePointer<CChar>
+    var used = 0
+    /// Inodes handed out with attributes (each counted as one lookup by the filesystem).
+    var counted: [Inode] = []
+    let attributeTimeout: Double
+    let entryTimeout: Double
+
+    init(request: RequestHandle, capacity: Int, plus: Bool, attributeTimeout: Double, entryTimeout: Double) {
+        self.request = request
+        self.capacity = max(0, capacity)
+        self.plus = plus
+        self.buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, capacity))
+        self.attributeTimeout = attributeTimeout
+        self.entryTimeout = entryTimeout
     }
+
+    deinit { buffer.deallocate() }
+
+    func add(_ entry: DirectoryEntry, attributes: FileAttributes?) -> Bool {
+        let room = capacity - used
+        guard room > 0 else { return false }
+        let needed: Int
+        if plus {
+            var param = fuse_entry_param()
+            if let attributes {
+                param.ino = attributes.inode.rawValue
+                param.generation = 1
+                param.attr = StatConversion.stat(attributes)
+                param.attr_timeout = attributeTimeout
+                param.entry_timeout = entryTimeout
+            } else {
+                // `.` and `..`: ino 0 tells the kernel not to make a dentry (and count nothing).
+                param.attr = StatConversion.stat(entry)
+            }
+            needed = fuse_add_direntry_plus(request.raw, buffer + used, room, entry.name, &param, off_t(entry.nextOffset))
+        } else {
+            var st = StatConversion.stat(entry)
+            needed = fuse_add_direntry(request.raw, buffer + used, room, entry.name, &st, off_t(entry.nextOffset))
+        }
+        // fuse_add_direntry* return the space the entry needs and write only when that fits.
+        guard needed <= room else { return false }
+        used += needed
+        if plus, let attributes { counted.append(attributes.inode) }
+        return true
+    }
+}
+
+private func readDirectory(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ size: Int, _ offset: off_t,
+                           _ info: UnsafeMutablePointer<fuse_file_info>?, plus: Bool) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let info else { return replyError(request, EBADF) }
+    let fs = context.filesystem
+    let buffer = FuseDirectoryBuffer(request: RequestHandle(raw: request), capacity: size, plus: plus,
+                                     attributeTimeout: fs.attributeTimeout, entryTimeout: fs.entryTimeout)
+    let reply = makeReply(request, context, interruptible: true) { (request, _: Void) in
+        if fuse_reply_buf(request, buffer.buffer, buffer.used) != 0 {
+            for inode in buffer.counted { fs.forget(inode, count: 1) }
+        }
+    }
+    // A failed listing gives back what was counted for entries that will never reach the kernel.
+    let guarded = Reply<Void>(cancellation: reply.cancellation) { result in
+        if case .failure = result { for inode in buffer.counted { fs.forget(inode, count: 1) } }
+        reply.complete(result)
+    }
+    fs.readDirectory(Inode(inode), handle: info.pointee.fh, after: Int64(offset), plus: plus, into: buffer, reply: guarded)
 }
 
 func drivefsReaddir(
     _ request: fuse_req_t?, _ inode: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
-    guard let fs = FuseSessionContext.from(request: request)?.filesystem else { return replyError(request, EIO) }
-    guard let info else { return replyError(request, EBADF) }
-    do throws(FilesystemError) {
-        let entries = try fs.readDirectory(Inode(inode), handle: info.pointee.fh, after: Int64(offset))
-        guard size > 0, !entries.isEmpty else {
-            _ = fuse_reply_buf(request, nil, 0)
-            return
-        }
-        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
-        defer { buffer.deallocate() }
-        var used = 0
-        for entry in entries {
-            var st = StatConversion.stat(entry)
-            // fuse_add_direntry returns the space the entry needs; it writes only when that fits.
-            let needed = fuse_add_direntry(request, buffer + used, size - used, entry.name, &st, off_t(entry.nextOffset))
-            if needed > size - used { break }
-            used += needed
-        }
-        _ = fuse_reply_buf(request, buffer, used)
-    } catch {
-        replyError(request, error.errno)
-    }
+    readDirectory(request, inode, size, offset, info, plus: false)
 }
 
-/// Entries that do not fit in the reply, or a reply that fails, give back the lookup counts
-/// `readDirectoryPlus` took for them.
 func drivefsReaddirplus(
     _ request: fuse_req_t?, _ inode: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
-    guard let fs = FuseSessionContext.from(request: request)?.filesystem else { return replyError(request, EIO) }
-    guard let info else { return replyError(request, EBADF) }
-    do throws(FilesystemError) {
-        let entries = try fs.readDirectoryPlus(Inode(inode), handle: info.pointee.fh, after: Int64(offset))
-        func giveBack(_ rest: ArraySlice<DirectoryEntryPlus>) {
-            for item in rest { if let a = item.attributes { fs.forget(a.inode, count: 1) } }
-        }
-        guard size > 0, !entries.isEmpty else {
-            giveBack(entries[...])
-            _ = fuse_reply_buf(request, nil, 0)
-            return
-        }
-        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
-        defer { buffer.deallocate() }
-        var used = 0
-        var sent = 0
-        for item in entries {
-            var param = fuse_entry_param()
-            if let attributes = item.attributes {
-                param.ino = attributes.inode.rawValue
-                param.generation = 1
-                param.attr = StatConversion.stat(attributes)
-                param.attr_timeout = fs.attributeTimeout
-                param.entry_timeout = fs.entryTimeout
-            } else {
-                // `.` and `..`: ino 0 tells the kernel not to make a dentry (and count nothing).
-                param.attr = StatConversion.stat(item.entry)
-            }
-            let needed = fuse_add_direntry_plus(request, buffer + used, size - used, item.entry.name, &param,
-                                                off_t(item.entry.nextOffset))
-            if needed > size - used { break }
-            used += needed
-            sent += 1
-        }
-        giveBack(entries[sent...])
-        if fuse_reply_buf(request, buffer, used) != 0 { giveBack(entries[..<sent]) }
-    } catch {
-        replyError(request, error.errno)
-    }
+    readDirectory(request, inode, size, offset, info, plus: true)
 }
 
 func drivefsReleasedir(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
@@ -175,33 +294,36 @@ func drivefsReleasedir(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: Unsa
 func drivefsOpen(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     guard let context = FuseSessionContext.from(request: request), let info else { return replyError(request, EIO) }
     let fs = context.filesystem
-    do throws(FilesystemError) {
-        let opened = try fs.open(Inode(inode), flags: info.pointee.flags)
-        info.pointee.fh = opened.handle
-        if context.directIO {
-            cfuse_fi_set_direct_io(info, 1)
+    let directIO = context.directIO
+    let copy = FileInfoCopy(info.pointee)
+    fs.open(Inode(inode), flags: info.pointee.flags, reply: makeReply(request, context, interruptible: true) { request, opened in
+        var fi = copy.value
+        fi.fh = opened.handle
+        if directIO || opened.directIO {
+            cfuse_fi_set_direct_io(&fi, 1)
         } else {
-            cfuse_fi_set_keep_cache(info, opened.keepCache ? 1 : 0)
+            cfuse_fi_set_keep_cache(&fi, opened.keepCache ? 1 : 0)
         }
-        if fuse_reply_open(request, info) != 0 { fs.release(Inode(inode), handle: opened.handle) }
-    } catch {
-        replyError(request, error.errno)
-    }
+        if fuse_reply_open(request, &fi) != 0 { fs.release(Inode(inode), handle: opened.handle) }
+    })
 }
 
 func drivefsRead(
     _ request: fuse_req_t?, _ inode: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
-    guard let fs = FuseSessionContext.from(request: request)?.filesystem else { return replyError(request, EIO) }
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
     guard let info else { return replyError(request, EBADF) }
-    do throws(FilesystemError) {
-        let bytes = try fs.read(Inode(inode), handle: info.pointee.fh, offset: Int64(offset), size: size)
-        bytes.withUnsafeBytes { raw in
-            _ = fuse_reply_buf(request, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count)
+    context.filesystem.read(Inode(inode), handle: info.pointee.fh, offset: Int64(offset), size: size,
+                            reply: makeReply(request, context, interruptible: true) { request, data in
+        switch data {
+        case .bytes(let bytes):
+            bytes.withUnsafeBytes { raw in
+                _ = fuse_reply_buf(request, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count)
+            }
+        case .file(let descriptor, let at, let length):
+            _ = cfuse_reply_fd(request, descriptor, off_t(at), length)
         }
-    } catch {
-        replyError(request, error.errno)
-    }
+    })
 }
 
 func drivefsRelease(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
@@ -212,7 +334,9 @@ func drivefsRelease(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: UnsafeM
 }
 
 func drivefsStatfs(_ request: fuse_req_t?, _ inode: fuse_ino_t) {
-    guard let fs = FuseSessionContext.from(request: request)?.filesystem else { return replyError(request, EIO) }
-    var stats = StatConversion.statvfs(fs.statistics())
-    _ = fuse_reply_statfs(request, &stats)
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    context.filesystem.statistics(reply: makeReply(request, context, interruptible: true) { request, statistics in
+        var stats = StatConversion.statvfs(statistics)
+        _ = fuse_reply_statfs(request, &stats)
+    })
 }

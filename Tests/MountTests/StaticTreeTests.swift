@@ -106,7 +106,7 @@ final class StaticTreeTests: XCTestCase {
 extension StaticTreeTests {
     func testReadDirectoryPlusCountsOneLookupPerEntryButNotDots() throws {
         let handle = try tree.openDirectory(.root)
-        let entries = try tree.readDirectoryPlus(.root, handle: handle, after: 0)
+        let entries = try tree.listPlus(.root, handle: handle, after: 0)
         XCTAssertEqual(entries.map(\.entry.name), [".", "..", "data", "docs", "empty.txt", "hello.txt"])
         XCTAssertNil(entries[0].attributes)
         XCTAssertNil(entries[1].attributes)
@@ -115,9 +115,23 @@ extension StaticTreeTests {
         for item in entries.dropFirst(2) {
             XCTAssertEqual(tree.lookupCount(of: item.entry.inode), 1, item.entry.name)
         }
-        let tail = try tree.readDirectoryPlus(.root, handle: handle, after: 5)
+        let tail = try tree.listPlus(.root, handle: handle, after: 5)
         XCTAssertEqual(tail.map(\.entry.name), ["hello.txt"])
         XCTAssertEqual(tree.lookupCount(of: tail[0].entry.inode), 2)
+        tree.releaseDirectory(.root, handle: handle)
+    }
+
+    /// The reply's size budget: entries that do not fit are neither added nor counted.
+    func testReadDirectoryPlusCountsOnlyWhatFits() throws {
+        let handle = try tree.openDirectory(.root)
+        let first = try tree.listPlus(.root, handle: handle, after: 0, capacity: 3)
+        XCTAssertEqual(first.map(\.entry.name), [".", "..", "data"])
+        XCTAssertEqual(tree.lookupCount(of: first[2].entry.inode), 1)
+        let docs = try tree.lookup(parent: .root, name: "docs").inode
+        tree.forget(docs, count: 1)
+        XCTAssertEqual(tree.lookupCount(of: docs), 0, "an entry that did not fit counted nothing")
+        let rest = try tree.listPlus(.root, handle: handle, after: first[2].entry.nextOffset)
+        XCTAssertEqual(rest.map(\.entry.name), ["docs", "empty.txt", "hello.txt"])
         tree.releaseDirectory(.root, handle: handle)
     }
 }

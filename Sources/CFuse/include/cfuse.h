@@ -5,6 +5,7 @@
 #define FUSE_USE_VERSION 312
 #include <fuse3/fuse_lowlevel.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 // Swift 6 rejects the C global; hand it out through a function.
 FILE *cfuse_stderr(void);
@@ -15,5 +16,9 @@ int cfuse_session_loop_mt(struct fuse_session *se, struct fuse_loop_config *conf
 // The bit fields of fuse_file_info, set from Swift without relying on how they import.
 void cfuse_fi_set_keep_cache(struct fuse_file_info *fi, int on);
 void cfuse_fi_set_direct_io(struct fuse_file_info *fi, int on);
+
+// fuse_reply_data with one buffer that is `size` bytes of `fd` from `pos` (FUSE_BUFVEC_INIT is a
+// macro): libfuse splices or reads them into the reply without a copy through Swift.
+int cfuse_reply_fd(fuse_req_t req, int fd, off_t pos, size_t size);
 
 #endif

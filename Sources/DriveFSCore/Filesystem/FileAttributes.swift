@@ -67,9 +67,13 @@ public struct OpenedFile: Sendable, Equatable {
     public var handle: UInt64
     /// The content has not changed since the last open: keep the page cache.
     public var keepCache: Bool
-    public init(handle: UInt64, keepCache: Bool) {
+    /// Bypass the page cache (and the kernel's idea of the file's size): for content whose size is
+    /// known only once it is read, such as an exported Google Doc.
+    public var directIO: Bool
+    public init(handle: UInt64, keepCache: Bool, directIO: Bool = false) {
         self.handle = handle
         self.keepCache = keepCache
+        self.directIO = directIO
     }
 }
 

@@ -1,45 +1,149 @@
+import DriveClient
+import DriveSupport
+
 /// What the FUSE bridge asks of a filesystem: libfuse's low-level operations, in Swift terms.
 ///
 /// Contracts (libfuse's, see `fuse_lowlevel.h`):
 /// - Inode numbers are the filesystem's own; `Inode.root` always exists.
-/// - Every successful `lookup` adds one to the inode's lookup count; `forget` subtracts what the
+/// - Every successful `lookup` adds one to the inode's lookup count; so does every entry that
+///   `readDirectory(plus: true)` adds to the buffer with attributes. `forget` subtracts what the
 ///   kernel says; `forgetAll` (unmount) drops every count. An inode may be freed only when its
 ///   count is zero and no handle is open on it.
-/// - Methods are called concurrently from libfuse's worker threads: implementations guard their
-///   state themselves and never block one call on another.
-/// - Errors are `FilesystemError`s; the bridge turns each into exactly one errno reply.
+/// - Replies are asynchronous: each operation that takes a `Reply` answers it exactly once, from
+///   any thread, now or later. A call never blocks its caller (a libfuse worker) on the network:
+///   what needs Drive runs on the filesystem's own threads and replies from there, so a stalled
+///   connection can never take the workers that `getattr`, `release` or `forget` need.
+/// - Methods without a `Reply` (`forget`, `release`, `releaseDirectory`) return at once and cannot
+///   fail: the kernel ignores their result.
+/// - `start` is called once the session is live (after daemonizing: threads started before the
+///   fork would not exist in the daemon); `stop` when it ends. Replies may be requested before
+///   `start` only by tests.
 public protocol FilesystemOperations: AnyObject, Sendable {
     /// How long the kernel may cache a name → inode answer, and an inode's attributes, in seconds.
     var entryTimeout: Double { get }
     var attributeTimeout: Double { get }
+    /// How long the kernel may remember that a name does not exist (0: not at all).
+    var negativeEntryTimeout: Double { get }
+
+    func start(notifier: any KernelNotifier)
+    func stop()
 
     /// Finds `name` in the directory `parent`; on success the lookup count of the result goes up by one.
-    func lookup(parent: Inode, name: String) throws(FilesystemError) -> FileAttributes
+    func lookup(parent: Inode, name: String, reply: Reply<FileAttributes>)
     /// The kernel dropped `count` references to `inode`.
     func forget(_ inode: Inode, count: UInt64)
     /// Unmount: every lookup count is now zero.
     func forgetAll()
 
-    func attributes(of inode: Inode) throws(FilesystemError) -> FileAttributes
+    func attributes(of inode: Inode, reply: Reply<FileAttributes>)
 
-    func openDirectory(_ inode: Inode) throws(FilesystemError) -> UInt64
-    /// The entries after the cookie `offset` (0 = from the start), including `.` and `..`.
-    /// The bridge sends as many as fit and calls again with the last one's `nextOffset`.
-    func readDirectory(_ inode: Inode, handle: UInt64, after offset: Int64) throws(FilesystemError) -> [DirectoryEntry]
-    /// `readDirectory` with each entry's attributes (readdirplus: `ls -l` without a lookup per name).
-    /// Every returned entry except `.` and `..` has had its lookup count raised by one, exactly as
-    /// `lookup` would; `attributes` is nil for `.` and `..`.
-    func readDirectoryPlus(_ inode: Inode, handle: UInt64, after offset: Int64) throws(FilesystemError) -> [DirectoryEntryPlus]
+    func openDirectory(_ inode: Inode, reply: Reply<UInt64>)
+    /// Adds the entries after the cookie `offset` (0 = from the start, `.` and `..` first) to
+    /// `buffer` until it is full (`add` returns false), then replies. With `plus`, each entry but
+    /// `.` and `..` carries its attributes and counts as a lookup once it was added (never for an
+    /// entry the buffer refused). Cookies are stable for the life of the handle.
+    func readDirectory(_ inode: Inode, handle: UInt64, after offset: Int64, plus: Bool, into buffer: any DirectoryBuffer,
+                       reply: Reply<Void>)
     func releaseDirectory(_ inode: Inode, handle: UInt64)
 
     /// `flags` are `open(2)`'s. A filesystem that cannot write rejects write access here.
-    func open(_ inode: Inode, flags: Int32) throws(FilesystemError) -> OpenedFile
+    func open(_ inode: Inode, flags: Int32, reply: Reply<OpenedFile>)
     /// Up to `size` bytes at `offset`; fewer only at the end of the file.
-    func read(_ inode: Inode, handle: UInt64, offset: Int64, size: Int) throws(FilesystemError) -> [UInt8]
+    func read(_ inode: Inode, handle: UInt64, offset: Int64, size: Int, reply: Reply<ReadData>)
     /// The last close of a handle. The kernel ignores failures here, so nothing that can fail belongs in it.
     func release(_ inode: Inode, handle: UInt64)
 
-    func statistics() -> FilesystemStatistics
+    /// The target of a symbolic link.
+    func readLink(_ inode: Inode, reply: Reply<String>)
+
+    func statistics(reply: Reply<FilesystemStatistics>)
+}
+
+extension FilesystemOperations {
+    public var negativeEntryTimeout: Double { 0 }
+    public func start(notifier: any KernelNotifier) {}
+    public func stop() {}
+    public func readLink(_ inode: Inode, reply: Reply<String>) { reply.fail(.invalidArgument) }
+}
+
+/// The answer to one kernel request, sent exactly once from whichever thread has it.
+///
+/// The bridge makes one per request; `cancellation` is set when the kernel interrupts the request
+/// (Ctrl-C on the process that waits), and the work done for the request should stop and answer
+/// `EINTR`. A second answer is a bug: it is dropped (and trips an assertion in debug builds),
+/// because libfuse would free the request twice.
+public final class Reply<Value: Sendable>: Sendable {
+    private let send: @Sendable (Result<Value, FilesystemError>) -> Void
+    private let sent = Locked(false)
+    public let cancellation: CancellationFlag?
+
+    public init(cancellation: CancellationFlag? = nil, _ send: @escaping @Sendable (Result<Value, FilesystemError>) -> Void) {
+        self.cancellation = cancellation
+        self.send = send
+    }
+
+    public func succeed(_ value: Value) { complete(.success(value)) }
+    public func fail(_ error: FilesystemError) { complete(.failure(error)) }
+
+    public func complete(_ result: Result<Value, FilesystemError>) {
+        let first = sent.withLock { sent -> Bool in
+            defer { sent = true }
+            return !sent
+        }
+        assert(first, "a request was answered twice")
+        if first { send(result) }
+    }
+
+    /// Runs `body` and answers with its value or error.
+    public func answer(_ body: () throws(FilesystemError) -> Value) {
+        do throws(FilesystemError) { succeed(try body()) } catch { fail(error) }
+    }
+
+    public var isAnswered: Bool { sent.withLock { $0 } }
+}
+
+extension Reply where Value == Void {
+    public func succeed() { succeed(()) }
+}
+
+/// Where `readDirectory` puts entries: the reply buffer of one readdir request, with room for what
+/// the kernel asked. Used by one thread at a time (the one that fills it, then the one that replies).
+public protocol DirectoryBuffer: AnyObject, Sendable {
+    /// Adds one entry (with `attributes` for readdirplus, nil for `.` and `..` or plain readdir);
+    /// false when it does not fit, in which case nothing was added and nothing may be counted.
+    func add(_ entry: DirectoryEntry, attributes: FileAttributes?) -> Bool
+}
+
+/// What a read answers: bytes in memory, or a range of an open file that the bridge hands to the
+/// kernel without copying it through Swift (`fuse_reply_data` from the descriptor). The descriptor
+/// stays open at least until the reply returns.
+public enum ReadData: Sendable, Equatable {
+    case bytes([UInt8])
+    case file(descriptor: Int32, offset: Int64, length: Int)
+
+    public var count: Int {
+        switch self {
+        case .bytes(let b): return b.count
+        case .file(_, _, let length): return length
+        }
+    }
+}
+
+/// The kernel caches the filesystem tells to forget: libfuse's `notify_inval_entry` / `_inode`.
+/// Never call these while holding a lock that an operation's reply path needs, nor from inside an
+/// operation on the same inode (the kernel may wait for that operation: a deadlock).
+public protocol KernelNotifier: Sendable {
+    /// Forget the name `name` in `parent` (a rename, a removal, or a name that now exists).
+    func invalidateEntry(parent: Inode, name: String)
+    /// Forget the attributes and the cached pages of `inode` (its content changed).
+    func invalidateInode(_ inode: Inode)
+}
+
+/// A notifier that tells nobody: for tests, and before a session exists.
+public struct SilentNotifier: KernelNotifier {
+    public init() {}
+    public func invalidateEntry(parent: Inode, name: String) {}
+    public func invalidateInode(_ inode: Inode) {}
 }
 
 /// A directory entry with the attributes readdirplus hands the kernel.
@@ -54,29 +158,4 @@ public struct DirectoryEntryPlus: Sendable, Equatable {
     }
 
     public static func isDotOrDotDot(_ name: String) -> Bool { name == "." || name == ".." }
-}
-
-extension FilesystemOperations {
-    /// Built from `readDirectory` and `lookup` (which does the counting). A filesystem with the
-    /// attributes at hand should answer in one pass instead.
-    public func readDirectoryPlus(_ inode: Inode, handle: UInt64, after offset: Int64) throws(FilesystemError)
-        -> [DirectoryEntryPlus]
-    {
-        var result: [DirectoryEntryPlus] = []
-        for entry in try readDirectory(inode, handle: handle, after: offset) {
-            if DirectoryEntryPlus.isDotOrDotDot(entry.name) {
-                result.append(DirectoryEntryPlus(entry: entry, attributes: nil))
-                continue
-            }
-            do throws(FilesystemError) {
-                result.append(DirectoryEntryPlus(entry: entry, attributes: try lookup(parent: inode, name: entry.name)))
-            } catch where error == .notFound {
-                // Removed since the listing was taken: leave it out.
-            } catch {
-                for counted in result { if let a = counted.attributes { forget(a.inode, count: 1) } }
-                throw error
-            }
-        }
-        return result
-    }
 }

@@ -2,7 +2,9 @@ import DriveSupport
 import Glibc
 
 /// A fixed, read-only, in-memory tree served through `FilesystemOperations`: what the smoke mount
-/// serves, and a second implementation that keeps the protocol honest.
+/// serves, and a second implementation that keeps the protocol honest. Nothing here waits, so
+/// every reply is sent before the call returns; the synchronous methods are the same operations
+/// for tests.
 ///
 /// The nodes never change; only lookup counts and open handles do, behind one lock (`state`; no
 /// other lock is taken while it is held). Inodes are numbered from `Inode.root` in path order.
@@ -94,7 +96,49 @@ public final class StaticTree: FilesystemOperations {
     public func lookupCount(of inode: Inode) -> UInt64 { state.withLock { $0.lookupCounts[inode] ?? 0 } }
     public var openHandleCount: Int { state.withLock { $0.openFiles.count + $0.openDirectories.count } }
 
-    // MARK: FilesystemOperations
+    // MARK: FilesystemOperations (asynchronous form: every reply is sent at once)
+
+    public func lookup(parent: Inode, name: String, reply: Reply<FileAttributes>) {
+        reply.answer { () throws(FilesystemError) in try lookup(parent: parent, name: name) }
+    }
+
+    public func attributes(of inode: Inode, reply: Reply<FileAttributes>) {
+        reply.answer { () throws(FilesystemError) in try attributes(of: inode) }
+    }
+
+    public func openDirectory(_ inode: Inode, reply: Reply<UInt64>) {
+        reply.answer { () throws(FilesystemError) in try openDirectory(inode) }
+    }
+
+    public func readDirectory(_ inode: Inode, handle: UInt64, after offset: Int64, plus: Bool,
+                              into buffer: any DirectoryBuffer, reply: Reply<Void>) {
+        do throws(FilesystemError) {
+            for entry in try readDirectory(inode, handle: handle, after: offset) {
+                if plus && !DirectoryEntryPlus.isDotOrDotDot(entry.name) {
+                    let attributes = try self.attributes(of: entry.inode)
+                    guard buffer.add(entry, attributes: attributes) else { break }
+                    state.withLock { $0.lookupCounts[entry.inode, default: 0] += 1 }
+                } else {
+                    guard buffer.add(entry, attributes: nil) else { break }
+                }
+            }
+            reply.succeed()
+        } catch {
+            reply.fail(error)
+        }
+    }
+
+    public func open(_ inode: Inode, flags: Int32, reply: Reply<OpenedFile>) {
+        reply.answer { () throws(FilesystemError) in try open(inode, flags: flags) }
+    }
+
+    public func read(_ inode: Inode, handle: UInt64, offset: Int64, size: Int, reply: Reply<ReadData>) {
+        reply.answer { () throws(FilesystemError) in .bytes(try read(inode, handle: handle, offset: offset, size: size)) }
+    }
+
+    public func statistics(reply: Reply<FilesystemStatistics>) { reply.succeed(statistics()) }
+
+    // MARK: The same operations, synchronously
 
     public func lookup(parent: Inode, name: String) throws(FilesystemError) -> FileAttributes {
         let directory = try node(parent)
