@@ -1,0 +1,536 @@
+import DriveClient
+import DriveSupport
+import Foundation
+import Glibc
+
+/// File content on local disk, in fixed-size blocks, per content version (`ContentKey`).
+///
+/// Contracts:
+/// - Bytes of one version are never served for another: every version has its own sparse file,
+///   and a block counts as present only once every byte of it was written from a download of that
+///   version (pinned to its revision when Drive names one).
+/// - Concurrent readers of the same blocks share one download: a block is fetched by one reader
+///   while the others wait for it; blocks become present as their bytes arrive, so a reader waits
+///   only for what it needs.
+/// - Capped at `capacity` bytes of present blocks: past it, the least recently used blocks of
+///   content that no handle has open are released (holes punched; files removed when empty).
+///   Open content is never evicted, so the cap can be exceeded while open files need more.
+/// - Survives remounts: which blocks of which version are present is recorded beside each file
+///   (`.map`, written after the data is flushed with fdatasync), so a crash can lose cached blocks,
+///   never make wrong ones.
+/// - Memory does not grow with file size: downloads stream into the file (pwrite), and reads are
+///   answered from the file descriptor.
+///
+/// Lock order: `condition` is a leaf with respect to the rest of the core (never held while
+/// calling Drive, the node table or the kernel).
+public final class BlockCache: Sendable {
+    public let directory: URL
+    public let capacity: Int64
+    public let blockSize: Int
+
+    private let condition = NSCondition()
+    // GUARDED_BY(condition): everything below.
+    private nonisolated(unsafe) var entries: [ContentKey: Entry] = [:]
+    private nonisolated(unsafe) var usage: Int64 = 0
+    private nonisolated(unsafe) var tick: UInt64 = 0
+    private nonisolated(unsafe) var exporting: Set<ContentKey> = []
+    private nonisolated(unsafe) var counters = Counters()
+
+    public struct Counters: Sendable, Equatable {
+        public var bytesFetched: Int64 = 0
+        public var fetches: Int = 0
+        public var blocksEvicted: Int = 0
+    }
+
+    /// One content version. Reached only under `condition`.
+    final class Entry {
+        let key: ContentKey
+        var size: Int64
+        let path: String
+        var descriptor: Int32 = -1
+        var present: [UInt64]
+        var presentCount = 0
+        var fetching: Set<Int> = []
+        var lastUse: [UInt64]
+        var pins = 0
+        /// The map on disk is behind `present`.
+        var dirty = false
+        /// Discarded while pinned: removed at the last release.
+        var doomed = false
+
+        init(key: ContentKey, size: Int64, path: String, blockSize: Int) {
+            self.key = key
+            self.size = size
+            self.path = path
+            let blocks = Int((max(0, size) + Int64(blockSize) - 1) / Int64(blockSize))
+            present = Array(repeating: 0, count: (blocks + 63) / 64)
+            lastUse = Array(repeating: 0, count: blocks)
+        }
+
+        var blockCount: Int { lastUse.count }
+        func isPresent(_ b: Int) -> Bool { present[b >> 6] & (1 << UInt64(b & 63)) != 0 }
+        func setPresent(_ b: Int) -> Bool {
+            guard !isPresent(b) else { return false }
+            present[b >> 6] |= 1 << UInt64(b & 63)
+            presentCount += 1
+            return true
+        }
+        func clearPresent(_ b: Int) {
+            guard isPresent(b) else { return }
+            present[b >> 6] &= ~(1 << UInt64(b & 63))
+            presentCount -= 1
+        }
+    }
+
+    /// An open reference to one content version: keeps it from eviction and its descriptor open.
+    public final class Handle: Sendable {
+        public let key: ContentKey
+        public let descriptor: Int32
+        public let size: Int64
+        let entry: UncheckedEntry
+
+        init(entry: Entry) {
+            self.key = entry.key
+            self.descriptor = entry.descriptor
+            self.size = entry.size
+            self.entry = UncheckedEntry(entry)
+        }
+    }
+
+    /// @unchecked: the entry is only touched under the cache's `condition`.
+    struct UncheckedEntry: @unchecked Sendable {
+        let value: Entry
+        init(_ value: Entry) { self.value = value }
+    }
+
+    public init(directory: URL, capacity: Int64, blockSize: Int) throws(FilesystemError) {
+        self.directory = directory
+        self.capacity = max(Int64(blockSize), capacity)
+        self.blockSize = blockSize
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            Log.shared.error("cache", "cannot create the cache directory \(directory.path): \(error)")
+            throw FilesystemError(errno: EACCES)
+        }
+        loadMaps()
+    }
+
+    public var counterValues: Counters { condition.lock(); defer { condition.unlock() }; return counters }
+    public var bytesUsed: Int64 { condition.lock(); defer { condition.unlock() }; return usage }
+    public var entryCount: Int { condition.lock(); defer { condition.unlock() }; return entries.count }
+
+    // MARK: Opening and closing
+
+    /// Pins `key` (a blob of `size` bytes), creating its sparse file if needed.
+    public func open(_ key: ContentKey, size: Int64) throws(FilesystemError) -> Handle {
+        condition.lock()
+        defer { condition.unlock() }
+        let entry: Entry
+        if let existing = entries[key], !existing.doomed, existing.size == size {
+            entry = existing
+        } else {
+            if let existing = entries[key] { remove(existing) }
+            entry = Entry(key: key, size: size, path: path(for: key), blockSize: blockSize)
+            entries[key] = entry
+        }
+        try openDescriptor(entry)
+        entry.pins += 1
+        return Handle(entry: entry)
+    }
+
+    /// Pins an exported file, producing it with `export` (once, however many callers ask at the
+    /// same time) if it is not cached yet.
+    public func openExport(_ key: ContentKey, cancellation: CancellationFlag?,
+                           export: () throws -> [UInt8]) throws(FilesystemError) -> Handle {
+        condition.lock()
+        while exporting.contains(key) {
+            if cancellation?.isCancelled == true { condition.unlock(); throw FilesystemError(errno: EINTR) }
+            _ = condition.wait(until: Date().addingTimeInterval(0.2))
+        }
+        if let entry = entries[key], !entry.doomed, entry.presentCount == entry.blockCount {
+            defer { condition.unlock() }
+            try openDescriptor(entry)
+            entry.pins += 1
+            return Handle(entry: entry)
+        }
+        exporting.insert(key)
+        condition.unlock()
+        defer {
+            condition.lock()
+            exporting.remove(key)
+            condition.broadcast()
+            condition.unlock()
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = try export()
+        } catch {
+            throw FilesystemError.from(error)
+        }
+        condition.lock()
+        defer { condition.unlock() }
+        if let old = entries[key] { remove(old) }
+        let entry = Entry(key: key, size: Int64(bytes.count), path: path(for: key), blockSize: blockSize)
+        entries[key] = entry
+        try openDescriptor(entry)
+        if let problem = Self.writeAll(entry.descriptor, bytes, at: 0) {
+            remove(entry)
+            Log.shared.error("cache", "cannot write an export of \(key.fileID) to the cache: \(problem)")
+            throw .ioError
+        }
+        for b in 0..<entry.blockCount where entry.setPresent(b) { usage += blockBytes(entry, b) }
+        counters.bytesFetched += Int64(bytes.count)
+        counters.fetches += 1
+        entry.dirty = true
+        entry.pins += 1
+        evictIfNeeded()
+        return Handle(entry: entry)
+    }
+
+    /// Unpins; the last release of a version saves its map and closes its file.
+    public func release(_ handle: Handle) {
+        condition.lock()
+        defer { condition.unlock() }
+        let entry = handle.entry.value
+        assert(entry.pins > 0, "release of an unpinned cache entry")
+        entry.pins -= 1
+        guard entry.pins == 0 else { return }
+        if entry.doomed {
+            remove(entry)
+            return
+        }
+        saveMap(entry)
+        closeDescriptor(entry)
+        evictIfNeeded()
+    }
+
+    /// Forgets a version that no file has any more (its blocks can never be served again).
+    public func discard(_ key: ContentKey) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let entry = entries[key] else { return }
+        if entry.pins > 0 {
+            entry.doomed = true
+            entries[key] = nil
+        } else {
+            remove(entry)
+        }
+    }
+
+    /// Saves every map (at unmount).
+    public func flush() {
+        condition.lock()
+        defer { condition.unlock() }
+        for entry in entries.values { saveMap(entry) }
+    }
+
+    // MARK: Reading
+
+    /// True when `[offset, offset + length)` is all present (and marks it used).
+    public func isPresent(_ handle: Handle, offset: Int64, length: Int) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        let entry = handle.entry.value
+        guard let range = blocks(entry, offset, Int64(length)) else { return true }
+        tick += 1
+        for b in range {
+            guard entry.isPresent(b) else { return false }
+            entry.lastUse[b] = tick
+        }
+        return true
+    }
+
+    /// The first block in `[offset, offset + length)` that is neither present nor being fetched,
+    /// claimed for the caller with the run of such blocks after it (at most `maxBytes`), or nil.
+    /// Used by read-ahead, which fetches only what nobody fetches yet.
+    func claim(_ handle: Handle, offset: Int64, length: Int64, maxBytes: Int64) -> ClosedRange<Int>? {
+        condition.lock()
+        defer { condition.unlock() }
+        let entry = handle.entry.value
+        guard let range = blocks(entry, offset, length) else { return nil }
+        return claimRun(entry, in: range, maxBlocks: max(1, Int(maxBytes / Int64(blockSize))))
+    }
+
+    private func claimRun(_ entry: Entry, in range: ClosedRange<Int>, maxBlocks: Int) -> ClosedRange<Int>? {
+        guard let start = range.first(where: { !entry.isPresent($0) && !entry.fetching.contains($0) }) else { return nil }
+        var end = start
+        while end + 1 <= range.upperBound, end - start + 1 < maxBlocks, !entry.isPresent(end + 1),
+              !entry.fetching.contains(end + 1) {
+            end += 1
+        }
+        for b in start...end { entry.fetching.insert(b) }
+        return start...end
+    }
+
+    /// Makes `[offset, offset + length)` present: fetches what nobody fetches (with `fetch`, on
+    /// this thread), waits for what others fetch. Throws the caller's own fetch failure, or EINTR
+    /// when `cancellation` fires while it waits.
+    public func ensure(_ handle: Handle, offset: Int64, length: Int, cancellation: CancellationFlag?,
+                       fetch: Fetcher) throws(FilesystemError) {
+        let entry = handle.entry.value
+        while true {
+            condition.lock()
+            guard let range = blocks(entry, offset, Int64(length)) else { condition.unlock(); return }
+            tick += 1
+            var missing = false
+            for b in range {
+                entry.lastUse[b] = tick
+                if !entry.isPresent(b) { missing = true }
+            }
+            guard missing else { condition.unlock(); return }
+            if let run = claimRun(entry, in: range, maxBlocks: Int.max) {
+                condition.unlock()
+                try download(handle, blocks: run, fetch: fetch)
+                continue
+            }
+            if cancellation?.isCancelled == true { condition.unlock(); throw FilesystemError(errno: EINTR) }
+            _ = condition.wait(until: Date().addingTimeInterval(0.2))
+            condition.unlock()
+        }
+    }
+
+    /// Downloads `[offset, offset + length)` of a content version into `sink`; returns the count.
+    public typealias Fetcher = (_ offset: Int64, _ length: Int64, _ sink: ResponseSink) throws -> Int64
+
+    /// Fetches the claimed blocks `run` (they are marked as being fetched by the caller), marking
+    /// each present as its last byte arrives. Unclaims what did not arrive, whatever happens.
+    func download(_ handle: Handle, blocks run: ClosedRange<Int>, fetch: Fetcher) throws(FilesystemError) {
+        let entry = handle.entry.value
+        let start = Int64(run.lowerBound) * Int64(blockSize)
+        let length = min(entry.size, Int64(run.upperBound + 1) * Int64(blockSize)) - start
+        let fd = handle.descriptor
+        let progress = Locked<(written: Int64, marked: Int, writeError: Int32)>((0, run.lowerBound, 0))
+        let blockSize = Int64(self.blockSize)
+        let size = entry.size
+        let sink = ResponseSink.callback { [self] chunk in
+            var (written, failed) = progress.withLock { ($0.written, $0.writeError) }
+            guard failed == 0 else { return false }
+            let room = Int(length - written)
+            let count = min(chunk.count, room)
+            var done = 0
+            while done < count {
+                let n = pwrite(fd, chunk.baseAddress! + done, count - done, off_t(start + written + Int64(done)))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failed = errno
+                    progress.withLock { $0.writeError = failed }
+                    return false
+                }
+                done += n
+            }
+            written += Int64(count)
+            let complete = Int((start + written) / blockSize) - 1
+            let last = start + written == min(size, start + length) ? run.upperBound : min(run.upperBound, complete)
+            let from = progress.withLock { p -> Int in
+                p.written = written
+                defer { p.marked = max(p.marked, last + 1) }
+                return p.marked
+            }
+            if last >= from { self.markPresent(entry, from...last) }
+            return count == chunk.count
+        }
+        var failure: FilesystemError?
+        do {
+            let received = try fetch(start, length, sink)
+            if received < length && progress.withLock({ $0.written }) < length {
+                Log.shared.warning("cache", "\(entry.key): asked for \(length) bytes at \(start), got \(received): "
+                                   + "the file is shorter than listed (it changed?)")
+                failure = .ioError
+            }
+        } catch let error as DriveError where error == .cancelled && progress.withLock({ $0.written }) >= length {
+            // The sink stopped a server that sent more than was asked: what was asked arrived.
+        } catch {
+            let code = progress.withLock { $0.writeError }
+            if code != 0 {
+                Log.shared.error("cache", "cannot write to the cache file of \(entry.key): \(String(cString: strerror(code)))")
+                failure = FilesystemError(errno: code == ENOSPC ? ENOSPC : EIO)
+            } else {
+                failure = FilesystemError.from(error)
+            }
+        }
+        condition.lock()
+        for b in run { entry.fetching.remove(b) }
+        counters.fetches += 1
+        counters.bytesFetched += progress.withLock { $0.written }
+        condition.broadcast()
+        condition.unlock()
+        if let failure { throw failure }
+    }
+
+    private func markPresent(_ entry: Entry, _ range: ClosedRange<Int>) {
+        condition.lock()
+        defer { condition.unlock() }
+        for b in range {
+            entry.fetching.remove(b)
+            if entry.setPresent(b) { usage += blockBytes(entry, b) }
+        }
+        entry.dirty = true
+        condition.broadcast()
+        evictIfNeeded()
+    }
+
+    // MARK: Internals (under `condition`)
+
+    private func blocks(_ entry: Entry, _ offset: Int64, _ length: Int64) -> ClosedRange<Int>? {
+        let end = min(entry.size, offset + max(0, length))
+        guard offset < end, offset >= 0 else { return nil }
+        return Int(offset / Int64(blockSize))...Int((end - 1) / Int64(blockSize))
+    }
+
+    private func blockBytes(_ entry: Entry, _ b: Int) -> Int64 {
+        min(Int64(blockSize), entry.size - Int64(b) * Int64(blockSize))
+    }
+
+    private func path(for key: ContentKey) -> String {
+        let digest = Digest.hex(.sha256, of: Array("\(key.fileID)\0\(key.version)\0\(key.exportMimeType ?? "")".utf8))
+        return directory.appendingPathComponent(String(digest.prefix(40))).path
+    }
+
+    private func openDescriptor(_ entry: Entry) throws(FilesystemError) {
+        guard entry.descriptor < 0 else { return }
+        let fd = Glibc.open(entry.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            Log.shared.error("cache", "cannot open the cache file \(entry.path): \(String(cString: strerror(code)))")
+            throw FilesystemError(errno: code == ENOSPC ? ENOSPC : EIO)
+        }
+        var st = stat()
+        if fstat(fd, &st) == 0, st.st_size != entry.size, ftruncate(fd, off_t(entry.size)) != 0 {
+            let code = errno
+            close(fd)
+            Log.shared.error("cache", "cannot size the cache file \(entry.path): \(String(cString: strerror(code)))")
+            throw FilesystemError(errno: code == ENOSPC ? ENOSPC : EIO)
+        }
+        entry.descriptor = fd
+    }
+
+    private func closeDescriptor(_ entry: Entry) {
+        guard entry.descriptor >= 0 else { return }
+        close(entry.descriptor)
+        entry.descriptor = -1
+    }
+
+    private func remove(_ entry: Entry) {
+        for b in 0..<entry.blockCount where entry.isPresent(b) { usage -= blockBytes(entry, b) }
+        closeDescriptor(entry)
+        unlink(entry.path)
+        unlink(entry.path + ".map")
+        if entries[entry.key] === entry { entries[entry.key] = nil }
+    }
+
+    /// Least recently used blocks of unpinned content go first, down to 90% of the cap.
+    private func evictIfNeeded() {
+        guard usage > capacity else { return }
+        var candidates: [(tick: UInt64, entry: Entry, block: Int)] = []
+        for entry in entries.values where entry.pins == 0 {
+            for b in 0..<entry.blockCount where entry.isPresent(b) && !entry.fetching.contains(b) {
+                candidates.append((entry.lastUse[b], entry, b))
+            }
+        }
+        candidates.sort { $0.tick < $1.tick }
+        let target = capacity / 10 * 9
+        var touched: [ObjectIdentifier: Entry] = [:]
+        for candidate in candidates {
+            guard usage > target else { break }
+            let entry = candidate.entry
+            if entry.descriptor < 0 { entry.descriptor = Glibc.open(entry.path, O_RDWR | O_CLOEXEC) }
+            if entry.descriptor >= 0 {
+                _ = fallocate(entry.descriptor, 0x02 | 0x01,  // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+                              off_t(Int64(candidate.block) * Int64(blockSize)), off_t(blockBytes(entry, candidate.block)))
+            }
+            entry.clearPresent(candidate.block)
+            usage -= blockBytes(entry, candidate.block)
+            counters.blocksEvicted += 1
+            entry.dirty = true
+            touched[ObjectIdentifier(entry)] = entry
+        }
+        for entry in touched.values {
+            if entry.presentCount == 0 {
+                remove(entry)
+            } else {
+                saveMap(entry)
+                closeDescriptor(entry)
+            }
+        }
+    }
+
+    // MARK: Maps on disk
+
+    private struct MapFile: Codable {
+        var fileID: String
+        var version: String
+        var revision: String?
+        var exportMimeType: String?
+        var size: Int64
+        var blockSize: Int
+        var present: [UInt64]
+    }
+
+    private func saveMap(_ entry: Entry) {
+        guard entry.dirty, !entry.doomed else { return }
+        if entry.descriptor >= 0 { _ = fdatasync(entry.descriptor) }
+        let map = MapFile(fileID: entry.key.fileID, version: entry.key.version, revision: entry.key.revision,
+                          exportMimeType: entry.key.exportMimeType, size: entry.size, blockSize: blockSize,
+                          present: entry.present)
+        do {
+            let data = try JSONEncoder().encode(map)
+            try AtomicFile.write(Array(data), to: URL(fileURLWithPath: entry.path + ".map"), mode: 0o600)
+            entry.dirty = false
+        } catch {
+            Log.shared.warning("cache", "cannot save the block map of \(entry.key): \(error)")
+        }
+    }
+
+    /// Rebuilds the table from the maps of an earlier mount; files without a readable map go.
+    private func loadMaps() {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        var loaded: [(Date, Entry)] = []
+        var keep = Set<String>()
+        for name in names where name.hasSuffix(".map") {
+            let mapPath = directory.appendingPathComponent(name).path
+            guard let data = FileManager.default.contents(atPath: mapPath),
+                  let map = try? JSONDecoder().decode(MapFile.self, from: data), map.blockSize == blockSize else { continue }
+            let key = ContentKey(fileID: map.fileID, version: map.version, revision: map.revision, exportMimeType: map.exportMimeType)
+            let entry = Entry(key: key, size: map.size, path: path(for: key), blockSize: blockSize)
+            guard entry.path + ".map" == mapPath, map.present.count == entry.present.count,
+                  FileManager.default.fileExists(atPath: entry.path) else { continue }
+            entry.present = map.present
+            entry.presentCount = (0..<entry.blockCount).filter { entry.isPresent($0) }.count
+            let modified = (try? FileManager.default.attributesOfItem(atPath: mapPath)[.modificationDate] as? Date) ?? Date.distantPast
+            loaded.append((modified ?? Date.distantPast, entry))
+            keep.insert(name)
+            keep.insert(String(name.dropLast(4)))
+        }
+        for name in names where !keep.contains(name) {
+            unlink(directory.appendingPathComponent(name).path)
+        }
+        condition.lock()
+        defer { condition.unlock() }
+        for (_, entry) in loaded.sorted(by: { $0.0 < $1.0 }) {
+            tick += 1
+            for b in 0..<entry.blockCount where entry.isPresent(b) {
+                entry.lastUse[b] = tick
+                usage += blockBytes(entry, b)
+            }
+            entries[entry.key] = entry
+        }
+        evictIfNeeded()
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int64) -> String? {
+        var done = 0
+        return bytes.withUnsafeBytes { raw -> String? in
+            while done < raw.count {
+                let n = pwrite(fd, raw.baseAddress! + done, raw.count - done, off_t(offset + Int64(done)))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return String(cString: strerror(errno))
+                }
+                done += n
+            }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,212 @@
+import DriveClient
+import DriveSupport
+import Foundation
+
+/// Lists folders: on demand for a user (interactive), and ahead of the user in the background, many
+/// folders per query, breadth first, so that a walk (`ls -R`, `find`, `du`) pays per tree level,
+/// not per folder.
+///
+/// Contracts:
+/// - One listing per folder at a time: a second caller waits for the one in flight.
+/// - A folder waiting in the prefetch queue that a user needs now is taken out of the queue and
+///   listed at once, with up to `groupSize - 1` other queued folders in the same query.
+/// - Google's grouped-query bug (drive-behaviours.md §3.5a: a multi-parent query sometimes answers
+///   nothing, or nothing for some parents): a folder that came back empty from a grouped query is
+///   listed again on its own before it is believed empty.
+/// - Failures of a user's listing reach the user (as an errno); failures of prefetching are logged
+///   and forgotten (the folder is listed when it is used).
+///
+/// Lock order: `state` is a leaf (never held while calling the table, Drive or a waiter).
+final class FolderLister: Sendable {
+    private let backend: any DriveBackend
+    private let table: NodeTable
+    private let invalidator: Invalidator
+    private let configuration: DriveFSConfiguration
+    private let background: WorkPool
+    private let time: any TimeSource
+    private let state = Locked(State())
+
+    /// How many levels below a listed folder prefetching goes.
+    static let prefetchDepth = 16
+
+    private struct State {
+        var inFlight: [Inode: Ticket] = [:]
+        /// FIFO of folders to prefetch, with their depth below the folder the user listed.
+        var queue: [(inode: Inode, depth: Int)] = []
+        var head = 0
+        var queued: Set<Inode> = []
+    }
+
+    /// One listing in flight; waiters block on it.
+    final class Ticket: Sendable {
+        private let condition = NSCondition()
+        private nonisolated(unsafe) var outcome: FilesystemError?? = nil  // GUARDED_BY(condition)
+
+        func finish(_ error: FilesystemError?) {
+            condition.lock()
+            outcome = .some(error)
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        /// Waits for the listing; EINTR if `cancellation` fires first.
+        func wait(cancellation: CancellationFlag?) throws(FilesystemError) {
+            condition.lock()
+            defer { condition.unlock() }
+            while outcome == nil {
+                if cancellation?.isCancelled == true { throw FilesystemError(errno: EINTR) }
+                _ = condition.wait(until: Date().addingTimeInterval(0.2))
+            }
+            if let error = outcome! { throw error }
+        }
+    }
+
+    init(backend: any DriveBackend, table: NodeTable, invalidator: Invalidator, configuration: DriveFSConfiguration,
+         background: WorkPool, time: any TimeSource) {
+        self.backend = backend
+        self.table = table
+        self.invalidator = invalidator
+        self.configuration = configuration
+        self.background = background
+        self.time = time
+    }
+
+    var queuedCount: Int { state.withLock { $0.queue.count - $0.head } }
+
+    /// Returns once `folder` has a fresh listing (listing it if needed), on the caller's thread.
+    func ensureListed(_ folder: Inode, cancellation: CancellationFlag?) throws(FilesystemError) {
+        for _ in 0..<4 {
+            if table.freshListing(folder) != nil { return }
+            enum Plan { case wait(Ticket), list([Inode]) }
+            let plan = state.withLock { s -> Plan in
+                if let ticket = s.inFlight[folder] { return .wait(ticket) }
+                var group = [folder]
+                if s.queued.contains(folder) {
+                    // Promote: the user's folder and its neighbours in the queue, in one query.
+                    s.queued.remove(folder)
+                    while group.count < configuration.listingGroupSize, let next = Self.dequeue(&s) {
+                        if s.inFlight[next.inode] == nil { group.append(next.inode) }
+                    }
+                }
+                for inode in group { s.inFlight[inode] = Ticket() }
+                return .list(group)
+            }
+            switch plan {
+            case .wait(let ticket):
+                try ticket.wait(cancellation: cancellation)
+            case .list(let group):
+                let context = RequestContext(priority: .interactive, deadline: time.now() + configuration.requestDeadline,
+                                             cancellation: cancellation)
+                let results = list(group, context: context)
+                if let error = results[folder] ?? nil { throw error }
+            }
+        }
+        // Listed four times and still not fresh: changes keep racing the listing. Serve what we have.
+        if table.node(folder)?.listing == nil { throw .ioError }
+    }
+
+    /// Queues the subfolders of `folder` (and, as they are listed, theirs) for listing in the background.
+    func prefetch(below folder: Inode, depth: Int = 0) {
+        guard depth < Self.prefetchDepth else { return }
+        let candidates = table.subfoldersNeedingListing(of: folder)
+        guard !candidates.isEmpty else { return }
+        let added = state.withLock { s -> Int in
+            var added = 0
+            for candidate in candidates where !s.queued.contains(candidate.inode) && s.inFlight[candidate.inode] == nil {
+                s.queue.append((candidate.inode, depth + 1))
+                s.queued.insert(candidate.inode)
+                added += 1
+            }
+            return added
+        }
+        let jobs = (added + configuration.listingGroupSize - 1) / configuration.listingGroupSize
+        for _ in 0..<jobs { background.submit { [self] in self.drainOneGroup() } }
+    }
+
+    private static func dequeue(_ s: inout State) -> (inode: Inode, depth: Int)? {
+        while s.head < s.queue.count {
+            let next = s.queue[s.head]
+            s.head += 1
+            if s.head > 4096 && s.head * 2 > s.queue.count {
+                s.queue.removeFirst(s.head)
+                s.head = 0
+            }
+            if s.queued.remove(next.inode) != nil { return next }
+        }
+        return nil
+    }
+
+    /// Lists up to one group of queued folders at background priority.
+    private func drainOneGroup() {
+        let group = state.withLock { s -> [(inode: Inode, depth: Int)] in
+            var group: [(inode: Inode, depth: Int)] = []
+            while group.count < configuration.listingGroupSize, let next = Self.dequeue(&s) {
+                guard s.inFlight[next.inode] == nil else { continue }
+                s.inFlight[next.inode] = Ticket()
+                group.append(next)
+            }
+            return group
+        }
+        guard !group.isEmpty else { return }
+        let results = list(group.map(\.inode), context: RequestContext(priority: .background))
+        for item in group where (results[item.inode] ?? nil) == nil {
+            prefetch(below: item.inode, depth: item.depth)
+        }
+    }
+
+    /// Lists `group` (each already marked in flight) in as few queries as Google allows, applies
+    /// the listings, and finishes their tickets. Returns each folder's failure, if any.
+    private func list(_ group: [Inode], context: RequestContext) -> [Inode: FilesystemError?] {
+        var ids: [String: Inode] = [:]
+        for inode in group {
+            if let node = table.node(inode), node.kind == .directory { ids[node.file.id] = inode }
+        }
+        let generation = table.generation
+        var results: [Inode: FilesystemError?] = [:]
+        var children: [String: [DriveFile]] = [:]
+        for id in ids.keys { children[id] = [] }
+        let fields = DriveFile.listingFieldMask
+        do {
+            try context.scope {
+                let order = group.compactMap { inode in ids.first { $0.value == inode }?.key }
+                try backend.listChildren(ofAny: order, fields: fields, pageSize: 1000) { page in
+                    for file in page.files {
+                        for parent in file.parents where children[parent] != nil { children[parent]!.append(file) }
+                    }
+                    return true
+                }
+                if order.count > 1 {
+                    for id in order where children[id]!.isEmpty {
+                        try backend.listChildren(ofAny: [id], fields: fields, pageSize: 1000) { page in
+                            children[id]!.append(contentsOf: page.files.filter { $0.parents.contains(id) })
+                            return true
+                        }
+                    }
+                }
+            }
+            for (id, inode) in ids {
+                // A file seen twice (pages are not snapshots) is kept once.
+                var seen = Set<String>()
+                let files = children[id]!.filter { seen.insert($0.id).inserted }
+                invalidator.apply(table.applyListing(inode, files: files, startedAt: generation))
+                results[inode] = .some(nil)
+            }
+        } catch {
+            let mapped = FilesystemError.from(error)
+            Log.shared.warning("listing", "listing \(ids.count) folder(s) failed (\(context.priority)): \(error)")
+            for inode in group { results[inode] = .some(mapped) }
+        }
+        let tickets = state.withLock { s in group.map { ($0, s.inFlight.removeValue(forKey: $0)) } }
+        for (inode, ticket) in tickets { ticket?.finish(results[inode] ?? nil) }
+        return results
+    }
+}
+
+extension FilesystemError {
+    /// Any error from the Drive side, as an errno (`DriveError`s through the one mapping).
+    static func from(_ error: Error) -> FilesystemError {
+        if let error = error as? FilesystemError { return error }
+        if let error = error as? DriveError { return FilesystemError(error) }
+        return .ioError
+    }
+}

@@ -1,0 +1,413 @@
+import DriveClient
+import DriveSupport
+import Foundation
+
+/// What drivefs knows of one Drive item, under its own inode number.
+struct Node: Sendable {
+    let inode: Inode
+    /// The item as the last listing or change showed it (the listing field mask).
+    var file: DriveFile
+    /// The folder it shows in; nil for the root, and for an item no longer in any listed folder
+    /// that the kernel still holds (it is dropped once its lookups and handles reach zero).
+    var parent: Inode?
+    /// Its name in `parent` (NameMapper's shown name).
+    var name: String
+    /// libfuse's lookup count. INVARIANT: never below zero (a forget of more is a bug, trapped in debug).
+    var lookups: UInt64 = 0
+    var openHandles: Int = 0
+    /// Folders, once listed: every child by shown name.
+    var listing: Listing?
+    /// An exported Workspace file's size, once it was exported (Drive reports none).
+    var exportedSize: Int64?
+
+    var kind: FileKind {
+        if file.isFolder { return .directory }
+        if file.isShortcut { return .symbolicLink }
+        return .regular
+    }
+}
+
+/// A folder's children as of one listing, kept current by the change feed.
+struct Listing: Sendable {
+    var children: [String: Inode]
+    /// When it was listed (the TTL runs from here), in the table's clock.
+    var listedAt: Double
+    /// False when a change touched the folder while this listing was in flight: it may have missed
+    /// the change, so the next use lists again.
+    var trusted: Bool
+}
+
+/// What the kernel must forget after a change to the table: told to it only after the table's
+/// lock is released (see `KernelNotifier`).
+struct Invalidations: Sendable {
+    var entries: [(parent: Inode, name: String)] = []
+    var inodes: [Inode] = []
+    /// Content versions that no longer belong to any file (their cached blocks can go).
+    var staleContent: [ContentKey] = []
+
+    mutating func merge(_ other: Invalidations) {
+        entries += other.entries
+        inodes += other.inodes
+        staleContent += other.staleContent
+    }
+
+    var isEmpty: Bool { entries.isEmpty && inodes.isEmpty && staleContent.isEmpty }
+}
+
+/// The inode table: every known Drive item, its shown name and place, folder listings, and lookup
+/// counts, behind one lock (`state`).
+///
+/// Lock order: `NodeTable.state` is a leaf: no other lock is taken while it is held, and nothing
+/// blocks on I/O inside it. (The block cache's lock and the folder lister's lock are never taken
+/// inside it, and it is never taken inside theirs.)
+final class NodeTable: Sendable {
+    struct State: Sendable {
+        var nodes: [Inode: Node] = [:]
+        /// INVARIANT: `byID[n.file.id] == n.inode` for every node n, and only for them.
+        var byID: [String: Inode] = [:]
+        var nextInode: UInt64 = Inode.root.rawValue + 1
+        /// Counts applied changes; a listing remembers the generation it started at.
+        var generation: UInt64 = 0
+        /// The generation at which the change feed last touched each folder.
+        var touched: [Inode: UInt64] = [:]
+    }
+
+    let configuration: DriveFSConfiguration
+    let time: any TimeSource
+    private let state: Locked<State>
+
+    init(root: DriveFile, configuration: DriveFSConfiguration, time: any TimeSource) {
+        self.configuration = configuration
+        self.time = time
+        var s = State()
+        s.nodes[.root] = Node(inode: .root, file: root, parent: nil, name: "/")
+        s.byID[root.id] = .root
+        state = Locked(s)
+    }
+
+    init(restoring restored: State, configuration: DriveFSConfiguration, time: any TimeSource) {
+        self.configuration = configuration
+        self.time = time
+        state = Locked(restored)
+    }
+
+    func withState<R>(_ body: (inout State) throws -> R) rethrows -> R { try state.withLock(body) }
+
+    var rootID: String { state.withLock { $0.nodes[.root]!.file.id } }
+    var generation: UInt64 { state.withLock { $0.generation } }
+    var count: Int { state.withLock { $0.nodes.count } }
+
+    func node(_ inode: Inode) -> Node? { state.withLock { $0.nodes[inode] } }
+    func inode(forID id: String) -> Inode? { state.withLock { $0.byID[id] } }
+
+    // MARK: Attributes
+
+    func attributes(_ node: Node) -> FileAttributes {
+        let c = configuration
+        let modified = node.file.modifiedTime ?? node.file.createdTime ?? 0
+        let permissions: UInt32
+        var size: UInt64
+        switch node.kind {
+        case .directory:
+            permissions = 0o555 & ~c.umask
+            size = 0
+        case .symbolicLink:
+            permissions = 0o777
+            size = UInt64(node.file.shortcutDetails?.targetId.utf8.count ?? 0)
+        case .regular:
+            permissions = 0o444 & ~c.umask
+            size = UInt64(max(0, node.file.isGoogleWorkspaceDocument ? (node.exportedSize ?? 0) : (node.file.size ?? 0)))
+        }
+        if node.kind == .symbolicLink { size = 0 }
+        // Directories show one link: find(1) then never assumes it can count subdirectories.
+        return FileAttributes(inode: node.inode, kind: node.kind, permissions: permissions, size: size, linkCount: 1,
+                              userID: c.userID, groupID: c.groupID, accessedMillis: modified, modifiedMillis: modified,
+                              changedMillis: modified)
+    }
+
+    // MARK: Lookups
+
+    enum ChildLookup {
+        case found(Node)
+        case missing
+        /// The folder's listing is absent, expired or untrusted: list it first.
+        case needsListing
+        case notAFolder
+        case unknownParent
+    }
+
+    func child(of parent: Inode, named name: String, countLookup: Bool) -> ChildLookup {
+        let now = time.now()
+        let ttl = configuration.directoryCacheTTL
+        return state.withLock { s in
+            guard let folder = s.nodes[parent] else { return .unknownParent }
+            guard folder.kind == .directory else { return .notAFolder }
+            guard let listing = folder.listing, listing.trusted, now - listing.listedAt < ttl else { return .needsListing }
+            guard let inode = listing.children[name], var child = s.nodes[inode] else { return .missing }
+            if countLookup {
+                child.lookups += 1
+                s.nodes[inode] = child
+            }
+            return .found(child)
+        }
+    }
+
+    /// The folder's listing, when it can be served without asking Drive.
+    func freshListing(_ folder: Inode) -> Listing? {
+        let now = time.now()
+        let ttl = configuration.directoryCacheTTL
+        return state.withLock { s in
+            guard let listing = s.nodes[folder]?.listing, listing.trusted, now - listing.listedAt < ttl else { return nil }
+            return listing
+        }
+    }
+
+    func countLookup(_ inode: Inode) -> Node? {
+        state.withLock { s in
+            guard var node = s.nodes[inode] else { return nil }
+            node.lookups += 1
+            s.nodes[inode] = node
+            return node
+        }
+    }
+
+    func forget(_ inode: Inode, count: UInt64) {
+        state.withLock { s in
+            guard var node = s.nodes[inode] else {
+                assertionFailure("forget of unknown \(inode)")
+                return
+            }
+            assert(node.lookups >= count, "forget \(count) of \(inode) with only \(node.lookups) lookups")
+            node.lookups -= min(count, node.lookups)
+            s.nodes[inode] = node
+            Self.dropIfUnreferenced(inode, &s)
+        }
+    }
+
+    func forgetAll() {
+        state.withLock { s in
+            for inode in Array(s.nodes.keys) { s.nodes[inode]!.lookups = 0 }
+            for inode in Array(s.nodes.keys) { Self.dropIfUnreferenced(inode, &s) }
+        }
+    }
+
+    func openHandle(_ inode: Inode) {
+        state.withLock { $0.nodes[inode]?.openHandles += 1 }
+    }
+
+    func closeHandle(_ inode: Inode) {
+        state.withLock { s in
+            guard s.nodes[inode] != nil else { return }
+            assert(s.nodes[inode]!.openHandles > 0, "close of \(inode) with no open handle")
+            s.nodes[inode]!.openHandles -= 1
+            Self.dropIfUnreferenced(inode, &s)
+        }
+    }
+
+    func setExportedSize(_ inode: Inode, _ size: Int64) {
+        state.withLock { $0.nodes[inode]?.exportedSize = size }
+    }
+
+    /// A detached node nobody holds is forgotten (its inode number is never reused).
+    private static func dropIfUnreferenced(_ inode: Inode, _ s: inout State) {
+        guard inode != .root, let node = s.nodes[inode], node.parent == nil, node.lookups == 0, node.openHandles == 0 else { return }
+        s.nodes[inode] = nil
+        if s.byID[node.file.id] == inode { s.byID[node.file.id] = nil }
+        // Its children lose their place too.
+        if let listing = node.listing {
+            for child in listing.children.values where s.nodes[child]?.parent == inode {
+                s.nodes[child]!.parent = nil
+                dropIfUnreferenced(child, &s)
+            }
+        }
+    }
+
+    // MARK: Listings
+
+    /// The children to show for a listing: the ordered (shown name, inode) pairs.
+    func entries(of folder: Inode) -> [(name: String, inode: Inode, kind: FileKind)]? {
+        state.withLock { s in
+            guard let listing = s.nodes[folder]?.listing else { return nil }
+            return listing.children
+                .sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
+                .compactMap { name, inode in s.nodes[inode].map { (name, inode, $0.kind) } }
+        }
+    }
+
+    /// Subfolders of `folder` whose own listing is not fresh: what prefetching lists next.
+    func subfoldersNeedingListing(of folder: Inode) -> [(inode: Inode, id: String)] {
+        let now = time.now()
+        let ttl = configuration.directoryCacheTTL
+        return state.withLock { s in
+            guard let listing = s.nodes[folder]?.listing else { return [] }
+            return listing.children.values.compactMap { inode in
+                guard let child = s.nodes[inode], child.kind == .directory else { return nil }
+                if let l = child.listing, l.trusted, now - l.listedAt < ttl { return nil }
+                return (inode, child.file.id)
+            }.sorted { $0.inode < $1.inode }
+        }
+    }
+
+    /// Replaces `folder`'s listing with `files` (all its children, every page), listed from
+    /// `generation` on. Children keep their inodes (matched by Drive ID); names are recomputed for
+    /// the whole folder; what moved, vanished or changed content is returned for the kernel.
+    func applyListing(_ folder: Inode, files: [DriveFile], startedAt generation: UInt64) -> Invalidations {
+        let now = time.now()
+        return state.withLock { s in
+            guard s.nodes[folder]?.kind == .directory else { return Invalidations() }
+            var out = setChildren(folder, files, &s)
+            let trusted = (s.touched[folder] ?? 0) <= generation
+            s.nodes[folder]!.listing!.listedAt = now
+            s.nodes[folder]!.listing!.trusted = trusted
+            return out
+        }
+    }
+
+    /// Sets the children of `folder` to `files` (creating its listing if needed), with every
+    /// kernel invalidation the difference implies.
+    private func setChildren(_ folder: Inode, _ files: [DriveFile], _ s: inout State) -> Invalidations {
+        var out = Invalidations()
+        // A folder never listed has nothing in the kernel's name cache to correct (drivefs answers
+        // names, even "no such name", only from listings).
+        let hadListing = s.nodes[folder]!.listing != nil
+        let old = s.nodes[folder]!.listing?.children ?? [:]
+        let names = NameMapper.shownNames(files.map { file in
+            NameMapper.Child(id: file.id, name: file.name, createdTime: file.createdTime,
+                             exportExtension: file.isGoogleWorkspaceDocument
+                                 ? configuration.exportFormats.choice(for: file.mimeType)?.fileExtension : nil)
+        })
+        var children: [String: Inode] = [:]
+        for file in files {
+            guard let name = names[file.id], children[name] == nil else { continue }
+            let inode: Inode
+            if let existing = s.byID[file.id], var node = s.nodes[existing] {
+                inode = existing
+                if let oldParent = node.parent, oldParent != folder || node.name != name {
+                    out.entries.append((oldParent, node.name))
+                    if oldParent != folder, s.nodes[oldParent]?.listing?.children[node.name] == existing {
+                        s.nodes[oldParent]!.listing!.children[node.name] = nil
+                    }
+                }
+                if ContentKey(node.file, exportFormats: configuration.exportFormats)
+                    != ContentKey(file, exportFormats: configuration.exportFormats) {
+                    out.inodes.append(existing)
+                    if let key = ContentKey(node.file, exportFormats: configuration.exportFormats) { out.staleContent.append(key) }
+                    node.exportedSize = nil
+                } else if node.file.modifiedTime != file.modifiedTime || node.file.size != file.size {
+                    out.inodes.append(existing)
+                }
+                node.file = file
+                node.parent = folder
+                node.name = name
+                s.nodes[existing] = node
+            } else {
+                inode = Inode(s.nextInode)
+                s.nextInode += 1
+                s.nodes[inode] = Node(inode: inode, file: file, parent: folder, name: name)
+                s.byID[file.id] = inode
+            }
+            children[name] = inode
+            if hadListing && old[name] != inode { out.entries.append((folder, name)) }
+        }
+        for (name, inode) in old where children[name] != inode {
+            out.entries.append((folder, name))
+            guard var node = s.nodes[inode], node.parent == folder, !children.values.contains(inode) else { continue }
+            // Gone from this folder (deleted, trashed, or moved somewhere not listed).
+            node.parent = nil
+            s.nodes[inode] = node
+            out.inodes.append(inode)
+            if let key = ContentKey(node.file, exportFormats: configuration.exportFormats) { out.staleContent.append(key) }
+            Self.dropIfUnreferenced(inode, &s)
+        }
+        if s.nodes[folder]!.listing == nil {
+            s.nodes[folder]!.listing = Listing(children: children, listedAt: time.now(), trusted: true)
+        } else {
+            s.nodes[folder]!.listing!.children = children
+        }
+        return out
+    }
+
+    // MARK: Changes
+
+    /// Applies one page of the change feed: each change is the item's current state (or its
+    /// removal). Folders whose listing is held are updated in place (names recomputed), so they
+    /// stay as current as a fresh listing; items under folders not listed are dropped from view.
+    func apply(_ changes: [DriveChange]) -> Invalidations {
+        state.withLock { s in
+            var out = Invalidations()
+            s.generation += 1
+            let generation = s.generation
+            for change in changes {
+                let visible = change.file.flatMap { $0.trashed ? nil : $0 }
+                let oldInode = s.byID[change.fileId]
+                let oldParent = oldInode.flatMap { s.nodes[$0]?.parent }
+                let newParent = visible?.parents.first.flatMap { s.byID[$0] }
+                var affected: [Inode] = []
+                if let oldParent { affected.append(oldParent) }
+                if let newParent, newParent != oldParent { affected.append(newParent) }
+                if let oldInode, oldInode == .root, let visible {
+                    s.nodes[.root]!.file = visible
+                    continue
+                }
+                for folder in affected {
+                    s.touched[folder] = generation
+                    guard s.nodes[folder]?.listing != nil else { continue }
+                    var files = s.nodes[folder]!.listing!.children.values.compactMap { s.nodes[$0]?.file }
+                    files.removeAll { $0.id == change.fileId }
+                    if let visible, folder == newParent { files.append(visible) }
+                    out.merge(setChildren(folder, files, &s))
+                }
+                // An item seen nowhere we list: keep what the kernel holds current all the same.
+                if affected.isEmpty, let oldInode, var node = s.nodes[oldInode], let visible {
+                    if ContentKey(node.file, exportFormats: configuration.exportFormats)
+                        != ContentKey(visible, exportFormats: configuration.exportFormats) {
+                        out.inodes.append(oldInode)
+                        node.exportedSize = nil
+                    }
+                    node.file = visible
+                    s.nodes[oldInode] = node
+                }
+                // A folder that moved out of view or was removed: its own listing can no longer be
+                // kept current by its parent's, so it is listed again when used.
+                if let oldInode, visible == nil || newParent == nil, s.nodes[oldInode]?.listing != nil {
+                    s.nodes[oldInode]!.listing!.trusted = false
+                }
+            }
+            return out
+        }
+    }
+}
+
+/// One version of one file's content: what the block cache keys on, so bytes of two versions can
+/// never mix. Blobs: the head revision (or md5, or version) and size; exported Workspace files:
+/// the export format and the file's version.
+public struct ContentKey: Hashable, Sendable, CustomStringConvertible {
+    public let fileID: String
+    public let version: String
+    /// The head revision to download from (pins the bytes), when Drive gave one.
+    public let revision: String?
+    /// The export MIME type, for Workspace files.
+    public let exportMimeType: String?
+
+    public init(fileID: String, version: String, revision: String? = nil, exportMimeType: String? = nil) {
+        self.fileID = fileID
+        self.version = version
+        self.revision = revision
+        self.exportMimeType = exportMimeType
+    }
+
+    /// nil for folders, shortcuts, and Workspace files that are not exported.
+    init?(_ file: DriveFile, exportFormats: ExportFormats) {
+        if file.isFolder || file.isShortcut { return nil }
+        if file.isGoogleWorkspaceDocument {
+            guard let choice = exportFormats.choice(for: file.mimeType) else { return nil }
+            let stamp = file.version.map(String.init) ?? file.modifiedTime.map { "t\($0)" } ?? "0"
+            self.init(fileID: file.id, version: "export-\(choice.fileExtension)-\(stamp)", exportMimeType: choice.mimeType)
+            return
+        }
+        let base = file.headRevisionId ?? file.md5Checksum ?? file.version.map { "v\($0)" } ?? "t\(file.modifiedTime ?? 0)"
+        self.init(fileID: file.id, version: "\(base)-\(file.size ?? 0)", revision: file.headRevisionId)
+    }
+
+    public var description: String { "\(fileID)@\(version)" }
+}

@@ -1,0 +1,65 @@
+import DriveClient
+import Foundation
+
+/// Everything the Drive filesystem is told at mount time (the `drivefs mount` options).
+public struct DriveFSConfiguration: Sendable {
+    /// Owner and group every file shows, and the umask applied to their modes.
+    public var userID: UInt32
+    public var groupID: UInt32
+    public var umask: UInt32
+    /// Block cache and metadata index live here (`$XDG_CACHE_HOME/drivefs/<profile>` by default).
+    public var cacheDirectory: URL
+    /// The block cache's cap in bytes (least recently used blocks of closed files go first).
+    public var cacheSize: Int64
+    /// A folder's listing is trusted this long (seconds), then listed again when next used.
+    public var directoryCacheTTL: Double
+    /// Seconds between two reads of the change feed.
+    public var pollInterval: Double
+    public var exportFormats: ExportFormats
+    /// Read-only mount (every write fails with EROFS). The write side is not built yet, so true.
+    public var readOnly: Bool
+
+    /// The block cache's unit, in bytes: a cold random read fetches whole blocks, never less.
+    public var blockSize: Int
+    /// How far a sequential reader is read ahead, at most, and in pieces of what size (each piece
+    /// is one HTTP range stream; several run in parallel).
+    public var maxReadAhead: Int64
+    public var readAheadChunk: Int64
+    public var readAheadStreams: Int
+    /// Folders listed in one query (`'a' in parents or 'b' in parents ...`).
+    public var listingGroupSize: Int
+    /// Threads that answer requests needing Drive (never the kernel's threads), and that prefetch listings.
+    public var interactiveThreads: Int
+    public var backgroundListingThreads: Int
+    /// A user's request that needs Drive fails with EIO after this many seconds of retrying.
+    public var requestDeadline: Double
+    /// How long the kernel may cache names and attributes (seconds); changes seen in the feed are
+    /// pushed to the kernel at once, so this only bounds staleness when notifications fail.
+    public var kernelCacheTimeout: Double
+
+    public init(userID: UInt32, groupID: UInt32, umask: UInt32 = 0o022, cacheDirectory: URL,
+                cacheSize: Int64 = 10 << 30, directoryCacheTTL: Double = 300, pollInterval: Double = 30,
+                exportFormats: ExportFormats = ExportFormats(), readOnly: Bool = true, blockSize: Int = 128 << 10,
+                maxReadAhead: Int64 = 32 << 20, readAheadChunk: Int64 = 4 << 20, readAheadStreams: Int = 4,
+                listingGroupSize: Int = 50, interactiveThreads: Int = 16, backgroundListingThreads: Int = 4,
+                requestDeadline: Double = 60, kernelCacheTimeout: Double = 30) {
+        self.userID = userID
+        self.groupID = groupID
+        self.umask = umask
+        self.cacheDirectory = cacheDirectory
+        self.cacheSize = cacheSize
+        self.directoryCacheTTL = directoryCacheTTL
+        self.pollInterval = pollInterval
+        self.exportFormats = exportFormats
+        self.readOnly = readOnly
+        self.blockSize = blockSize
+        self.maxReadAhead = maxReadAhead
+        self.readAheadChunk = readAheadChunk
+        self.readAheadStreams = readAheadStreams
+        self.listingGroupSize = listingGroupSize
+        self.interactiveThreads = interactiveThreads
+        self.backgroundListingThreads = backgroundListingThreads
+        self.requestDeadline = requestDeadline
+        self.kernelCacheTimeout = kernelCacheTimeout
+    }
+}
