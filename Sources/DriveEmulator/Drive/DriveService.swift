@@ -8,7 +8,8 @@ import Foundation
 /// Route method names (for stats and fault injection): `about.get`, `files.list`, `files.get`,
 /// `files.get.media`, `files.export`, `files.create`, `files.create.upload`, `files.update`,
 /// `files.update.upload`, `files.copy`, `files.delete`, `files.emptyTrash`, `files.generateIds`,
-/// `changes.getStartPageToken`, `changes.list`, and `drive.unknown` for any other path under those prefixes.
+/// `changes.getStartPageToken`, `changes.list`, `revisions.list`, `revisions.get`, `revisions.get.media`,
+/// and `drive.unknown` for any other path under those prefixes.
 ///
 /// Thread-safe: metadata lives behind the store's lock; content streams without it.
 public final class DriveService: RouteProvider, @unchecked Sendable {
@@ -146,6 +147,10 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
             case ("DELETE", 2, "files"): return ("files.delete", { s in s.filesDelete })
             case ("POST", 3, "files") where segments[2] == "copy": return ("files.copy", { s in s.filesCopy })
             case ("GET", 3, "files") where segments[2] == "export": return ("files.export", { s in s.filesExport })
+            case ("GET", 3, "files") where segments[2] == "revisions": return ("revisions.list", { s in s.revisionsList })
+            case ("GET", 4, "files") where segments[2] == "revisions":
+                if r.param("alt") == "media" { return ("revisions.get.media", { s in s.revisionsGetMedia }) }
+                return ("revisions.get", { s in s.revisionsGet })
             default: return unknown
             }
         case "upload":
@@ -155,6 +160,9 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
             return unknown
         default:
             if m == "GET", segments.count == 2, segments[0] == "files" { return ("files.get.media", { s in s.filesGetMedia }) }
+            if m == "GET", segments.count == 4, segments[0] == "files", segments[2] == "revisions" {
+                return ("revisions.get.media", { s in s.revisionsGetMedia })
+            }
             return unknown
         }
     }
@@ -240,6 +248,7 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
             "files.export": "DriveFiles.Export", "files.create": "DriveFiles.Create", "files.create.upload": "DriveFiles.Create",
             "files.update": "DriveFiles.Update", "files.update.upload": "DriveFiles.Update", "files.copy": "DriveFiles.Copy",
             "files.delete": "DriveFiles.Delete", "files.emptyTrash": "DriveFiles.EmptyTrash", "files.generateIds": "DriveFiles.GenerateIds",
+            "revisions.list": "DriveRevisions.List", "revisions.get": "DriveRevisions.Get", "revisions.get.media": "DriveRevisions.Get",
         ]
         return "google.apps.drive.v3." + (map[name] ?? "DriveFiles.Get")
     }
