@@ -10,12 +10,14 @@ extension EmulatorServices {
                                                      refreshToken: config.refreshToken,
                                                      stateDirectory: config.stateDirectory),
                                  clock: config.clock)
+        let quirks = ListingQuirks(config.listingQuirks)
         let drive = try DriveService(stateDirectory: config.stateDirectory, seedDirectory: config.seedDirectory,
-                                     validator: oauth, clock: config.clock)
+                                     validator: oauth, clock: config.clock, limits: config.listingLimits, quirks: quirks)
         return EmulatorServices(
             providers: [oauth, drive],
             revoke: { token in _ = oauth.revoke(token: token) },
             writeServiceAccountKey: { url, tokenURL in try oauth.writeServiceAccountKey(to: url, tokenURL: tokenURL) },
-            close: { drive.close() })
+            close: { drive.close() },
+            quirks: quirks)
     }
 }

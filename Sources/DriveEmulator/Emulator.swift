@@ -14,6 +14,7 @@ public final class Emulator: Sendable {
     private let server: HTTPServer
     private let log: EmulatorLog
     private let stopped = Locked(false)
+    private let quirks: ListingQuirks
 
     /// The emulator with its standard services (OAuth, Drive) built from `config`.
     public convenience init(config: EmulatorConfig) throws {
@@ -44,7 +45,8 @@ public final class Emulator: Sendable {
         http.maxConnections = config.maxConnections
         http.idleTimeout = config.idleTimeout
         http.readTimeout = config.readTimeout
-        let control = ControlAPI(stats: counters, faults: faults, revoke: services.revoke)
+        quirks = services.quirks ?? ListingQuirks(config.listingQuirks)
+        let control = ControlAPI(stats: counters, faults: faults, quirks: quirks, revoke: services.revoke)
         let dispatcher = RequestDispatcher(control: control, providers: services.providers, stats: counters, faults: faults,
                                            latencyMs: max(0, config.latencyMs), log: log)
         self.server = HTTPServer(config: http, responder: dispatcher)
@@ -92,6 +94,10 @@ public final class Emulator: Sendable {
     public func addFaults(_ rules: [FaultRule], seed: UInt64? = nil) { faults.add(rules, seed: seed) }
     public func clearFaults() { faults.clear() }
     public func revoke(token: String?) { services.revoke(token) }
+    /// The listing quirks now in force (as `GET /__emulator/quirks`).
+    public var listingQuirks: ListingQuirks.Settings { quirks.settings }
+    /// Switches the listing quirks (as `POST /__emulator/quirks`); restarts their generator.
+    public func setListingQuirks(_ settings: ListingQuirks.Settings) { quirks.set(settings) }
 }
 
 public enum EmulatorError: Error, CustomStringConvertible {

@@ -36,6 +36,11 @@ public struct EmulatorConfig: Sendable {
     public var maxConnections: Int
     public var idleTimeout: Double
     public var readTimeout: Double
+    /// Google's files.list limits (the parent-term budget of a `q`).
+    public var listingLimits = ListingLimits()
+    /// Google's listing bugs to reproduce from the start (off by default); switchable at run time
+    /// through `/__emulator/quirks`.
+    public var listingQuirks = ListingQuirks.Settings()
 
     public init(host: String = "127.0.0.1", port: Int = 0, publicURL: String? = nil, stateDirectory: URL? = nil,
                 seedDirectory: URL? = nil, latencyMs: Int = 0, bandwidthBytesPerSecond: Int? = nil,
@@ -73,11 +78,15 @@ public struct EmulatorServices: Sendable {
     public var writeServiceAccountKey: (@Sendable (URL, String) throws -> Void)?
     /// Called once by `Emulator.stop()`, after the server stopped.
     public var close: @Sendable () -> Void
+    /// The listing quirks that `/__emulator/quirks` switches (the Drive service's own object);
+    /// nil: the control API keeps a detached one.
+    public var quirks: ListingQuirks?
 
     public init(providers: [any RouteProvider], revoke: @escaping @Sendable (String?) -> Void = { _ in },
                 writeServiceAccountKey: (@Sendable (URL, String) throws -> Void)? = nil,
-                close: @escaping @Sendable () -> Void = {}) {
+                close: @escaping @Sendable () -> Void = {}, quirks: ListingQuirks? = nil) {
         self.providers = providers
+        self.quirks = quirks
         self.revoke = revoke
         self.writeServiceAccountKey = writeServiceAccountKey
         self.close = close

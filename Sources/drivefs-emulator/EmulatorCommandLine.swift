@@ -34,6 +34,12 @@ enum EmulatorCommandLine {
       --refresh-token TOKEN       the always-valid refresh token (default drivefs-emulator-refresh-token)
       --write-service-account FILE  write a service-account key the emulator trusts to FILE
       --log-level info|debug      debug logs one line per request to stderr (default info)
+      --max-parent-terms N        a files.list q with more than N 'X' in parents terms is a 400
+                                  "The query is too complex." (default \(ListingLimits.defaultMaxParentTerms))
+      --quirk-multi-parent-drop F reproduce Google's grouped-listing bug: a q naming several parents
+                                  leaves out each parent's children with probability F (0..1;
+                                  default 0, off; also POST /__emulator/quirks)
+      --quirk-seed N              seed of the quirk's draws (default 1)
       --help                      show this help
       --version                   show the version
 
@@ -95,6 +101,20 @@ enum EmulatorCommandLine {
                 config.refreshToken = token
             case "--write-service-account":
                 config.writeServiceAccount = URL(fileURLWithPath: try value(for: flag, inline: inline))
+            case "--max-parent-terms":
+                config.listingLimits.maxParentTerms = try integer(flag, try value(for: flag, inline: inline), 1...100_000)
+            case "--quirk-multi-parent-drop":
+                let text = try value(for: flag, inline: inline)
+                guard let f = Double(text), (0...1).contains(f) else {
+                    throw UsageError(description: "option --quirk-multi-parent-drop: \"\(text)\" is not a number in 0...1")
+                }
+                config.listingQuirks.multiParentDropFraction = f
+            case "--quirk-seed":
+                let text = try value(for: flag, inline: inline)
+                guard let n = UInt64(text) else {
+                    throw UsageError(description: "option --quirk-seed: \"\(text)\" is not a non-negative integer")
+                }
+                config.listingQuirks.seed = n
             case "--log-level":
                 let text = try value(for: flag, inline: inline)
                 guard let level = EmulatorLogLevel(rawValue: text) else {

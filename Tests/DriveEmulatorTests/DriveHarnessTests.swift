@@ -45,18 +45,22 @@ final class PiecewiseBody: HTTPRequestBody {
 final class DriveHarness: @unchecked Sendable {
     let stateDirectory: URL
     let clock = ManualTimeSource(now: 1_700_000_000)
+    /// The service's listing quirks (off unless a test sets them).
+    let quirks = ListingQuirks()
     private(set) var service: DriveService!
     private let ownsDirectory: Bool
 
     init(stateDirectory: URL? = nil, seed: URL? = nil) throws {
         ownsDirectory = stateDirectory == nil
         self.stateDirectory = stateDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("drive-test-\(UUID().uuidString)")
-        service = try DriveService(stateDirectory: self.stateDirectory, seedDirectory: seed, validator: StubValidator(), clock: clock)
+        service = try DriveService(stateDirectory: self.stateDirectory, seedDirectory: seed, validator: StubValidator(), clock: clock,
+                                   quirks: quirks)
     }
 
     func restart(seed: URL? = nil) throws {
         service.close()
-        service = try DriveService(stateDirectory: stateDirectory, seedDirectory: seed, validator: StubValidator(), clock: clock)
+        service = try DriveService(stateDirectory: stateDirectory, seedDirectory: seed, validator: StubValidator(), clock: clock,
+                                   quirks: quirks)
     }
 
     func shutdown() {

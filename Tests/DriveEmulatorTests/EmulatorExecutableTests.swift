@@ -72,7 +72,8 @@ final class EmulatorExecutableTests: XCTestCase {
         let help = try spawn(["--help"])
         XCTAssertEqual(help.waitForExit(timeout: 10), 0)
         for flag in ["--host", "--port", "--public-url", "--state-dir", "--seed", "--latency", "--bandwidth", "--faults",
-                     "--token-lifetime", "--refresh-token", "--write-service-account", "--log-level"] {
+                     "--token-lifetime", "--refresh-token", "--write-service-account", "--log-level", "--max-parent-terms",
+                     "--quirk-multi-parent-drop", "--quirk-seed"] {
             XCTAssertTrue(help.stdout.contains(flag), "help mentions \(flag)")
         }
         let version = try spawn(["--version"])
@@ -91,6 +92,9 @@ final class EmulatorExecutableTests: XCTestCase {
             (["--log-level", "loud"], "--log-level"),
             (["--public-url", "ftp://x"], "--public-url"),
             (["stray"], "stray"),
+            (["--quirk-multi-parent-drop", "1.5"], "--quirk-multi-parent-drop"),
+            (["--quirk-seed", "-1"], "--quirk-seed"),
+            (["--max-parent-terms", "0"], "--max-parent-terms"),
         ]
         for (arguments, named) in cases {
             let process = try spawn(arguments)
@@ -132,5 +136,20 @@ final class EmulatorExecutableTests: XCTestCase {
         let keyJSON = try JSONSerialization.jsonObject(with: Data(contentsOf: key)) as? [String: Any]
         XCTAssertEqual(keyJSON?["type"] as? String, "service_account")
         XCTAssertEqual(keyJSON?["token_uri"] as? String, "http://127.0.0.1:\(port)/token")
+    }
+
+    func testListingFlagsShapeTheEmulator() throws {
+        let (process, port) = try startEmulator(["--quirk-multi-parent-drop", "0.5", "--quirk-seed", "42", "--max-parent-terms", "2"])
+        defer { process.terminate() }
+        let quirks = try RawHTTP.request(port: port, "GET", "/__emulator/quirks")
+        XCTAssertEqual(quirks.json?["multiParentDrop"] as? Double, 0.5)
+        XCTAssertEqual(quirks.json?["seed"] as? Int, 42)
+        let form = Array("grant_type=refresh_token&refresh_token=drivefs-emulator-refresh-token&client_id=a&client_secret=b".utf8)
+        let token = try RawHTTP.request(port: port, "POST", "/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                        body: form).json?["access_token"] as? String ?? ""
+        let q = "%27a%27%20in%20parents%20or%20%27b%27%20in%20parents%20or%20%27c%27%20in%20parents"
+        let r = try RawHTTP.request(port: port, "GET", "/drive/v3/files?q=\(q)", headers: [("Authorization", "Bearer \(token)")])
+        XCTAssertEqual(r.status, 400, r.text)
+        XCTAssertTrue(r.text.contains("The query is too complex."), r.text)
     }
 }

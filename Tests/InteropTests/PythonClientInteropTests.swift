@@ -15,7 +15,8 @@ final class PythonClientInteropTests: XCTestCase {
         super.tearDown()
     }
 
-    /// Paging over 250 files, get, ranged downloads, folders, multipart and resumable uploads, content update,
+    /// Paging over 250 files, a grouped query longer than 2,048 characters (sent as POST + X-HTTP-Method-Override),
+    /// get, ranged downloads, folders, multipart and resumable uploads, content update, revisions (ranged download of an old one),
     /// rename, move, trash, delete, about, and the change feed.
     func testDriveWorkflow() throws {
         try runScript(emulatorArguments: [], scriptArguments: [], timeout: 300)

@@ -219,6 +219,31 @@ class Interop:
         check([f["name"] for f in one] == ["item-0007.txt"], f"name query: {one}")
         return f"{count} files in pages {pages}"
 
+    def step_long_query(self):
+        """A grouped `q` whose URL passes 2,048 characters: the client sends POST +
+        X-HTTP-Method-Override: GET with the parameters as a form body, for every page."""
+        folder = self.state["paging"]
+        fillers = [f"1interopFiller{i:04d}xxxxxxxxxxxxxxxxxxx" for i in range(49)]
+        q = "(" + " or ".join(f"'{p}' in parents" for p in [folder] + fillers) + ") and trashed = false"
+        request = self.drive.files().list(q=q, pageSize=100, fields="nextPageToken, files(id, name, parents)")
+        check(len(request.uri) > 2048, f"the request URI is only {len(request.uri)} characters")
+        files, pages = [], []
+        while request is not None:
+            response = request.execute()
+            files += response.get("files", [])
+            pages.append(len(response.get("files", [])))
+            check(len(pages) < 100, "files.list does not stop paging")
+            request = self.drive.files().list_next(request, response)
+        expected = self.list_all(f"'{folder}' in parents and trashed = false")[0]
+        check(sorted(f["id"] for f in files) == sorted(f["id"] for f in expected),
+              f"{len(files)} files by the long query, {len(expected)} by the plain one")
+        check(all(f.get("parents") == [folder] for f in files), "parents missing or wrong")
+        # Google's limit: a chain of more than 100 parents is "The query is too complex."
+        too_many = " or ".join(f"'{p}' in parents" for p in [folder] + fillers * 3)
+        error = expect_http_error(400, lambda: self.drive.files().list(q=too_many, fields="files(id)").execute(), "invalid")
+        check(b"The query is too complex." in error.content, f"400 body: {error.content[:300]!r}")
+        return f"{len(files)} files in pages {pages} through a {len(q)}-character q"
+
     def step_upload_multipart(self):
         data = deterministic_bytes("multipart", 100 * 1024 + 17)
         resource, _ = self.upload("multipart.bin", data, self.state["work"], resumable=False)
@@ -325,6 +350,35 @@ class Interop:
         check(self.drive.files().get_media(fileId=file_id).execute() == data, "content after update differs")
         self.state["multipart"] = (file_id, data)
         return f"{file_id} now {len(data)} bytes md5 {resource['md5Checksum']}"
+
+    def step_revisions(self):
+        """Each content change is a revision; old revisions keep their bytes (ranged downloads too)."""
+        first = deterministic_bytes("revision-1", 40 * 1024)
+        second = deterministic_bytes("revision-2", 12 * 1024)
+        created, _ = self.upload("revisions.bin", first, self.state["work"], resumable=False)
+        file_id = created["id"]
+        media = MediaIoBaseUpload(io.BytesIO(second), mimetype="application/octet-stream", resumable=False)
+        head = self.drive.files().update(fileId=file_id, media_body=media, fields="headRevisionId").execute()["headRevisionId"]
+        listed = self.drive.revisions().list(fileId=file_id, fields="revisions(id, size, md5Checksum)").execute()["revisions"]
+        check(len(listed) == 2, f"revisions: {listed}")
+        check(listed[-1]["id"] == head, f"the last revision {listed[-1]['id']} is not the head {head}")
+        check([r["size"] for r in listed] == [str(len(first)), str(len(second))], f"sizes: {listed}")
+        check(listed[0]["md5Checksum"] == md5_hex(first), f"md5 of the first revision: {listed[0]}")
+        old = self.drive.revisions().get(fileId=file_id, revisionId=listed[0]["id"]).execute()
+        check(set(old) == {"kind", "id", "mimeType", "modifiedTime"}, f"default fields of revisions.get: {old}")
+        sink = io.BytesIO()
+        downloader = MediaIoBaseDownload(sink, self.drive.revisions().get_media(fileId=file_id, revisionId=listed[0]["id"]),
+                                         chunksize=16 * 1024)
+        done, chunks = False, 0
+        while not done:
+            _, done = downloader.next_chunk()
+            chunks += 1
+            check(chunks < 100, "ranged revision download never completes")
+        check(sink.getvalue() == first, f"old revision: {len(sink.getvalue())} bytes, expected {len(first)}")
+        check(chunks == 3, f"{chunks} ranged requests, expected 3")
+        check(self.drive.files().get_media(fileId=file_id).execute() == second, "the file is not the head revision")
+        expect_http_error(404, lambda: self.drive.revisions().get(fileId=file_id, revisionId="0Bnope").execute(), "notFound")
+        return f"{file_id}: {len(listed)} revisions, the old one downloaded in {chunks} ranges"
 
     def step_rename(self):
         file_id, _ = self.state["multipart"]
@@ -523,8 +577,8 @@ class Interop:
         return f"401 on the expired token, then refreshed ({old[:8]}… → {self.credentials.token[:8]}…)"
 
 
-STEPS = ["about", "start_page_token", "root", "create_folder", "list_paging", "upload_multipart",
-         "upload_resumable", "upload_interrupted", "get", "download_chunks", "update_content", "rename", "move", "trash",
+STEPS = ["about", "start_page_token", "root", "create_folder", "list_paging", "long_query", "upload_multipart",
+         "upload_resumable", "upload_interrupted", "get", "download_chunks", "update_content", "revisions", "rename", "move", "trash",
          "delete", "copy_and_ids", "google_doc", "query", "modified_time", "retryable_errors", "changes", "empty_trash", "token_refresh"]
 
 

@@ -1,17 +1,20 @@
 import Foundation
 
-/// The emulator's own endpoints under `/__emulator/`: stats, faults, token revocation, health.
+/// The emulator's own endpoints under `/__emulator/`: stats, faults, listing quirks, token
+/// revocation, health.
 /// Control requests are neither counted in stats nor faulted.
 final class ControlAPI: Sendable {
     static let prefix = "/__emulator/"
 
     private let stats: EmulatorStats
     private let faults: FaultPlan
+    private let quirks: ListingQuirks
     private let revoke: @Sendable (String?) -> Void
 
-    init(stats: EmulatorStats, faults: FaultPlan, revoke: @escaping @Sendable (String?) -> Void) {
+    init(stats: EmulatorStats, faults: FaultPlan, quirks: ListingQuirks, revoke: @escaping @Sendable (String?) -> Void) {
         self.stats = stats
         self.faults = faults
+        self.quirks = quirks
         self.revoke = revoke
     }
 
@@ -53,7 +56,21 @@ final class ControlAPI: Sendable {
         case ("faults", "DELETE"):
             faults.clear()
             return .json(200, faults.json)
-        case ("health", _), ("stats", _), ("reset-stats", _), ("revoke", _), ("faults", _):
+        case ("quirks", "GET"):
+            return .json(200, quirks.json)
+        case ("quirks", "POST"):
+            do {
+                try quirks.update(fromJSON: Data(try request.body.readAll(limit: 64 * 1024)))
+                return .json(200, quirks.json)
+            } catch let error as GoogleError {
+                return error.response
+            } catch {
+                return GoogleError.badRequest("Unreadable request body.").response
+            }
+        case ("quirks", "DELETE"):
+            quirks.set(ListingQuirks.Settings(seed: quirks.settings.seed))
+            return .json(200, quirks.json)
+        case ("health", _), ("stats", _), ("reset-stats", _), ("revoke", _), ("faults", _), ("quirks", _):
             var error = GoogleError(405, reason: "httpMethodNotAllowed", message: "Method \(request.method) is not allowed on \(request.path).")
             error.extraHeaders.append(("Allow", Self.allowed(name)))
             return error.response
@@ -65,7 +82,7 @@ final class ControlAPI: Sendable {
     private static func allowed(_ name: String) -> String {
         switch name {
         case "health", "stats": return "GET, HEAD"
-        case "faults": return "GET, POST, DELETE"
+        case "faults", "quirks": return "GET, POST, DELETE"
         default: return "POST"
         }
     }

@@ -52,6 +52,10 @@ struct DriveItem: Codable, Sendable {
     var sha256: String?
     /// File name of the content under the store's `content/` directory.
     var contentFile: String?
+    /// The revisions kept, oldest first; the last is the head (its content is `contentFile`).
+    /// Nil for folders and shortcuts, and for items stored before revisions were recorded
+    /// (`revisionHistory` then makes up the head alone).
+    var revisions: [DriveRevision]?
 
     var isFolder: Bool { mimeType == DriveMime.folder }
     var isShortcut: Bool { mimeType == DriveMime.shortcut }
@@ -85,6 +89,67 @@ enum DriveIDs {
 
     static func looksLikeFileID(_ s: String) -> Bool {
         !s.isEmpty && s.count <= 160 && s.allSatisfy { alphabet.contains($0) }
+    }
+}
+
+/// One content revision of a file (Drive's `Revision`): what the content was when it was the head.
+/// Blobs: `id` is the file's `headRevisionId` at the time and the content stays on disk while the
+/// revision is kept. Workspace files: ids count up from `"1"`; only the head has content (the
+/// document text; revisions of Docs are not downloadable anyway).
+struct DriveRevision: Codable, Sendable, Equatable {
+    var id: String
+    var modifiedTime: Int64
+    var mimeType: String
+    var size: Int64?
+    var md5: String?
+    var originalFilename: String?
+    var contentFile: String?
+}
+
+extension DriveItem {
+    /// Revisions kept per file, the head included: an older one past this is purged (its content
+    /// deleted, the revision gone from revisions.list, revisions.get a 404), as Google purges
+    /// revisions that are not kept forever.
+    static let keptRevisions = 10
+
+    /// The kept revisions, oldest first (the head last); empty for folders and shortcuts.
+    var revisionHistory: [DriveRevision] {
+        if let revisions, !revisions.isEmpty { return revisions }
+        guard !isFolder, !isShortcut else { return [] }
+        return [headRevision(id: headRevisionId ?? "1")]
+    }
+
+    private func headRevision(id: String) -> DriveRevision {
+        DriveRevision(id: id, modifiedTime: modifiedTime, mimeType: mimeType, size: isBlob ? size : nil, md5: isBlob ? md5 : nil,
+                      originalFilename: isBlob ? originalFilename : nil, contentFile: contentFile)
+    }
+
+    /// Records the content the item now has (`contentFile`, size, checksums, `headRevisionId`) as
+    /// its new head revision after `previous` (the history before the change). Returns the content
+    /// files that no kept revision refers to any more, for the caller to release after the commit.
+    mutating func appendHeadRevision(after previous: [DriveRevision]) -> [String] {
+        var history = previous
+        var released: [String] = []
+        if !isBlob, var last = history.popLast() {
+            // Only a Workspace file's head keeps its text.
+            if let c = last.contentFile, c != contentFile { released.append(c) }
+            last.contentFile = nil
+            history.append(last)
+        }
+        let id = isBlob ? (headRevisionId ?? DriveIDs.newRevisionID()) : String((history.last.flatMap { Int($0.id) } ?? 0) + 1)
+        history.append(headRevision(id: id))
+        while history.count > DriveItem.keptRevisions {
+            if let c = history.removeFirst().contentFile, c != contentFile { released.append(c) }
+        }
+        revisions = history
+        return released
+    }
+
+    /// Every content file this item keeps on disk (the head's and the kept revisions').
+    var allContentFiles: [String] {
+        var files = Set((revisions ?? []).compactMap(\.contentFile))
+        if let contentFile { files.insert(contentFile) }
+        return Array(files)
     }
 }
 

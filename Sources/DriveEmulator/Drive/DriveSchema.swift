@@ -121,6 +121,27 @@ enum DriveSchema {
         "kind": .leaf,
         "startPageToken": .leaf
     ]
+    static let revision: [String: FieldSchema] = [
+        "exportLinks": .open,
+        "id": .leaf,
+        "keepForever": .leaf,
+        "kind": .leaf,
+        "lastModifyingUser": .object(user),
+        "md5Checksum": .leaf,
+        "mimeType": .leaf,
+        "modifiedTime": .leaf,
+        "originalFilename": .leaf,
+        "publishAuto": .leaf,
+        "published": .leaf,
+        "publishedLink": .leaf,
+        "publishedOutsideDomain": .leaf,
+        "size": .leaf
+    ]
+    static let revisionList: [String: FieldSchema] = [
+        "kind": .leaf,
+        "nextPageToken": .leaf,
+        "revisions": .object(revision)
+    ]
     static let generatedIds: [String: FieldSchema] = [
         "ids": .leaf,
         "kind": .leaf,

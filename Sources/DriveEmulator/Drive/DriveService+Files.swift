@@ -113,6 +113,7 @@ extension DriveService {
                         item.headRevisionId = DriveIDs.newRevisionID()
                         if item.originalFilename == nil { item.originalFilename = item.name }
                     }
+                    _ = item.appendHeadRevision(after: [])
                 }
                 item.seq = s.nextSeq()
                 if patch.id != nil { s.consume(id) }
@@ -145,7 +146,7 @@ extension DriveService {
         let addParents = DriveService.idList(addText)
         let removeParents = DriveService.idList(removeText)
         let contentName = try content.map { try store.adoptContent(tempPath: $0.tempPath) }
-        var oldContent: String?
+        var released: [String] = []
         do {
             let item = try store.mutate { s -> DriveItem in
                 guard var item = s.item(rawId) else { throw GoogleError.notFound(rawId) }
@@ -188,7 +189,7 @@ extension DriveService {
                 let parentTrashed = newParent.flatMap { s.data.items[$0]?.trashed } ?? false
                 item.trashed = item.explicitlyTrashed || parentTrashed
                 if let content, let contentName {
-                    oldContent = item.contentFile
+                    let previous = item.revisionHistory
                     item.contentFile = contentName
                     if item.isBlob {
                         item.size = content.summary.size
@@ -198,12 +199,13 @@ extension DriveService {
                         item.headRevisionId = DriveIDs.newRevisionID()
                     }
                     if patch.modifiedTime == nil { item.modifiedTime = s.now }
+                    released = item.appendHeadRevision(after: previous)
                 }
                 s.put(item)
                 if moved || wasTrashed != item.trashed { s.propagateTrash(below: item.id) }
                 return s.data.items[item.id]!
             }
-            store.removeContent(oldContent)
+            released.forEach { store.removeContent($0) }
             return item
         } catch {
             store.removeContent(contentName)
@@ -229,7 +231,7 @@ extension DriveService {
         let ids = [id] + s.descendants(of: id)
         var contents: [String] = []
         for victim in ids.reversed() {
-            if let c = s.data.items[victim]?.contentFile { contents.append(c) }
+            contents += s.data.items[victim]?.allContentFiles ?? []
             s.remove(victim)
         }
         return contents

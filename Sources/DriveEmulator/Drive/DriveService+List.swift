@@ -121,27 +121,40 @@ extension DriveService {
             resume = t
         }
 
+        if let query, DriveService.parentTermCount(query) > limits.maxParentTerms { throw ListingLimits.queryTooComplex }
+        let members = (sel ?? defaults).memberNames(of: "files")
+        // Google's short pages when `parents` is selected (drive-behaviours §3.5a).
+        if members == nil || members?.contains("parents") == true { pageSize = min(pageSize, ListingLimits.parentsPageCap) }
+
         let name = query.flatMap(DriveService.requiredName)
+        // The parents every match must have one of (`'A' in parents or 'B' in parents …` at the
+        // top of an `and` chain), and those whose children this answer leaves out (the quirk).
+        let group = query.flatMap(DriveService.requiredParents) ?? []
+        let droppedRaw = quirks.droppedParents(group)
         let (page, next, rootId) = store.read { s -> ([DriveItem], ListPageToken?, String) in
             guard spaces.contains("drive") else { return ([], nil, s.rootId) }
             let ctx = DriveQuery.Context(rootId: s.rootId, userEmail: user.emailAddress)
-            let parent = query.flatMap(DriveService.requiredParent).map(s.resolve)
-            // A folder listing in the default order: a page straight from the folder's ChildList.
-            if order.isEmpty, name == nil, let parent, resume == nil || resume?.lastSeq != nil {
-                let (page, next) = DriveService.childPage(s, parent: parent, query: query!, ctx: ctx, pageSize: pageSize, resume: resume)
+            let parents = DriveService.unique(group.map(s.resolve))
+            let dropped = Set(droppedRaw.map(s.resolve))
+            // Folder listings in the default order: a page straight from the folders' ChildLists.
+            if order.isEmpty, name == nil, !parents.isEmpty, resume == nil || resume?.lastSeq != nil {
+                let lists = parents.filter { !dropped.contains($0) }
+                let (page, next) = DriveService.childPage(s, parents: lists, query: query!, ctx: ctx, pageSize: pageSize, resume: resume)
                 return (page, next, s.rootId)
             }
             // Otherwise the candidates are the items of that name (`name = 'x'` at the top of an
-            // `and` chain), the children of X (`'X' in parents` there), or every item.
+            // `and` chain), the children of those parents, or every item.
             let candidates: [DriveItem]
             if let name {
                 candidates = s.items(named: name)
-            } else if let parent {
-                candidates = s.children(of: parent)
+            } else if !parents.isEmpty {
+                candidates = parents.flatMap { s.children(of: $0) }
             } else {
                 candidates = Array(s.data.items.values)
             }
-            let matches = candidates.filter { $0.id != s.rootId && (query?.matches($0, ctx) ?? true) }
+            let matches = candidates.filter {
+                $0.id != s.rootId && !dropped.contains($0.parent ?? "") && (query?.matches($0, ctx) ?? true)
+            }
             let sorted = matches.sorted { a, b in
                 for key in order {
                     let c = key.compare(a, b)
@@ -158,41 +171,69 @@ extension DriveService {
             return (page, next, s.rootId)
         }
         let res = resource(r, rootId: rootId)
-        let members = (sel ?? defaults).memberNames(of: "files")
         var body: [String: Any] = ["kind": "drive#fileList", "incompleteSearch": false,
                                    "files": page.map { res.render($0, only: members) }]
         if let next { body["nextPageToken"] = next.encode(binding: binding) }
         return respond(200, body, sel)
     }
 
-    /// One page of `parent`'s children that match `query`, in creation order, starting after the
-    /// token's (seq, id); the next token when more match.
-    static func childPage(_ s: MetadataState, parent: String, query: DriveQuery, ctx: DriveQuery.Context, pageSize: Int,
+    /// One page of the children of `parents` that match `query`, in creation order (seq, then id:
+    /// the folders' ChildLists merged), starting after the token's (seq, id); the next token when
+    /// more match. Resuming by position, not by finding the last item again, keeps paging exact
+    /// whatever the previous page left out.
+    static func childPage(_ s: MetadataState, parents: [String], query: DriveQuery, ctx: DriveQuery.Context, pageSize: Int,
                           resume: ListPageToken?) -> ([DriveItem], ListPageToken?) {
-        guard let list = s.children[parent] else { return ([], nil) }
-        var i = resume.map { list.position(after: $0.lastSeq ?? 0, $0.lastId) } ?? 0
+        let lists = parents.compactMap { s.children[$0] }.filter { !$0.isEmpty }
+        var cursors = lists.map { list in resume.map { list.position(after: $0.lastSeq ?? 0, $0.lastId) } ?? 0 }
         let offset = resume?.offset ?? 0
         var page: [DriveItem] = []
-        page.reserveCapacity(min(pageSize, list.count))
-        while i < list.count {
-            defer { i += 1 }
-            guard let item = s.data.items[list[i].id], query.matches(item, ctx) else { continue }
+        page.reserveCapacity(min(pageSize, lists.reduce(0) { $0 + $1.count }))
+        while true {
+            // The list whose next entry sorts first (a linear scan: groups are tens of folders).
+            var best = -1
+            for k in lists.indices where cursors[k] < lists[k].count {
+                if best < 0 { best = k; continue }
+                let e = lists[k][cursors[k]], b = lists[best][cursors[best]]
+                if e.seq < b.seq || (e.seq == b.seq && e.id < b.id) { best = k }
+            }
+            guard best >= 0 else { return (page, nil) }
+            let entry = lists[best][cursors[best]]
+            cursors[best] += 1
+            guard let item = s.data.items[entry.id], query.matches(item, ctx) else { continue }
             if page.count == pageSize {
                 let last = page[page.count - 1]
                 return (page, ListPageToken(offset: offset + pageSize, lastId: last.id, lastSeq: last.seq))
             }
             page.append(item)
         }
-        return (page, nil)
     }
 
-    /// The parent id that every match must have, when the query is `'X' in parents [and …]`.
-    static func requiredParent(_ q: DriveQuery) -> String? {
+    /// The parents every match must have one of, when the query is `'X' in parents [and …]` or
+    /// `('A' in parents or 'B' in parents …) [and …]`; nil when it does not say.
+    static func requiredParents(_ q: DriveQuery) -> [String]? {
         switch q {
-        case .inCollection(let value, .parents): return value
-        case .and(let a, let b): return requiredParent(a) ?? requiredParent(b)
+        case .inCollection(let value, .parents): return [value]
+        case .or(let a, let b):
+            guard let x = requiredParents(a), let y = requiredParents(b) else { return nil }
+            return unique(x + y)
+        case .and(let a, let b): return requiredParents(a) ?? requiredParents(b)
         default: return nil
         }
+    }
+
+    /// How many `'X' in parents` terms the query has, anywhere in it.
+    static func parentTermCount(_ q: DriveQuery) -> Int {
+        switch q {
+        case .inCollection(_, .parents): return 1
+        case .and(let a, let b), .or(let a, let b): return parentTermCount(a) + parentTermCount(b)
+        case .not(let a): return parentTermCount(a)
+        default: return 0
+        }
+    }
+
+    static func unique(_ ids: [String]) -> [String] {
+        var seen = Set<String>()
+        return ids.filter { seen.insert($0).inserted }
     }
 
     /// The name that every match must have, when the query is `name = 'x' [and …]`.

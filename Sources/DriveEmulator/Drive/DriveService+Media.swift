@@ -47,16 +47,22 @@ extension DriveService {
             return item
         }
         guard item.isBlob, let file = item.contentFile else { throw GoogleError.fileNotDownloadable }
-        let size = item.size ?? 0
-        var headers = HTTPHeaders([("Content-Type", item.mimeType), ("X-GUploader-UploadID", SecureRandom.token(length: 40)),
+        return try mediaResponse(path: store.contentPath(file), size: item.size ?? 0, mimeType: item.mimeType, md5: item.md5, r)
+    }
+
+    /// The bytes of one piece of content, as files.get and revisions.get with `alt=media` answer:
+    /// 200, or 206 + `Content-Range` for one satisfiable `Range`, 416 `bytes */SIZE` for a range
+    /// that starts past the end (or any range of empty content).
+    func mediaResponse(path: String, size: Int64, mimeType: String, md5: String?, _ r: HTTPRequest) throws -> HTTPResponse {
+        var headers = HTTPHeaders([("Content-Type", mimeType), ("X-GUploader-UploadID", SecureRandom.token(length: 40)),
                                    ("Cache-Control", "private, max-age=0, must-revalidate")])
-        if let md5 = item.md5 { headers.add("X-Goog-Hash", "md5=\(Base64URL.decodeHexToBase64(md5))") }
+        if let md5 { headers.add("X-Goog-Hash", "md5=\(Base64URL.decodeHexToBase64(md5))") }
         if let range = ByteRange.parse(r.headers["Range"]) {
             guard let (offset, length) = range.resolve(size: size) else { throw GoogleError.rangeNotSatisfiable(size: size) }
             headers.add("Content-Range", "bytes \(offset)-\(offset + length - 1)/\(size)")
-            return HTTPResponse(status: 206, headers: headers, body: .file(path: store.contentPath(file), offset: offset, length: length))
+            return HTTPResponse(status: 206, headers: headers, body: .file(path: path, offset: offset, length: length))
         }
-        return HTTPResponse(status: 200, headers: headers, body: .file(path: store.contentPath(file), offset: 0, length: size))
+        return HTTPResponse(status: 200, headers: headers, body: .file(path: path, offset: 0, length: size))
     }
 
     // MARK: files.export

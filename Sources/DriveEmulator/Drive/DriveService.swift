@@ -8,7 +8,8 @@ import Foundation
 /// Route method names (for stats and fault injection): `about.get`, `files.list`, `files.get`,
 /// `files.get.media`, `files.export`, `files.create`, `files.create.upload`, `files.update`,
 /// `files.update.upload`, `files.copy`, `files.delete`, `files.emptyTrash`, `files.generateIds`,
-/// `changes.getStartPageToken`, `changes.list`, and `drive.unknown` for any other path under those prefixes.
+/// `changes.getStartPageToken`, `changes.list`, `revisions.list`, `revisions.get`, `revisions.get.media`,
+/// and `drive.unknown` for any other path under those prefixes.
 ///
 /// Thread-safe: metadata lives behind the store's lock; content streams without it.
 public final class DriveService: RouteProvider, @unchecked Sendable {
@@ -16,6 +17,8 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
     let sessions: UploadSessions
     let validator: AccessTokenValidator
     let clock: TimeSource
+    let limits: ListingLimits
+    let quirks: ListingQuirks
     let user = DriveUser()
     /// Set when the state lives in a temporary directory of our own, removed by `close()`.
     private let temporaryDirectory: URL?
@@ -23,7 +26,10 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
 
     /// `stateDirectory` nil: a temporary directory, removed on `close()`. `seedDirectory` is imported
     /// into My Drive when the store is empty (first start).
-    public init(stateDirectory: URL?, seedDirectory: URL?, validator: AccessTokenValidator, clock: TimeSource) throws {
+    /// `limits` and `quirks` shape files.list (ListingLimits.swift); the quirks may be switched at
+    /// run time by whoever holds the same object (the control API).
+    public init(stateDirectory: URL?, seedDirectory: URL?, validator: AccessTokenValidator, clock: TimeSource,
+                limits: ListingLimits = ListingLimits(), quirks: ListingQuirks = ListingQuirks()) throws {
         // Drive's state lives in `drive/` under the state directory (the OAuth part shares it).
         let directory: URL
         if let stateDirectory {
@@ -36,6 +42,8 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
         }
         self.validator = validator
         self.clock = clock
+        self.limits = limits
+        self.quirks = quirks
         store = try DriveStore(directory: directory, clock: clock)
         sessions = try UploadSessions(store: store)
         if let seedDirectory, store.read({ $0.data.items.count == 1 }) {
@@ -60,8 +68,55 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
     typealias Handler = (DriveService) -> (HTTPRequest) throws -> HTTPResponse
 
     public func route(for request: HTTPRequest) -> Route? {
-        guard let (name, handler) = DriveService.match(request) else { return nil }
-        return Route(method: name) { [self] req in try serve(name, req, handler(self)) }
+        let override = DriveService.methodOverride(request)
+        var matched = request
+        if let override { matched.method = override }
+        guard let (name, handler) = DriveService.match(matched) else { return nil }
+        return Route(method: name) { [self] req in
+            guard override != nil else { return try serve(name, req, handler(self)) }
+            let rewritten: HTTPRequest
+            do { rewritten = try DriveService.applyMethodOverride(req) } catch let e as GoogleError { return e.response }
+            // The parameters that moved into the body may pick another handler (`alt=media`);
+            // the route keeps the name its URL gave it.
+            let chosen = DriveService.match(rewritten)?.1 ?? handler
+            return try serve(name, rewritten, chosen(self))
+        }
+    }
+
+    /// The method a `POST` stands for when it carries `X-HTTP-Method-Override` (as Google's front
+    /// end honours for every method): google-api-python-client turns a GET whose URL passes 2,048
+    /// characters into `POST` + `X-HTTP-Method-Override: GET` with the query string as an
+    /// `application/x-www-form-urlencoded` body.
+    static func methodOverride(_ r: HTTPRequest) -> String? {
+        guard r.method.uppercased() == "POST", let value = r.headers["X-HTTP-Method-Override"]?.trimmingCharacters(in: .whitespaces).uppercased(),
+              ["GET", "PATCH", "PUT", "DELETE"].contains(value) else { return nil }
+        return value
+    }
+
+    /// Parameters of an overridden GET sent as a form body: at most this many bytes.
+    static let overrideBodyLimit = 1 << 20
+
+    /// The request as its override says: the new method and, for a GET, the form body's
+    /// parameters after the URL's (the URL's win where both name one), with an empty body.
+    static func applyMethodOverride(_ r: HTTPRequest) throws -> HTTPRequest {
+        guard let method = methodOverride(r) else { return r }
+        var out = r
+        out.method = method
+        out.headers.remove("X-HTTP-Method-Override")
+        guard method == "GET" else { return out }
+        let type = r.headers["Content-Type"]?.lowercased() ?? "application/x-www-form-urlencoded"
+        guard type.hasPrefix("application/x-www-form-urlencoded") else {
+            throw GoogleError.badRequest("A GET sent as POST with X-HTTP-Method-Override carries its parameters as application/x-www-form-urlencoded.")
+        }
+        let bytes: [UInt8]
+        do { bytes = try r.body.readAll(limit: overrideBodyLimit) } catch HTTPBodyError.tooLarge(let limit) {
+            throw GoogleError(413, reason: "requestTooLarge", message: "The request body is larger than \(limit) bytes.")
+        }
+        out.query += HTTPRequest.parseQuery(String(decoding: bytes, as: UTF8.self))
+        out.body = BufferedRequestBody([])
+        out.headers.remove("Content-Type")
+        out.headers.remove("Content-Length")
+        return out
     }
 
     static let prefixes: [(String, String)] = [
@@ -92,6 +147,10 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
             case ("DELETE", 2, "files"): return ("files.delete", { s in s.filesDelete })
             case ("POST", 3, "files") where segments[2] == "copy": return ("files.copy", { s in s.filesCopy })
             case ("GET", 3, "files") where segments[2] == "export": return ("files.export", { s in s.filesExport })
+            case ("GET", 3, "files") where segments[2] == "revisions": return ("revisions.list", { s in s.revisionsList })
+            case ("GET", 4, "files") where segments[2] == "revisions":
+                if r.param("alt") == "media" { return ("revisions.get.media", { s in s.revisionsGetMedia }) }
+                return ("revisions.get", { s in s.revisionsGet })
             default: return unknown
             }
         case "upload":
@@ -101,6 +160,9 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
             return unknown
         default:
             if m == "GET", segments.count == 2, segments[0] == "files" { return ("files.get.media", { s in s.filesGetMedia }) }
+            if m == "GET", segments.count == 4, segments[0] == "files", segments[2] == "revisions" {
+                return ("revisions.get.media", { s in s.revisionsGetMedia })
+            }
             return unknown
         }
     }
@@ -186,6 +248,7 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
             "files.export": "DriveFiles.Export", "files.create": "DriveFiles.Create", "files.create.upload": "DriveFiles.Create",
             "files.update": "DriveFiles.Update", "files.update.upload": "DriveFiles.Update", "files.copy": "DriveFiles.Copy",
             "files.delete": "DriveFiles.Delete", "files.emptyTrash": "DriveFiles.EmptyTrash", "files.generateIds": "DriveFiles.GenerateIds",
+            "revisions.list": "DriveRevisions.List", "revisions.get": "DriveRevisions.Get", "revisions.get.media": "DriveRevisions.Get",
         ]
         return "google.apps.drive.v3." + (map[name] ?? "DriveFiles.Get")
     }

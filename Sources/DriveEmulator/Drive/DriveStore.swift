@@ -306,7 +306,7 @@ final class DriveStore: @unchecked Sendable {
         guard fd >= 0 else { throw StoreError.io("cannot open \(journalURL.path): errno \(errno)") }
         metadata = Locked((state, fd, 0, false))
         // Content no item refers to: a crash between writing content and journaling it.
-        let referenced = Set(state.data.items.values.compactMap(\.contentFile))
+        let referenced = Set(state.data.items.values.flatMap(\.allContentFiles))
         for name in (try? fm.contentsOfDirectory(atPath: contentDirectory.path)) ?? [] where !referenced.contains(name) {
             try? fm.removeItem(at: contentDirectory.appendingPathComponent(name))
         }

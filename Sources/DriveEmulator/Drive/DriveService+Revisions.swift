@@ -1,0 +1,117 @@
+import DriveSupport
+import Foundation
+
+/// revisions.list, revisions.get and revisions.get?alt=media.
+///
+/// Every content change of a file (create with content, update by any upload type) makes a new
+/// revision; a blob's revision id is its new `headRevisionId`. `DriveItem.keptRevisions` (10)
+/// revisions are kept per file, the head included, each with its content; an older one is purged
+/// (content deleted, gone from the list, a 404 by id), as Google purges revisions not kept forever.
+/// Folders and shortcuts have no revisions.
+extension DriveService {
+    static let revisionDefaults = try! FieldSelection.parse("kind,id,mimeType,modifiedTime")
+    static let revisionListDefaults = try! FieldSelection.parse("kind,nextPageToken,revisions(kind,id,mimeType,modifiedTime)")
+
+    /// `/drive/v3/files/{fileId}/revisions[/{revisionId}]` → (fileId, revisionId or "").
+    static func revisionIds(_ r: HTTPRequest) -> (String, String) {
+        guard let range = r.path.range(of: "/files/") else { return ("", "") }
+        let parts = r.path[range.upperBound...].split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        return (parts.first ?? "", parts.count > 2 ? parts[2] : "")
+    }
+
+    static func revisionNotFound(_ id: String) -> GoogleError {
+        GoogleError(404, reason: "notFound", message: "Revision not found: \(id).", location: "revisionId", locationType: "parameter")
+    }
+
+    /// Folders and shortcuts (status, reason and wording UNVERIFIED).
+    static var revisionsNotSupported: GoogleError {
+        GoogleError(403, reason: "revisionsNotSupported", message: "The file does not support revisions.")
+    }
+
+    /// The file (which must have revisions) and its kept history.
+    private func revisionFile(_ fileId: String) throws -> (DriveItem, String) {
+        let (item, rootId) = try store.read { s -> (DriveItem, String) in
+            guard let item = s.item(fileId) else { throw GoogleError.notFound(fileId) }
+            return (item, s.rootId)
+        }
+        guard !item.isFolder, !item.isShortcut else { throw DriveService.revisionsNotSupported }
+        return (item, rootId)
+    }
+
+    func renderRevision(_ rev: DriveRevision, of item: DriveItem, baseURL: String) -> [String: Any] {
+        var d: [String: Any] = ["kind": "drive#revision", "id": rev.id, "mimeType": rev.mimeType,
+                                "modifiedTime": RFC3339.format(millis: rev.modifiedTime), "lastModifyingUser": user.json]
+        if item.isBlob {
+            d["keepForever"] = false
+            if let size = rev.size { d["size"] = String(size) }
+            if let md5 = rev.md5 { d["md5Checksum"] = md5 }
+            if let name = rev.originalFilename { d["originalFilename"] = name }
+        } else {
+            d["published"] = false
+            // The file's own export endpoint: the emulator exports the head whatever the revision.
+            let links = Dictionary(uniqueKeysWithValues: (ExportFormats.targets[item.mimeType] ?? []).map { mime in
+                (mime, "\(baseURL)/drive/v3/files/\(item.id)/export?mimeType=\(FileResource.queryEscape(mime))")
+            })
+            if !links.isEmpty { d["exportLinks"] = links }
+        }
+        return d
+    }
+
+    // MARK: revisions.list
+
+    func revisionsList(_ r: HTTPRequest) throws -> HTTPResponse {
+        let (fileId, _) = DriveService.revisionIds(r)
+        let sel = try selection(r, DriveSchema.revisionList, defaults: DriveService.revisionListDefaults)
+        var pageSize = 200
+        if let n = try intParam(r, "pageSize") {
+            guard n > 0 else { throw GoogleError.invalidValue(location: "pageSize") }
+            pageSize = min(n, 1000)
+        }
+        let (item, _) = try revisionFile(fileId)
+        let history = item.revisionHistory
+        let binding = ListPageToken.binding(["revisions", item.id])
+        var start = 0
+        if let text = r.param("pageToken"), !text.isEmpty {
+            guard let token = ListPageToken.decode(text, binding: binding) else { throw GoogleError.invalidValue(location: "pageToken") }
+            // After the last revision returned; when that one was purged since, at the same offset
+            // less what was purged before it is unknowable, so the offset (clamped) is used.
+            start = history.firstIndex { $0.id == token.lastId }.map { $0 + 1 } ?? min(token.offset, history.count)
+        }
+        let page = Array(history[start..<min(history.count, start + pageSize)])
+        var body: [String: Any] = ["kind": "drive#revisionList",
+                                   "revisions": page.map { renderRevision($0, of: item, baseURL: r.baseURL) }]
+        if start + pageSize < history.count, let last = page.last {
+            body["nextPageToken"] = ListPageToken(offset: start + pageSize, lastId: last.id, lastSeq: nil).encode(binding: binding)
+        }
+        return respond(200, body, sel)
+    }
+
+    // MARK: revisions.get
+
+    private func revision(_ r: HTTPRequest) throws -> (DriveItem, DriveRevision) {
+        let (fileId, revisionId) = DriveService.revisionIds(r)
+        let (item, _) = try revisionFile(fileId)
+        // `head` is not an alias in v3 (UNVERIFIED); the id must be a kept revision's.
+        guard let rev = item.revisionHistory.first(where: { $0.id == revisionId }) else {
+            throw DriveService.revisionNotFound(revisionId)
+        }
+        return (item, rev)
+    }
+
+    func revisionsGet(_ r: HTTPRequest) throws -> HTTPResponse {
+        let sel = try selection(r, DriveSchema.revision, defaults: DriveService.revisionDefaults)
+        _ = try boolParam(r, "acknowledgeAbuse", default: false)
+        let (item, rev) = try revision(r)
+        return respond(200, renderRevision(rev, of: item, baseURL: r.baseURL), sel)
+    }
+
+    /// The revision's bytes, with `Range` exactly as files.get?alt=media. Docs Editors files: 403
+    /// `fileNotDownloadable`, as for the file itself.
+    func revisionsGetMedia(_ r: HTTPRequest) throws -> HTTPResponse {
+        _ = try boolParam(r, "acknowledgeAbuse", default: false)
+        let (item, rev) = try revision(r)
+        guard item.isBlob else { throw GoogleError.fileNotDownloadable }
+        guard let file = rev.contentFile else { throw DriveService.revisionNotFound(rev.id) }
+        return try mediaResponse(path: store.contentPath(file), size: rev.size ?? 0, mimeType: rev.mimeType, md5: rev.md5, r)
+    }
+}
