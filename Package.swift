@@ -5,7 +5,8 @@
 //   drivefs (CLI) → FuseBridge → DriveFSCore → DriveClient → DriveSupport → C shims
 //   drivefs-emulator → DriveEmulator → DriveSupport → CCrypto
 // Each C library is touched by exactly one Swift module: CFuse by FuseBridge, CCurl by DriveClient,
-// CCrypto by DriveSupport. No production target imports DriveEmulator.
+// CCrypto by DriveSupport; CSystem (libc calls the Glibc overlay hides) by DriveFSCore. No
+// production target imports DriveEmulator.
 import PackageDescription
 
 let package = Package(
@@ -21,13 +22,15 @@ let package = Package(
         .target(name: "CFuse", linkerSettings: [.linkedLibrary("fuse3")]),
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("curl")]),
         .target(name: "CCrypto", linkerSettings: [.linkedLibrary("crypto")]),
+        // Linux calls that Glibc's overlay hides (fallocate's hole punching).
+        .target(name: "CSystem"),
 
         // Shared ground: locks, clocks, RFC 3339 times, digests and signatures.
         .target(name: "DriveSupport", dependencies: ["CCrypto"]),
         // Drive v3 over libcurl: auth, pacing, retries, typed errors.
         .target(name: "DriveClient", dependencies: ["DriveSupport", "CCurl"]),
         // Inodes, handles, folder-ID cache, block cache, write-back. No kernel needed.
-        .target(name: "DriveFSCore", dependencies: ["DriveClient", "DriveSupport"]),
+        .target(name: "DriveFSCore", dependencies: ["DriveClient", "DriveSupport", "CSystem"]),
         // The only code that touches libfuse.
         .target(name: "FuseBridge", dependencies: ["DriveFSCore", "DriveSupport", "CFuse"]),
         .executableTarget(name: "drivefs", dependencies: ["FuseBridge", "DriveFSCore", "DriveClient", "DriveSupport"]),

@@ -1,3 +1,4 @@
+import CSystem
 import DriveClient
 import DriveSupport
 import Foundation
@@ -304,7 +305,9 @@ public final class BlockCache: Sendable {
         let progress = Locked<(written: Int64, marked: Int, writeError: Int32)>((0, run.lowerBound, 0))
         let blockSize = Int64(self.blockSize)
         let size = entry.size
+        let shared = handle.entry
         let sink = ResponseSink.callback { [self] chunk in
+            let entry = shared.value
             var (written, failed) = progress.withLock { ($0.written, $0.writeError) }
             guard failed == 0 else { return false }
             let room = Int(length - written)
@@ -437,8 +440,8 @@ public final class BlockCache: Sendable {
             let entry = candidate.entry
             if entry.descriptor < 0 { entry.descriptor = Glibc.open(entry.path, O_RDWR | O_CLOEXEC) }
             if entry.descriptor >= 0 {
-                _ = fallocate(entry.descriptor, 0x02 | 0x01,  // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
-                              off_t(Int64(candidate.block) * Int64(blockSize)), off_t(blockBytes(entry, candidate.block)))
+                _ = csystem_punch_hole(entry.descriptor, off_t(Int64(candidate.block) * Int64(blockSize)),
+                                       off_t(blockBytes(entry, candidate.block)))
             }
             entry.clearPresent(candidate.block)
             usage -= blockBytes(entry, candidate.block)
@@ -476,7 +479,7 @@ public final class BlockCache: Sendable {
                           present: entry.present)
         do {
             let data = try JSONEncoder().encode(map)
-            try AtomicFile.write(Array(data), to: URL(fileURLWithPath: entry.path + ".map"), mode: 0o600)
+            try AtomicFile.write(Array(data), to: entry.path + ".map", mode: 0o600)
             entry.dirty = false
         } catch {
             Log.shared.warning("cache", "cannot save the block map of \(entry.key): \(error)")

@@ -71,7 +71,8 @@ final class FolderLister: Sendable {
         self.time = time
     }
 
-    var queuedCount: Int { state.withLock { $0.queue.count - $0.head } }
+    var queuedCount: Int { state.withLock { $0.queued.count } }
+    var inFlightCount: Int { state.withLock { $0.inFlight.count } }
 
     /// Returns once `folder` has a fresh listing (listing it if needed), on the caller's thread.
     func ensureListed(_ folder: Inode, cancellation: CancellationFlag?) throws(FilesystemError) {

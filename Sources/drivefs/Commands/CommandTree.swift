@@ -22,6 +22,8 @@ enum CommandTree {
                 ("help COMMAND", "Show the help of a command"),
             ])
         // One line per top-level command, in help order.
+        root.add(MountCommand.make())
+        root.add(UnmountCommand.make())
         root.add(AuthCommand.make())
         root.add(DebugCommand.make())
         root.add(HelpCommand.make())

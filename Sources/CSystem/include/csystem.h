@@ -1,0 +1,11 @@
+// C shim for the few Linux calls Glibc's Swift overlay does not show (they need _GNU_SOURCE).
+// Only DriveFSCore imports this module.
+#ifndef DRIVEFS_CSYSTEM_H
+#define DRIVEFS_CSYSTEM_H
+#include <sys/types.h>
+
+// fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length): frees the disk blocks
+// of a range, which then reads as zeros. 0, or -1 with errno set.
+int csystem_punch_hole(int fd, off_t offset, off_t length);
+
+#endif

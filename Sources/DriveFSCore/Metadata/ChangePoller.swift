@@ -1,0 +1,101 @@
+import DriveClient
+import DriveSupport
+import Foundation
+
+/// Reads the change feed every `interval` seconds (and once at start), applies each page to the
+/// node table, passes what changed to the kernel and the block cache, and saves the index when
+/// something changed.
+///
+/// A failed poll is logged and retried at the next interval from the same token: nothing is
+/// skipped. Polls never overlap (`pollLock`).
+final class ChangePoller: Sendable {
+    private let backend: any DriveBackend
+    private let table: NodeTable
+    private let invalidator: Invalidator
+    private let index: IndexStore
+    private let interval: Double
+    private let token: Locked<String>
+    private let pollLock = NSLock()
+    private let wake = NSCondition()
+    private nonisolated(unsafe) var stopping = false  // GUARDED_BY(wake)
+    private nonisolated(unsafe) var running = false  // GUARDED_BY(wake)
+    private let finished = DispatchGroup()
+
+    init(backend: any DriveBackend, table: NodeTable, invalidator: Invalidator, index: IndexStore, token: String,
+         interval: Double) {
+        self.backend = backend
+        self.table = table
+        self.invalidator = invalidator
+        self.index = index
+        self.token = Locked(token)
+        self.interval = max(0.1, interval)
+    }
+
+    var currentToken: String { token.withLock { $0 } }
+
+    func start() {
+        wake.lock()
+        guard !running else { wake.unlock(); return }
+        running = true
+        wake.unlock()
+        finished.enter()
+        let thread = Thread { [self] in
+            defer { finished.leave() }
+            while true {
+                do { try pollOnce() } catch { Log.shared.warning("changes", "reading the change feed failed: \(error)") }
+                wake.lock()
+                let deadline = Date().addingTimeInterval(interval)
+                while !stopping && Date() < deadline { _ = wake.wait(until: deadline) }
+                let stop = stopping
+                wake.unlock()
+                if stop { return }
+            }
+        }
+        thread.name = "drivefs-changes"
+        thread.start()
+    }
+
+    func stop() {
+        wake.lock()
+        stopping = true
+        let wasRunning = running
+        wake.broadcast()
+        wake.unlock()
+        if wasRunning { _ = finished.wait(timeout: .now() + 30) }
+    }
+
+    /// Reads every page of changes since the current token.
+    func pollOnce() throws {
+        pollLock.lock()
+        defer { pollLock.unlock() }
+        var changed = 0
+        try RequestContext(priority: .background).scope {
+            var pages = 0
+            while pages < 10_000 {
+                pages += 1
+                let page = try backend.changes(pageToken: token.withLock { $0 }, pageSize: 1000)
+                if !page.changes.isEmpty {
+                    changed += page.changes.count
+                    invalidator.apply(table.apply(page.changes))
+                }
+                if let next = page.nextPageToken {
+                    token.withLock { $0 = next }
+                    continue
+                }
+                if let fresh = page.newStartPageToken { token.withLock { $0 = fresh } }
+                break
+            }
+        }
+        if changed > 0 {
+            Log.shared.info("changes", "applied \(changed) change(s)")
+            index.save(table, changeToken: token.withLock { $0 })
+        }
+    }
+
+    /// Saves the index at the current token (unmount).
+    func saveIndex() {
+        pollLock.lock()
+        defer { pollLock.unlock() }
+        index.save(table, changeToken: token.withLock { $0 })
+    }
+}

@@ -1,0 +1,394 @@
+import DriveClient
+import DriveSupport
+import Foundation
+import Glibc
+
+/// The Drive filesystem: `FilesystemOperations` over a `DriveBackend`, read-only for now.
+///
+/// How it answers (docs/architecture.md, "The filesystem core"):
+/// - From memory whenever it can, on the kernel's thread: names and attributes come from the node
+///   table, bytes already cached from the block cache's file. Nothing the kernel's threads run
+///   waits on Drive.
+/// - Otherwise on its own threads (`interactive`, bounded), which list folders, fetch blocks and
+///   export documents, then reply. A stalled connection holds one of those threads at most; cached
+///   operations go on answering.
+/// - Listing a folder prefetches the folders below it in the background (FolderLister), and
+///   reading sequentially reads ahead on the `readAhead` threads, in parallel range streams.
+/// - The change feed (ChangePoller) keeps listings and attributes current and tells the kernel
+///   what to forget.
+///
+/// Lock order, written once: `DriveFilesystem.handles` → `NodeTable.state`; `FolderLister.state`,
+/// `BlockCache.condition` and `Invalidator`'s lock are leaves taken alone. No lock is held while
+/// calling Drive, waiting, or replying.
+public final class DriveFilesystem: FilesystemOperations {
+    public let configuration: DriveFSConfiguration
+    let backend: any DriveBackend
+    let table: NodeTable
+    let cache: BlockCache
+    let lister: FolderLister
+    let invalidator: Invalidator
+    let poller: ChangePoller
+    let index: IndexStore
+    let time: any TimeSource
+
+    let interactive: WorkPool
+    let readAhead: WorkPool
+    let backgroundListing: WorkPool
+    let notifications: WorkPool
+
+    private let handles = Locked(Handles())
+    private let about = Locked<(value: DriveAbout?, fetchedAt: Double)>((nil, 0))
+
+    struct Handles {
+        var next: UInt64 = 1
+        var files: [UInt64: OpenFile] = [:]
+        var directories: [UInt64: OpenDirectory] = [:]
+    }
+
+    struct OpenFile {
+        let inode: Inode
+        let content: BlockCache.Handle
+        var readAhead = ReadAheadState()
+    }
+
+    struct OpenDirectory {
+        let inode: Inode
+        /// The entries as of the first read from offset 0: cookies index into it.
+        var snapshot: [DirectoryEntry]?
+    }
+
+    public var entryTimeout: Double { configuration.kernelCacheTimeout }
+    public var attributeTimeout: Double { configuration.kernelCacheTimeout }
+    public var negativeEntryTimeout: Double { configuration.kernelCacheTimeout }
+
+    /// - Parameters:
+    ///   - root: the folder mounted (My Drive's root, from files.get("root")).
+    ///   - startPageToken: the change feed's position taken before anything was listed, so no
+    ///     change between the first listing and the first poll is missed.
+    public init(backend: any DriveBackend, root: DriveFile, startPageToken: String, configuration: DriveFSConfiguration,
+                time: any TimeSource = SystemTimeSource()) throws(FilesystemError) {
+        self.configuration = configuration
+        self.backend = backend
+        self.time = time
+        let cacheDirectory = configuration.cacheDirectory
+        cache = try BlockCache(directory: cacheDirectory.appendingPathComponent("blocks"), capacity: configuration.cacheSize,
+                               blockSize: configuration.blockSize)
+        index = IndexStore(path: cacheDirectory.appendingPathComponent("index.json").path)
+        interactive = WorkPool(name: "drivefs-io", threads: configuration.interactiveThreads)
+        readAhead = WorkPool(name: "drivefs-readahead", threads: configuration.readAheadStreams)
+        backgroundListing = WorkPool(name: "drivefs-prefetch", threads: configuration.backgroundListingThreads)
+        notifications = WorkPool(name: "drivefs-notify", threads: 1)
+        invalidator = Invalidator(cache: cache, queue: notifications)
+        var token = startPageToken
+        if let restored = index.load(rootID: root.id, configuration: configuration) {
+            table = NodeTable(restoring: restored.state, configuration: configuration, time: time)
+            table.withState { $0.nodes[.root]!.file = root }
+            token = restored.changeToken
+            Log.shared.info("index", "restored \(restored.state.nodes.count) items from \(index.path)")
+        } else {
+            table = NodeTable(root: root, configuration: configuration, time: time)
+        }
+        lister = FolderLister(backend: backend, table: table, invalidator: invalidator, configuration: configuration,
+                              background: backgroundListing, time: time)
+        poller = ChangePoller(backend: backend, table: table, invalidator: invalidator, index: index, token: token,
+                              interval: configuration.pollInterval)
+    }
+
+    // MARK: Lifecycle
+
+    public func start(notifier: any KernelNotifier) {
+        invalidator.attach(notifier)
+        for pool in [interactive, readAhead, backgroundListing, notifications] { pool.start() }
+        poller.start()
+    }
+
+    public func stop() {
+        poller.stop()
+        for pool in [interactive, readAhead, backgroundListing] { pool.stop() }
+        notifications.stop()
+        cache.flush()
+        poller.saveIndex()
+    }
+
+    /// Runs `body` on an interactive thread, with the request's cancellation and deadline.
+    private func onIOThread<T: Sendable>(_ reply: Reply<T>, _ body: @escaping @Sendable () throws(FilesystemError) -> T) {
+        let deadline = time.now() + configuration.requestDeadline
+        interactive.submit {
+            let context = RequestContext(priority: .interactive, deadline: deadline, cancellation: reply.cancellation)
+            reply.answer { () throws(FilesystemError) in
+                do {
+                    return try context.scope { () throws -> T in try body() }
+                } catch {
+                    throw FilesystemError.from(error)
+                }
+            }
+        }
+    }
+
+    // MARK: Names
+
+    public func lookup(parent: Inode, name: String, reply: Reply<FileAttributes>) {
+        if name.utf8.count > NameMapper.maximumNameBytes { return reply.fail(.nameTooLong) }
+        if let answer = quickLookup(parent, name) { return reply.complete(answer) }
+        onIOThread(reply) { [self] () throws(FilesystemError) in
+            try lister.ensureListed(parent, cancellation: reply.cancellation)
+            guard let answer = quickLookup(parent, name) else { throw .ioError }
+            return try answer.get()
+        }
+    }
+
+    /// The answer from the table alone, or nil when the folder must be listed first.
+    private func quickLookup(_ parent: Inode, _ name: String) -> Result<FileAttributes, FilesystemError>? {
+        if name == "." || name == ".." {
+            guard let node = table.node(parent) else { return .failure(.notFound) }
+            guard node.kind == .directory else { return .failure(.notADirectory) }
+            let target = name == "." ? parent : (node.parent ?? .root)
+            guard let counted = table.countLookup(target) else { return .failure(.notFound) }
+            return .success(table.attributes(counted))
+        }
+        switch table.child(of: parent, named: name, countLookup: true) {
+        case .found(let node): return .success(table.attributes(node))
+        case .missing: return .failure(.notFound)
+        case .notAFolder: return .failure(.notADirectory)
+        case .unknownParent: return .failure(FilesystemError(errno: ESTALE))
+        case .needsListing: return nil
+        }
+    }
+
+    public func forget(_ inode: Inode, count: UInt64) { table.forget(inode, count: count) }
+    public func forgetAll() { table.forgetAll() }
+
+    public func attributes(of inode: Inode, reply: Reply<FileAttributes>) {
+        guard let node = table.node(inode) else { return reply.fail(FilesystemError(errno: ESTALE)) }
+        reply.succeed(table.attributes(node))
+    }
+
+    // MARK: Directories
+
+    public func openDirectory(_ inode: Inode, reply: Reply<UInt64>) {
+        guard let node = table.node(inode) else { return reply.fail(FilesystemError(errno: ESTALE)) }
+        guard node.kind == .directory else { return reply.fail(.notADirectory) }
+        let handle = handles.withLock { h -> UInt64 in
+            let handle = h.next
+            h.next += 1
+            h.directories[handle] = OpenDirectory(inode: inode, snapshot: nil)
+            return handle
+        }
+        reply.succeed(handle)
+    }
+
+    public func readDirectory(_ inode: Inode, handle: UInt64, after offset: Int64, plus: Bool, into buffer: any DirectoryBuffer,
+                              reply: Reply<Void>) {
+        guard offset >= 0 else { return reply.fail(.invalidArgument) }
+        guard let open = handles.withLock({ $0.directories[handle] }), open.inode == inode else { return reply.fail(.badHandle) }
+        if offset > 0, let snapshot = open.snapshot {
+            return reply.answer { () throws(FilesystemError) in emit(snapshot, after: offset, plus: plus, into: buffer) }
+        }
+        // From the start: a fresh snapshot of the listing (rewinddir sees changes).
+        if table.freshListing(inode) != nil {
+            return reply.answer { () throws(FilesystemError) in
+                emit(try takeSnapshot(inode, handle: handle), after: offset, plus: plus, into: buffer)
+            }
+        }
+        onIOThread(reply) { [self] () throws(FilesystemError) in
+            try lister.ensureListed(inode, cancellation: reply.cancellation)
+            emit(try takeSnapshot(inode, handle: handle), after: offset, plus: plus, into: buffer)
+        }
+    }
+
+    private func takeSnapshot(_ inode: Inode, handle: UInt64) throws(FilesystemError) -> [DirectoryEntry] {
+        guard let node = table.node(inode), let children = table.entries(of: inode) else { throw .ioError }
+        var entries = [DirectoryEntry(name: ".", inode: inode, kind: .directory, nextOffset: 1),
+                       DirectoryEntry(name: "..", inode: node.parent ?? .root, kind: .directory, nextOffset: 2)]
+        for (index, child) in children.enumerated() {
+            entries.append(DirectoryEntry(name: child.name, inode: child.inode, kind: child.kind, nextOffset: Int64(index + 3)))
+        }
+        handles.withLock { $0.directories[handle]?.snapshot = entries }
+        // A user listed this folder: list what is below it before they get there.
+        lister.prefetch(below: inode)
+        return entries
+    }
+
+    /// Adds entries after `offset` until the buffer is full. With `plus`, an entry counts as a
+    /// lookup only once the buffer took it; an entry gone from the table since the snapshot is
+    /// skipped.
+    private func emit(_ snapshot: [DirectoryEntry], after offset: Int64, plus: Bool, into buffer: any DirectoryBuffer) {
+        for entry in snapshot.dropFirst(Int(min(offset, Int64(snapshot.count)))) {
+            if !plus || DirectoryEntryPlus.isDotOrDotDot(entry.name) {
+                guard buffer.add(entry, attributes: nil) else { return }
+                continue
+            }
+            guard let node = table.node(entry.inode) else { continue }
+            guard buffer.add(entry, attributes: table.attributes(node)) else { return }
+            if table.countLookup(entry.inode) == nil {
+                // Dropped between the two calls: the kernel now holds an entry we cannot count.
+                Log.shared.debug("fs", "\(entry.inode) vanished while being listed")
+            }
+        }
+    }
+
+    public func releaseDirectory(_ inode: Inode, handle: UInt64) {
+        handles.withLock { _ = $0.directories.removeValue(forKey: handle) }
+    }
+
+    // MARK: Files
+
+    public func open(_ inode: Inode, flags: Int32, reply: Reply<OpenedFile>) {
+        guard let node = table.node(inode) else { return reply.fail(FilesystemError(errno: ESTALE)) }
+        switch node.kind {
+        case .directory: return reply.fail(.isADirectory)
+        case .symbolicLink: return reply.fail(FilesystemError(errno: ELOOP))
+        case .regular: break
+        }
+        if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 { return reply.fail(.readOnly) }
+        guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats) else {
+            Log.shared.warning("fs", "'\(node.name)' (\(node.file.mimeType)) cannot be downloaded or exported by Drive")
+            return reply.fail(FilesystemError(errno: EOPNOTSUPP))
+        }
+        if node.file.capabilities?.canDownload == false {
+            return reply.fail(FilesystemError(errno: EACCES))
+        }
+        if key.exportMimeType == nil {
+            do throws(FilesystemError) {
+                let content = try cache.open(key, size: max(0, node.file.size ?? 0))
+                reply.succeed(register(inode, content, directIO: false))
+            } catch {
+                reply.fail(error)
+            }
+            return
+        }
+        // A Workspace file: exported whole on open (Drive exports have no ranges and no size in
+        // advance); the kernel then reads it without trusting the size it was shown before.
+        onIOThread(reply) { [self] () throws(FilesystemError) in
+            let content = try cache.openExport(key, cancellation: reply.cancellation) {
+                try backend.export(key.fileID, mimeType: key.exportMimeType!)
+            }
+            table.setExportedSize(inode, content.size)
+            return register(inode, content, directIO: true)
+        }
+    }
+
+    private func register(_ inode: Inode, _ content: BlockCache.Handle, directIO: Bool) -> OpenedFile {
+        table.openHandle(inode)
+        let handle = handles.withLock { h -> UInt64 in
+            let handle = h.next
+            h.next += 1
+            h.files[handle] = OpenFile(inode: inode, content: content)
+            return handle
+        }
+        // The page cache holds this version's pages only: a new version is a new key, and the
+        // change feed invalidates the inode when it comes.
+        return OpenedFile(handle: handle, keepCache: true, directIO: directIO)
+    }
+
+    public func read(_ inode: Inode, handle: UInt64, offset: Int64, size: Int, reply: Reply<ReadData>) {
+        guard offset >= 0, size >= 0 else { return reply.fail(.invalidArgument) }
+        guard let plan = handles.withLock({ h -> (BlockCache.Handle, [ReadAheadState.Span])? in
+            guard var file = h.files[handle], file.inode == inode else { return nil }
+            let spans = file.readAhead.advance(offset: offset, size: Int64(size), fileSize: file.content.size,
+                                               maximum: configuration.maxReadAhead, chunk: configuration.readAheadChunk)
+            h.files[handle] = file
+            return (file.content, spans)
+        }) else { return reply.fail(.badHandle) }
+        let (content, spans) = plan
+        for span in spans { scheduleReadAhead(content, span) }
+        let length = Int(max(0, min(Int64(size), content.size - offset)))
+        guard length > 0 else { return reply.succeed(.bytes([])) }
+        if cache.isPresent(content, offset: offset, length: length) {
+            return reply.succeed(.file(descriptor: content.descriptor, offset: offset, length: length))
+        }
+        onIOThread(reply) { [self] () throws(FilesystemError) in
+            try cache.ensure(content, offset: offset, length: length, cancellation: reply.cancellation,
+                             fetch: fetcher(for: content.key))
+            return .file(descriptor: content.descriptor, offset: offset, length: length)
+        }
+    }
+
+    /// Downloads of one content version: pinned to its revision when Drive gave one.
+    func fetcher(for key: ContentKey) -> BlockCache.Fetcher {
+        { [backend] offset, length, sink in
+            try backend.download(key.fileID, revision: key.revision, offset: offset, length: length, to: sink)
+        }
+    }
+
+    private func scheduleReadAhead(_ content: BlockCache.Handle, _ span: ReadAheadState.Span) {
+        readAhead.submit { [self] in
+            let context = RequestContext(priority: .readAhead, deadline: time.now() + configuration.requestDeadline)
+            while let run = cache.claim(content, offset: span.offset, length: span.length, maxBytes: configuration.readAheadChunk) {
+                do {
+                    try context.scope { () throws -> Void in
+                        try cache.download(content, blocks: run, fetch: fetcher(for: content.key))
+                    }
+                } catch {
+                    Log.shared.debug("readahead", "\(content.key) at block \(run.lowerBound): \(error)")
+                    return
+                }
+            }
+        }
+    }
+
+    public func release(_ inode: Inode, handle: UInt64) {
+        guard let file = handles.withLock({ $0.files.removeValue(forKey: handle) }) else { return }
+        cache.release(file.content)
+        table.closeHandle(inode)
+    }
+
+    // MARK: Links
+
+    public func readLink(_ inode: Inode, reply: Reply<String>) {
+        guard let node = table.node(inode) else { return reply.fail(FilesystemError(errno: ESTALE)) }
+        guard node.kind == .symbolicLink, let target = node.file.shortcutDetails?.targetId else { return reply.fail(.invalidArgument) }
+        onIOThread(reply) { [self] () throws(FilesystemError) in
+            try ShortcutResolver(backend: backend, table: table, lister: lister).relativeTarget(of: node, targetID: target,
+                                                                                                 cancellation: reply.cancellation)
+        }
+    }
+
+    // MARK: Statistics
+
+    public func statistics(reply: Reply<FilesystemStatistics>) {
+        let cached = about.withLock { $0 }
+        if let value = cached.value, time.now() - cached.fetchedAt < 60 { return reply.succeed(statistics(value)) }
+        onIOThread(reply) { [self] () throws(FilesystemError) in
+            do {
+                let value = try backend.about()
+                about.withLock { $0 = (value, time.now()) }
+                return statistics(value)
+            } catch {
+                // df should not fail because Drive is slow: an older answer is better than none.
+                if let value = cached.value { return statistics(value) }
+                throw FilesystemError.from(error)
+            }
+        }
+    }
+
+    private func statistics(_ about: DriveAbout) -> FilesystemStatistics {
+        let blockSize: UInt64 = 4096
+        let used = UInt64(max(0, about.storageUsage ?? 0))
+        // Unlimited storage (no limit): show a petabyte, so that df and tools that check room work.
+        let limit = about.storageLimit.map { UInt64(max(0, $0)) } ?? max(used, 1 << 50)
+        let free = limit > used ? limit - used : 0
+        let files = UInt64(table.count)
+        return FilesystemStatistics(blockSize: blockSize, totalBlocks: limit / blockSize, freeBlocks: free / blockSize,
+                                    totalFiles: files + 1_000_000, freeFiles: 1_000_000,
+                                    maximumNameLength: UInt64(NameMapper.maximumNameBytes))
+    }
+
+    // MARK: Introspection (tests)
+
+    public var cachedBytes: Int64 { cache.bytesUsed }
+    public var cacheCounters: BlockCache.Counters { cache.counterValues }
+    public func lookupCount(of inode: Inode) -> UInt64 { table.node(inode)?.lookups ?? 0 }
+    public var knownItems: Int { table.count }
+    /// Reads the change feed now (tests; the poller does it every `pollInterval`).
+    public func pollChanges() throws { try poller.pollOnce() }
+    /// Waits until no prefetch is queued or running (tests), at most `timeout` seconds.
+    public func waitForPrefetch(timeout: Double = 60) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if lister.queuedCount == 0 && backgroundListing.pending == 0 && lister.inFlightCount == 0 { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+}

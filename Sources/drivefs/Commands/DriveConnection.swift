@@ -1,0 +1,54 @@
+import DriveClient
+import DriveSupport
+import Foundation
+
+/// A profile's credentials turned into a working Drive client, for commands that talk to Drive
+/// beyond signing in (`mount`). Makes no request itself.
+struct DriveConnection {
+    let api: DriveAPI
+    /// The account's e-mail address as remembered at login, if known.
+    let account: String?
+
+    static func open(_ invocation: Invocation, choice: DriveEndpointChoice) throws -> DriveConnection {
+        let store = AuthCommand.store(invocation)
+        let profile: ProfileConfig?
+        let credential: StoredCredential
+        do {
+            profile = try store.profile(choice.profile)
+            guard let c = try store.loadCredential(profile: choice.profile) else { throw OAuthError.notLoggedIn(profile: choice.profile) }
+            credential = c
+        } catch {
+            throw AuthCommand.failure(error, doing: "cannot read the credentials")
+        }
+        let resolved = choice.apply(profileDefaults: AuthCommand.profileDefaults(profile))
+        let explicitToken = choice.tokenURL ?? profile?.tokenURL
+        let transport = try AuthCommand.transport(caFile: resolved.caFile)
+        let grant: any TokenGrant
+        do {
+            grant = try credential.makeGrant(tokenURL: explicitToken, transport: transport)
+        } catch {
+            throw AuthCommand.failure(error, doing: "the credentials cannot be used")
+        }
+        let executor = DriveRequestExecutor(transport: transport, tokens: TokenManager(grant: grant), pacer: Pacer())
+        let api = DriveAPI(executor: executor, endpoints: DriveEndpoints(apiRoot: resolved.apiURL))
+        return DriveConnection(api: api, account: credential.account)
+    }
+
+    /// A Drive failure at start-up as a message with the next step.
+    static func failure(_ error: Error, doing what: String) -> CLIError {
+        if let drive = error as? DriveError {
+            switch drive {
+            case .unauthorized(let info):
+                return .failure("\(what): not authorized (\(info.message))", hint: "Sign in again with: drivefs auth login")
+            case .transport(let t):
+                return .failure("\(what): \(t.summary)", hint: t.hint)
+            case .permissionDenied(let info):
+                return .failure("\(what): permission denied (\(info))",
+                                hint: "The profile's scopes may not include Drive; sign in again with: drivefs auth login")
+            default:
+                return .failure("\(what): \(drive)")
+            }
+        }
+        return AuthCommand.failure(error, doing: what)
+    }
+}

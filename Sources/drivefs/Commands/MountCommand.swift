@@ -1,0 +1,206 @@
+import DriveClient
+import DriveFSCore
+import DriveSupport
+import FuseBridge
+import Foundation
+
+/// `drivefs mount MOUNTPOINT`: the signed-in account's My Drive as a filesystem.
+///
+/// Everything that can fail for a reason the user can fix (the mount point, the credentials, the
+/// network, Drive's answer for the root) is checked before mounting, in the foreground, so the
+/// command exits non-zero with the reason; only then does it mount, daemonize (unless
+/// `--foreground`) and return, with the mount live.
+enum MountCommand {
+    static func make() -> Command {
+        Command(
+            name: "mount", summary: "Mount Google Drive on a directory",
+            discussion: """
+                Mounts the profile's My Drive on MOUNTPOINT and returns once the mount is live, leaving
+                the filesystem running in the background (--foreground keeps it attached; Ctrl-C then
+                unmounts). Unmount with 'drivefs unmount MOUNTPOINT' or 'fusermount -u MOUNTPOINT'.
+
+                The mount is read-only for now (writing arrives with its own release). Google Docs,
+                Sheets, Slides and Drawings appear as exported files (--export-formats); shortcuts as
+                symbolic links. Listings and file blocks are cached under --cache-dir and survive
+                remounts; the change feed is read every --poll-interval.
+
+                A mount point left behind by a killed drivefs ("Transport endpoint is not connected")
+                is cleaned up and mounted again.
+                """,
+            options: [
+                .flag("foreground", short: "f", help: "Stay in the foreground; log to standard error"),
+                .flag("read-only", help: "Mount read-only (always the case in this release)"),
+                .flag("allow-other", help: "Let other users see the mount (needs user_allow_other\nin /etc/fuse.conf when not root)"),
+                .value("uid", valueName: "UID", help: "Owner shown for every file (default: yours)", validate: validateID),
+                .value("gid", valueName: "GID", help: "Group shown for every file (default: yours)", validate: validateID),
+                .value("umask", valueName: "MASK", help: "Permission bits to clear, octal (default 022)", validate: validateUmask),
+                .value("cache-dir", valueName: "DIR", help: "Block cache and index (default $XDG_CACHE_HOME/drivefs/PROFILE)"),
+                .value("cache-size", valueName: "SIZE", help: "Cap of the block cache, e.g. 10G, 500M (default 10G)",
+                       validate: { ByteSize.parse($0) == nil ? "expected a size such as 10G, 512M or 1048576" : nil }),
+                .value("dir-cache-ttl", valueName: "DURATION", help: "How long a folder listing is trusted, e.g. 5m (default 5m)",
+                       validate: validateDuration),
+                .value("poll-interval", valueName: "DURATION", help: "How often the change feed is read (default 30s)",
+                       validate: validateDuration),
+                .value("export-formats", valueName: "LIST", help: "Formats for Google Docs etc., in order of preference\n(default docx,xlsx,pptx,svg,pdf)",
+                       validate: { ExportFormats.parse($0).problem }),
+                .value("log-file", valueName: "FILE", help: "Where the daemon logs (default $XDG_STATE_HOME/drivefs/PROFILE.log;\nstandard error with --foreground)"),
+                .value("log-level", valueName: "LEVEL", help: "debug, info, warning or error (default info)",
+                       validate: { Log.Level(name: $0) == nil ? "expected debug, info, warning or error" : nil }),
+                .value("options", short: "o", valueName: "OPTS", repeatable: true,
+                       help: "Extra FUSE mount options, comma-separated (e.g. allow_other)", validate: validateMountOptions),
+                .flag("debug", short: "d", help: "Log every FUSE request on standard error (implies --foreground)"),
+            ],
+            arguments: [ArgumentSpec(name: "MOUNTPOINT", help: "An existing empty directory")],
+            examples: [
+                ("mount ~/gdrive", "Mount My Drive and return"),
+                ("mount ~/gdrive -f --log-level debug", "Stay in the foreground, logging everything"),
+                ("mount ~/gdrive --profile work --cache-size 20G", "Another account, a bigger cache"),
+            ],
+            talksToDrive: true,
+            run: run)
+    }
+
+    static func validateID(_ text: String) -> String? { UInt32(text) == nil ? "expected a number" : nil }
+
+    static func validateUmask(_ text: String) -> String? {
+        guard let value = UInt32(text, radix: 8), value <= 0o777 else { return "expected an octal mask such as 022" }
+        return nil
+    }
+
+    static func validateDuration(_ text: String) -> String? {
+        Duration.parse(text) == nil ? "expected a duration such as 30s, 5m, 1h or a number of seconds" : nil
+    }
+
+    /// Options drivefs sets itself, or that would contradict the read-only mount, are refused.
+    static func validateMountOptions(_ text: String) -> String? {
+        let owned: Set<String> = ["fsname", "subtype"]
+        for option in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let name = option.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            if option.isEmpty { return "an option is empty" }
+            if name == "rw" { return "the mount is read-only in this release" }
+            if owned.contains(name) { return "drivefs sets '\(name)' itself" }
+        }
+        return nil
+    }
+
+    static func run(_ invocation: Invocation) throws -> Int32 {
+        let mountpoint = try MountPoint.prepare(invocation.argument("MOUNTPOINT")!)
+        let choice = try DriveOptions.resolve(invocation)
+        let foreground = invocation.flag("foreground") || invocation.flag("debug")
+        let environment = invocation.environment
+
+        // Logging first: what follows may want to say something.
+        let level = invocation.value("log-level").flatMap(Log.Level.init(name:)) ?? .info
+        let logFile = foreground ? invocation.value("log-file") : (invocation.value("log-file") ?? defaultLogFile(choice.profile, environment))
+        if let logFile { try? FileManager.default.createDirectory(atPath: (logFile as NSString).deletingLastPathComponent,
+                                                                  withIntermediateDirectories: true) }
+        do {
+            try Log.shared.configure(level: level, path: logFile)
+        } catch {
+            throw CLIError.failure("\(error)", hint: "Choose another file with --log-file.")
+        }
+
+        let connection = try DriveConnection.open(invocation, choice: choice)
+        let api = connection.api
+        // The root and the change feed's position, before anything is listed (no change is missed).
+        let root: DriveFile
+        let startToken: String
+        do {
+            root = try api.getFile("root")
+            startToken = try api.changesStartPageToken()
+        } catch {
+            throw DriveConnection.failure(error, doing: "cannot reach Google Drive")
+        }
+
+        let directories = DrivefsDirectories.fromEnvironment(environment)
+        let cacheDirectory = invocation.value("cache-dir").map { URL(fileURLWithPath: $0) }
+            ?? directories.cache.appendingPathComponent(choice.profile)
+        var configuration = DriveFSConfiguration(
+            userID: invocation.value("uid").flatMap(UInt32.init) ?? getuid(),
+            groupID: invocation.value("gid").flatMap(UInt32.init) ?? getgid(),
+            cacheDirectory: cacheDirectory)
+        if let mask = invocation.value("umask").flatMap({ UInt32($0, radix: 8) }) { configuration.umask = mask }
+        if let size = invocation.value("cache-size").flatMap(ByteSize.parse) { configuration.cacheSize = size }
+        if let ttl = invocation.value("dir-cache-ttl").flatMap(Duration.parse) { configuration.directoryCacheTTL = ttl }
+        if let interval = invocation.value("poll-interval").flatMap(Duration.parse) { configuration.pollInterval = interval }
+        if let formats = invocation.value("export-formats").flatMap({ ExportFormats.parse($0).formats }) {
+            configuration.exportFormats = formats
+        }
+
+        let filesystem: DriveFilesystem
+        do {
+            filesystem = try DriveFilesystem(backend: api, root: root, startPageToken: startToken, configuration: configuration)
+        } catch {
+            throw CLIError.failure("cannot use the cache directory \(cacheDirectory.path): \(error)",
+                                   hint: "Choose another one with --cache-dir.")
+        }
+
+        var options = invocation.values("options")
+        if invocation.flag("allow-other") { options.append("allow_other") }
+        let account = connection.account ?? choice.profile
+        let mount = FuseMountConfiguration(
+            mountpoint: mountpoint, options: options, readOnly: true, foreground: foreground,
+            debug: invocation.flag("debug"), maxThreads: 16, fsName: "drivefs:\(account)")
+        Log.shared.info("mount", "mounting My Drive of \(account) (profile \(choice.profile)) at \(mountpoint), cache \(cacheDirectory.path)")
+        do {
+            try FuseMount.run(filesystem, configuration: mount) {
+                Output.standardError("drivefs: My Drive mounted at \(mountpoint) (read-only); unmount with 'drivefs unmount \(mountpoint)'\n")
+            }
+        } catch {
+            throw mountFailure(error, mountpoint: mountpoint)
+        }
+        Log.shared.info("mount", "unmounted \(mountpoint)")
+        return ExitStatus.success
+    }
+
+    /// `$XDG_STATE_HOME/drivefs/PROFILE.log` (default `~/.local/state/drivefs/PROFILE.log`).
+    static func defaultLogFile(_ profile: String, _ environment: [String: String]) -> String {
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let state = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.local/state"
+        return state + "/drivefs/" + profile + ".log"
+    }
+
+    static func mountFailure(_ error: FuseMountError, mountpoint: String) -> CLIError {
+        switch error {
+        case .optionsRejected(let options):
+            return .usage("libfuse rejected the mount options '\(options.joined(separator: ","))'", command: "drivefs mount")
+        case .signalHandlersFailed:
+            return .failure("cannot install the signal handlers")
+        case .mountFailed:
+            return .failure(
+                "cannot mount on '\(mountpoint)' (libfuse said why above)",
+                hint: "Check that fuse3 is installed ('make deps'), that /dev/fuse exists, and that nothing is mounted there"
+                    + " already ('drivefs unmount \(mountpoint)').")
+        case .loopFailed(let code):
+            return .failure("the FUSE session ended with an error: \(String(cString: strerror(-code)))")
+        }
+    }
+}
+
+/// Sizes on the command line: `10G`, `512M`, `64K`, `1048576` (powers of 1024).
+enum ByteSize {
+    static func parse(_ text: String) -> Int64? {
+        let t = text.trimmingCharacters(in: .whitespaces).uppercased()
+        let units: [(String, Int64)] = [("TIB", 1 << 40), ("GIB", 1 << 30), ("MIB", 1 << 20), ("KIB", 1 << 10),
+                                        ("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10),
+                                        ("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1)]
+        for (suffix, factor) in units where t.hasSuffix(suffix) {
+            guard let number = Double(t.dropLast(suffix.count)), number >= 0, number * Double(factor) < 9e18 else { return nil }
+            return Int64(number * Double(factor))
+        }
+        return Int64(t).flatMap { $0 >= 0 ? $0 : nil }
+    }
+}
+
+/// Durations on the command line: `30s`, `5m`, `1h`, `250ms`, or seconds.
+enum Duration {
+    static func parse(_ text: String) -> Double? {
+        let t = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        for (suffix, factor) in units where t.hasSuffix(suffix) {
+            guard let number = Double(t.dropLast(suffix.count)), number > 0, number.isFinite else { return nil }
+            return number * factor
+        }
+        return Double(t).flatMap { $0 > 0 && $0.isFinite ? $0 : nil }
+    }
+}
