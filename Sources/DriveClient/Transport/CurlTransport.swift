@@ -137,6 +137,11 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         try check(ccurl_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2), "verifyhost")
         if let caFile = options.caFile { try check(ccurl_setopt_string(h, CURLOPT_CAINFO, caFile), "cainfo") }
         try check(ccurl_setopt_string(h, CURLOPT_USERAGENT, options.userAgent), "useragent")
+        if request.acceptsCompressedResponse, !request.headers.contains(where: { $0.0.lowercased() == "range" }) {
+            // "": every coding this libcurl decodes (gzip, deflate, br, zstd as built). Body bytes
+            // and the counters are then the decoded ones.
+            try check(ccurl_setopt_string(h, CURLOPT_ACCEPT_ENCODING, ""), "accept_encoding")
+        }
 
         try check(ccurl_setopt_header(h, curlHeaderCallback), "headerfunction")
         try check(ccurl_setopt_ptr(h, CURLOPT_HEADERDATA, userdata), "headerdata")
