@@ -63,8 +63,8 @@ public final class Pacer: @unchecked Sendable {
     private static let tolerance = 1e-6
 
     // Guarded by `condition` (a condition variable, not `Locked`: waiters sleep until the head
-    // changes or a slot comes; hence `@unchecked Sendable`). No other lock is taken while it is held
-    // except the log's, which takes no other.
+    // changes or a slot comes; hence `@unchecked Sendable`). No other lock is taken and no I/O done
+    // while it is held (the log is written after unlocking).
     // INVARIANT: every ticket in `queues` belongs to a thread inside `acquire`.
     private let condition = NSCondition()
     private var rate: Double
@@ -200,19 +200,17 @@ public final class Pacer: @unchecked Sendable {
     /// A successful answer: the rate climbs back by `increasePerSuccess`, up to the configured rate.
     public func recordSuccess() {
         condition.lock()
-        defer { condition.unlock() }
-        guard rate < ratePerSecond else { return }
+        guard rate < ratePerSecond else { return condition.unlock() }
         setRate(min(ratePerSecond, rate + increasePerSuccess), now: now())
-        if rate >= ratePerSecond {
-            Log.shared.info("pacer", "recovered: back at \(Self.format(ratePerSecond)) requests/s")
-        }
+        let recovered = rate >= ratePerSecond
         changed()
+        condition.unlock()
+        if recovered { Log.shared.info("pacer", "recovered: back at \(Self.format(ratePerSecond)) requests/s") }
     }
 
     /// A rate-limit answer (`what` says which, for the log): slows every request of the account.
     public func recordRateLimit(retryAfter: Double?, what: String) {
         condition.lock()
-        defer { condition.unlock() }
         let now = now()
         var slowed = false
         if now - lastDecrease >= decreaseInterval {
@@ -229,11 +227,14 @@ public final class Pacer: @unchecked Sendable {
             tat = max(tat, blockedUntil + (burst - 1) / rate)
             blocked = true
         }
+        let newRate = rate
+        changed()
+        condition.unlock()
+        // Logged outside the lock: no I/O while waiters are held.
         if slowed || blocked {
             let hold = blocked ? "; nothing is sent for \(Self.format(retryAfter ?? 0)) s (Retry-After)" : ""
-            Log.shared.warning("pacer", "\(what): slowing every request to \(Self.format(rate)) requests/s\(hold)")
+            Log.shared.warning("pacer", "\(what): slowing every request to \(Self.format(newRate)) requests/s\(hold)")
         }
-        changed()
     }
 
     // MARK: - Accounting (condition held)
