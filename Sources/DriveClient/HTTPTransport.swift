@@ -24,6 +24,11 @@ public struct TransportRequest: Sendable {
     /// first body byte reaches `sink`, so that a sink can check what it is about to receive (e.g.
     /// that a ranged download got the range it asked for).
     public var onResponseHead: (@Sendable (_ status: Int, _ headers: [String: String]) -> Void)? = nil
+    /// Whether the transport may negotiate a compressed answer (`Accept-Encoding`: gzip and what
+    /// else libcurl decodes) and hand over the decoded bytes. On by default (JSON answers shrink
+    /// several times); off for media, whose byte ranges must be exact. Never used on a request that
+    /// carries a `Range` header, whatever this says.
+    public var acceptsCompressedResponse: Bool = true
 
     public init(method: String, url: String, headers: [(String, String)] = [], body: Body = .none, sink: ResponseSink = .memory) {
         self.method = method

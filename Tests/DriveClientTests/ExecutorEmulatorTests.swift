@@ -56,6 +56,14 @@ final class ExecutorEmulatorTests: XCTestCase {
         // (The emulator records an exchange after answering it: count on the client side.)
         XCTAssertEqual(harness.executor.stats.counters(for: "test.headers").requests, 4)
         XCTAssertEqual(harness.executor.stats.counters(for: "test.headers").retries, 3)
+        // The account's pacer slowed (1000 → 500 per second at least once; refusals within one
+        // second count once) and the success began the climb back.
+        let pacer = try XCTUnwrap(harness.executor.pacer)
+        XCTAssertLessThan(pacer.currentRate, 1000)
+        XCTAssertGreaterThanOrEqual(pacer.currentRate, 1000 * 0.5 * 0.5 * 0.5)
+        let slowed = pacer.currentRate
+        XCTAssertEqual(try harness.executor.execute("test.headers", headersRequest).status, 200)
+        XCTAssertEqual(pacer.currentRate, min(1000, slowed + 0.1), accuracy: 1e-9)
     }
 
     func testServerStormIsBoundedByTheRetryBudget() {

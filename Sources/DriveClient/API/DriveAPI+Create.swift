@@ -94,7 +94,7 @@ extension DriveAPI {
             case .lookup: accept = []
             }
             do {
-                let response = try executor.sendOnce(method, makeRequest(), accept: accept)
+                let response = try executor.send(method, makeRequest(), accept: accept)
                 if response.status == 409, let id = identity.id { return .idTaken(id) }
                 return .created(response)
             } catch let error as DriveError {

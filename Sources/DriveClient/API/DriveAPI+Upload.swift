@@ -210,14 +210,14 @@ extension DriveAPI {
         let range = length > 0 ? "bytes \(start)-\(start + length - 1)/\(session.size)" : "bytes */\(session.size)"
         let request = TransportRequest(method: "PUT", url: session.sessionURI, headers: [("Content-Range", range)],
                                        body: length > 0 ? prepared.body(offset: start, length: length) : .none)
-        let response = try executor.sendOnce(session.method, request, accept: [308])
+        let response = try executor.send(session.method, request, accept: [308])
         return try outcome(of: response, session: &session)
     }
 
     /// Asks the server how much of the upload it holds.
     func probe(_ session: inout ResumableUploadSession) throws -> ChunkOutcome {
         let request = TransportRequest(method: "PUT", url: session.sessionURI, headers: [("Content-Range", "bytes */\(session.size)")])
-        let response = try executor.sendOnce(session.method, request, accept: [308])
+        let response = try executor.send(session.method, request, accept: [308])
         return try outcome(of: response, session: &session)
     }
 

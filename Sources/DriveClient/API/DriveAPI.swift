@@ -29,9 +29,12 @@ public final class DriveAPI: Sendable {
     }
 
     /// The usual stack: libcurl, a token manager over `grant`, a 10 req/s pacer, default retries.
+    /// `concurrency`: how many requests may run at once (FUSE threads + read-ahead streams +
+    /// uploads); the connection pool keeps that many connections alive between requests.
     public static func make(grant: any TokenGrant, endpoints: DriveEndpoints = .fromEnvironment(),
-                            caFile: String? = nil, time: any TimeSource = SystemTimeSource()) throws -> DriveAPI {
-        let transport = try CurlTransport(options: CurlTransport.Options(caFile: caFile))
+                            caFile: String? = nil, time: any TimeSource = SystemTimeSource(),
+                            concurrency: Int = 16) throws -> DriveAPI {
+        let transport = try CurlTransport(options: CurlTransport.Options(concurrency: concurrency, caFile: caFile))
         let executor = DriveRequestExecutor(transport: transport, tokens: TokenManager(grant: grant, time: time),
                                             pacer: Pacer(time: time), time: time)
         return DriveAPI(executor: executor, endpoints: endpoints)

@@ -1,7 +1,7 @@
 import DriveSupport
 import Foundation
 
-/// The one wrapper around every Drive request: token → pacer → transport → classify → retry/refresh.
+/// The one wrapper around every Drive request: pacer → token → transport → classify → retry/refresh.
 ///
 /// Layering: it knows OAuth bearer tokens, HTTP statuses and Google's error envelope, but no Drive
 /// semantics (those live in `DriveAPI`). Methods are named for the counters (`files.list`, ...).
@@ -46,51 +46,84 @@ public final class DriveRequestExecutor: Sendable {
     public func execute(_ method: String, accept: Set<Int> = [], retry: RetryPolicy? = nil,
                         _ makeRequest: (_ attempt: Int) throws -> TransportRequest) throws -> TransportResponse {
         try retrying(method, retry: retry) { attempt in
-            try sendOnce(method, try makeRequest(attempt), accept: accept)
+            try send(method, try makeRequest(attempt), accept: accept)
         }
     }
 
     /// Runs `body` (which throws `DriveError`s) until it succeeds, a non-retryable error comes, or
     /// the retry budget (count and total time) is spent. Counts retries and the final failure.
+    ///
+    /// Deadline (`RequestContext.deadline`): no attempt starts at or after it, no backoff is begun
+    /// whose end would reach it (the call fails at once instead of sleeping towards it), and a
+    /// request whose pacer slot would come at or after it is not sent. The call then throws the
+    /// last failure, or `DriveError.cancelled` when no attempt failed yet.
     public func retrying<T>(_ method: String, retry: RetryPolicy? = nil, _ body: (_ attempt: Int) throws -> T) throws -> T {
         let policy = retry ?? retryPolicy
         let started = time.now()
         let cancellation = CancellationFlag.current
         let deadline = RequestContext.current?.deadline
         var attempt = 0
+        var lastFailure: DriveError?
+        func fail(_ error: any Error) -> any Error {
+            stats.update(method) { $0.failures += 1 }
+            return error
+        }
         while true {
             do {
                 if cancellation?.isCancelled == true { throw DriveError.cancelled }
-                if attempt == 0, let deadline, time.now() >= deadline { throw DriveError.cancelled }
+                if let deadline, time.now() >= deadline { throw DeadlineReached() }
                 return try body(attempt)
+            } catch is DeadlineReached {
+                throw fail(lastFailure ?? DriveError.cancelled)
             } catch let error as DriveError {
                 attempt += 1
-                guard policy.isRetryable(error), attempt < policy.maxAttempts else {
-                    stats.update(method) { $0.failures += 1 }
-                    throw error
-                }
+                guard policy.isRetryable(error), attempt < policy.maxAttempts else { throw fail(error) }
                 let delay = policy.delay(forRetry: attempt - 1, retryAfter: error.info?.retryAfter)
-                guard time.now() + delay - started <= policy.maxElapsed,
-                      deadline.map({ time.now() + delay < $0 }) ?? true else {
-                    stats.update(method) { $0.failures += 1 }
-                    throw error
+                guard time.now() + delay - started <= policy.maxElapsed else { throw fail(error) }
+                if let deadline, time.now() + delay >= deadline {
+                    Log.shared.info("client", "\(method): attempt \(attempt) failed (\(error)); no retry: the call's deadline comes first")
+                    throw fail(error)
                 }
+                lastFailure = error
                 stats.update(method) { $0.retries += 1 }
+                Log.shared.info("client", "\(method): retry \(attempt) in \(String(format: "%.2f", delay)) s after \(error)")
                 try sleep(delay, unless: cancellation)
             } catch {
-                stats.update(method) { $0.failures += 1 }
-                throw error
+                throw fail(error)
             }
         }
     }
 
     /// One exchange (plus at most one replay after a 401 and a token refresh), no backoff retries.
     /// Success is any 2xx status or one in `accept`; everything else throws a classified `DriveError`.
+    /// A request whose pacer slot comes at or after the call's deadline throws `DriveError.cancelled`
+    /// without being sent.
     public func sendOnce(_ method: String, _ request: TransportRequest, accept: Set<Int> = []) throws -> TransportResponse {
+        do {
+            return try send(method, request, accept: accept)
+        } catch is DeadlineReached {
+            throw DriveError.cancelled
+        }
+    }
+
+    /// `sendOnce`, but a pacer slot past the deadline throws `DeadlineReached`, which `retrying`
+    /// turns into the call's last failure. Only for bodies run inside `retrying`.
+    ///
+    /// Order: pacer first, then the token, so a token never ages (or expires) while its request waits.
+    func send(_ method: String, _ request: TransportRequest, accept: Set<Int> = []) throws -> TransportResponse {
         var refreshed = false
+        let context = RequestContext.current
         let cancellation = CancellationFlag.current
         while true {
             if cancellation?.isCancelled == true { throw DriveError.cancelled }
+            if let pacer {
+                switch pacer.acquire(priority: context?.priority ?? .interactive, deadline: context?.deadline,
+                                     cancellation: cancellation) {
+                case .granted: break
+                case .cancelled: throw DriveError.cancelled
+                case .pastDeadline: throw DeadlineReached()
+                }
+            }
             var sent = request
             if sent.cancellation == nil { sent.cancellation = cancellation }
             var token: String?
@@ -99,7 +132,6 @@ public final class DriveRequestExecutor: Sendable {
                 token = value
                 sent.headers.append(("Authorization", "Bearer \(value)"))
             }
-            pacer?.acquire()
             stats.update(method) { $0.requests += 1; $0.bytesOut += request.body.length }
             let response: TransportResponse
             do {
@@ -110,16 +142,30 @@ public final class DriveRequestExecutor: Sendable {
                 throw DriveError.transport(.other(code: -1, message: String(describing: error)))
             }
             stats.update(method) { $0.bytesIn += max(response.bodyBytes, Int64(response.body.count)) }
-            if (200..<300).contains(response.status) || accept.contains(response.status) { return response }
+            if (200..<300).contains(response.status) || accept.contains(response.status) {
+                pacer?.recordSuccess()
+                return response
+            }
             let error = DriveError.classify(status: response.status, headers: response.headers,
                                             body: response.body, now: time.now())
+            if let pacer, Self.slowsTheAccount(error) {
+                pacer.recordRateLimit(retryAfter: error.info?.retryAfter, what: "\(method): \(error.info.map(String.init(describing:)) ?? "\(error)")")
+            }
             if case .unauthorized = error, let tokens, let token, !refreshed {
+                Log.shared.info("client", "\(method): HTTP 401, refreshing the access token and sending once more")
                 tokens.invalidate(token)
                 refreshed = true
                 continue
             }
             throw error
         }
+    }
+
+    /// Whether an answer must slow every request of the account: a rate limit (403 rate-limit
+    /// reasons, the quota-system 403, 429) or any answer that carries `Retry-After`.
+    static func slowsTheAccount(_ error: DriveError) -> Bool {
+        if case .rateLimited = error { return true }
+        return error.info?.retryAfter != nil
     }
 
     /// Backoff that a cancellation cuts short (checked every 50 ms of real waits).
@@ -145,6 +191,8 @@ public final class DriveRequestExecutor: Sendable {
             throw DriveError.transport(error)
         } catch let error as any TokenGrantFailure {
             if error.requiresLogin {
+                Log.shared.once(.error, "client", "the saved Google authorization is no longer valid (revoked or expired): "
+                                + "every request fails until you run `drivefs auth login` again")
                 throw DriveError.unauthorized(GoogleErrorInfo(status: 401, reason: "invalid_grant",
                                                               message: DriveError.loginAgainMessage))
             }
@@ -160,6 +208,10 @@ public final class DriveRequestExecutor: Sendable {
         }
     }
 }
+
+/// A pacer slot that comes at or after the call's deadline: the request was not sent. Lives only
+/// between `send` and `retrying`, which turns it into the call's last failure.
+struct DeadlineReached: Error {}
 
 extension TransportRequest.Body {
     /// Bytes this body sends.

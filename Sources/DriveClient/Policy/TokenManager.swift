@@ -65,9 +65,18 @@ public final class TokenManager: @unchecked Sendable {
             flight &+= 1
             let mine = flight
             grantCalls += 1
+            let why = cached == nil ? "no usable token" : "the token expires within the margin"
             condition.unlock()
+            Log.shared.info("client", "refreshing the access token (\(why))")
             let result = Result<AccessToken, any Error> { try grant.fetchToken() }
             let obtainedAt = time.now()
+            switch result {
+            case .success(let token):
+                Log.shared.info("client", "access token refreshed, valid for \(Int(token.expiresAt - obtainedAt)) s")
+            case .failure(let error):
+                // Grant errors never carry a token or a secret (OAuthError's contract).
+                Log.shared.warning("client", "token refresh failed: \(error)")
+            }
             condition.lock()
             refreshing = false
             lastFlightResult = (mine, result)

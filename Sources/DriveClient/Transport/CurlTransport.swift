@@ -29,7 +29,9 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         public var stallBytesPerSecond: Int = 1
         /// PEM bundle of trusted CAs; nil means the system store.
         public var caFile: String?
-        /// Idle easy handles kept for reuse.
+        /// Idle easy handles kept for reuse, each with its live connection: size it to the
+        /// requests that run at once (`DriveAPI.make(concurrency:)`), or connections made by a busy
+        /// moment are torn down when it passes and opened again (TCP + TLS) by the next one.
         public var maxIdleHandles: Int = 16
         public var maxErrorBodyBytes: Int = 1 << 20
         public var userAgent: String = "drivefs/0.1"
@@ -38,6 +40,12 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
             self.connectTimeout = connectTimeout
             self.stallTimeout = stallTimeout
             self.caFile = caFile
+        }
+
+        /// Options for `concurrency` requests at once (FUSE threads + read-ahead streams + uploads).
+        public init(concurrency: Int, connectTimeout: Double = 15, stallTimeout: Int = 30, caFile: String? = nil) {
+            self.init(connectTimeout: connectTimeout, stallTimeout: stallTimeout, caFile: caFile)
+            self.maxIdleHandles = max(1, concurrency)
         }
     }
 
@@ -137,6 +145,11 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         try check(ccurl_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2), "verifyhost")
         if let caFile = options.caFile { try check(ccurl_setopt_string(h, CURLOPT_CAINFO, caFile), "cainfo") }
         try check(ccurl_setopt_string(h, CURLOPT_USERAGENT, options.userAgent), "useragent")
+        if request.acceptsCompressedResponse, !request.headers.contains(where: { $0.0.lowercased() == "range" }) {
+            // "": every coding this libcurl decodes (gzip, deflate, br, zstd as built). Body bytes
+            // and the counters are then the decoded ones.
+            try check(ccurl_setopt_string(h, CURLOPT_ACCEPT_ENCODING, ""), "accept_encoding")
+        }
 
         try check(ccurl_setopt_header(h, curlHeaderCallback), "headerfunction")
         try check(ccurl_setopt_ptr(h, CURLOPT_HEADERDATA, userdata), "headerdata")
@@ -204,6 +217,15 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         if transfer.sinkAborted || transfer.request.cancellation?.isCancelled == true { return .aborted }
         if let readError = transfer.readError { return .other(code: Int(code.rawValue), message: readError) }
         if let sinkError = transfer.sinkError { return .other(code: Int(code.rawValue), message: sinkError) }
+        return classify(code, detail: detail)
+    }
+
+    /// A libcurl result as a `TransportError`. Transient (retried above): resolution and connect
+    /// failures, timeouts, and a connection that broke: send/receive errors, nothing received,
+    /// a truncated body, HTTP/2 stream errors, and a TLS handshake that failed
+    /// (CURLE_SSL_CONNECT_ERROR: typically a reset mid-handshake). Not transient: certificate and
+    /// TLS configuration failures (`tls`), bad URLs.
+    static func classify(_ code: CURLcode, detail: String) -> TransportError {
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT:
             return .couldNotConnect(detail)
@@ -212,7 +234,9 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_SEND_FAIL_REWIND, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2,
              CURLE_HTTP2_STREAM, CURLE_BAD_CONTENT_ENCODING:
             return .connectionLost(detail)
-        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE,
+        case CURLE_SSL_CONNECT_ERROR:
+            return .connectionLost("TLS handshake failed: \(detail)")
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE,
              CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ISSUER_ERROR,
              CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE:
             return .tls(detail)

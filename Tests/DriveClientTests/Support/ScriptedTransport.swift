@@ -40,15 +40,15 @@ final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
         }
         let response = try step(request)
         if (200..<300).contains(response.status) { request.onResponseHead?(response.status, response.headers) }
-        return ScriptedTransport.deliver(response, to: request.sink)
+        return try ScriptedTransport.deliver(response, to: request.sink)
     }
 
     static func response(_ status: Int, headers: [String: String] = [:], body: [UInt8] = []) -> TransportResponse {
         TransportResponse(status: status, headers: headers, body: body, bodyBytes: Int64(body.count))
     }
 
-    /// Routes a 2xx body to the sink, as `CurlTransport` does.
-    static func deliver(_ response: TransportResponse, to sink: ResponseSink) -> TransportResponse {
+    /// Routes a 2xx body to the sink, as `CurlTransport` does (a callback that says stop aborts).
+    static func deliver(_ response: TransportResponse, to sink: ResponseSink) throws -> TransportResponse {
         guard (200..<300).contains(response.status) else { return response }
         switch sink {
         case .memory:
@@ -56,7 +56,7 @@ final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
         case .fileDescriptor(let fd, let offset):
             response.body.withUnsafeBytes { raw in _ = pwrite(fd, raw.baseAddress, raw.count, off_t(offset)) }
         case .callback(let deliver):
-            _ = response.body.withUnsafeBytes { deliver($0) }
+            guard response.body.isEmpty || response.body.withUnsafeBytes({ deliver($0) }) else { throw TransportError.aborted }
         }
         var out = response
         out.body = []

@@ -7,7 +7,13 @@ import Foundation
 /// - `PUT|POST|PATCH /sink`: reads the body as it arrives; answers `{"size":..,"md5":..,"method":..}`. Fault name `test.sink`.
 /// - `GET /status/N`: status N with a Google error body. Fault name `test.status`.
 /// - `GET /headers`: the request headers as JSON. Fault name `test.headers`.
+/// - `GET /gate?key=K&n=N`: answers only once N requests with key K are in (at most 10 s), so N
+///   requests are surely in flight at once. Fault name `test.gate`.
 final class TransportTestRoutes: RouteProvider, @unchecked Sendable {
+    // Guarded by `gate`: arrivals per key.
+    private let gate = NSCondition()
+    private var arrived: [String: Int] = [:]
+
     static func byte(at index: Int64) -> UInt8 { UInt8(truncatingIfNeeded: (index &* 31) ^ (index >> 9)) }
 
     static func bytes(_ range: Range<Int64>) -> [UInt8] { range.map(byte(at:)) }
@@ -45,6 +51,19 @@ final class TransportTestRoutes: RouteProvider, @unchecked Sendable {
                 let code = Int(path.dropFirst("/status/".count)) ?? 500
                 return .json(code, ["error": ["code": code, "message": "scripted \(code)",
                                               "errors": [["domain": "global", "reason": "scripted", "message": "scripted \(code)"]]]])
+            }
+        case ("GET", "/gate"):
+            return Route(method: "test.gate") { [self] request in
+                let key = request.param("key") ?? ""
+                let n = Int(request.param("n") ?? "1") ?? 1
+                let limit = Date(timeIntervalSinceNow: 10)
+                gate.lock()
+                arrived[key, default: 0] += 1
+                gate.broadcast()
+                while arrived[key, default: 0] < n, gate.wait(until: limit) {}
+                let all = arrived[key, default: 0] >= n
+                gate.unlock()
+                return .json(all ? 200 : 504, ["arrived": all])
             }
         case ("GET", "/headers"):
             return Route(method: "test.headers") { request in
