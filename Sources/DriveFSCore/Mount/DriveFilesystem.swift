@@ -263,7 +263,11 @@ public final class DriveFilesystem: FilesystemOperations {
             let content = try cache.openExport(key, cancellation: reply.cancellation) {
                 try backend.export(key.fileID, mimeType: key.exportMimeType!)
             }
-            table.setExportedSize(inode, content.size)
+            if table.node(inode)?.exportedSize != content.size {
+                table.setExportedSize(inode, content.size)
+                // The kernel was shown the size before the export: let it ask again.
+                invalidator.apply(Invalidations(inodes: [inode]))
+            }
             return register(inode, content, directIO: true)
         }
     }
