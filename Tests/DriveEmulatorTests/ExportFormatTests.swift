@@ -115,6 +115,18 @@ final class ExportFormatTests: XCTestCase {
         XCTAssertEqual(DriveHarness.location(DriveHarness.object(wrong)), "convertTo")
     }
 
+    /// The 10 MB cap applies to what is exported, not only to the stored text: 3 MB of `<` is
+    /// 12 MB of HTML (403 exportSizeLimitExceeded) but still exports as text.
+    func testExportAboveTenMegabytesIsRefused() throws {
+        let h = try DriveHarness()
+        defer { h.shutdown() }
+        let id = try Self.importFile(h, name: "Angles", mime: Self.doc, text: String(repeating: "<", count: 3 * 1024 * 1024))
+        let html = try h.send("GET", "/drive/v3/files/\(id)/export?mimeType=text/html")
+        XCTAssertEqual(html.status, 403)
+        XCTAssertEqual(DriveHarness.reason(DriveHarness.object(html)), "exportSizeLimitExceeded")
+        XCTAssertEqual(try h.send("GET", "/drive/v3/files/\(id)/export?mimeType=text/plain").status, 200)
+    }
+
     static func importFile(_ h: DriveHarness, name: String, mime: String, text: String) throws -> String {
         let type = mime == sheet ? "text/csv" : "text/plain"
         let meta = String(decoding: JSONText.encode(["name": name, "mimeType": mime]), as: UTF8.self)
