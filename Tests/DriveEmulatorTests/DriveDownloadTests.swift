@@ -84,9 +84,9 @@ final class DriveDownloadTests: XCTestCase {
         let pdf1 = DriveHarness.bytes(try h.send("GET", "/drive/v3/files/\(id)/export?mimeType=application/pdf"))
         let pdf2 = DriveHarness.bytes(try h.send("GET", "/drive/v3/files/\(id)/export?mimeType=application/pdf"))
         XCTAssertEqual(pdf1, pdf2)
-        XCTAssertEqual(pdf1, ExportFormats.exportBytes(fileId: id, sourceMime: "application/vnd.google-apps.document",
-                                                       target: "application/pdf", text: text))
-        XCTAssertNotEqual(pdf1, text)
+        let source = ExportSource(fileId: id, name: "Notes", sourceMime: "application/vnd.google-apps.document", text: text)
+        XCTAssertEqual(pdf1, ExportFormats.exportBytes(source, target: "application/pdf"))
+        XCTAssertEqual(Array(pdf1.prefix(8)), Array("%PDF-1.4".utf8))
 
         let unsupported = try h.send("GET", "/drive/v3/files/\(id)/export?mimeType=image/png")
         XCTAssertEqual(unsupported.status, 400)

@@ -80,10 +80,7 @@ extension DriveService {
         guard item.isWorkspace else {
             throw GoogleError(403, reason: "fileNotExportable", message: "Export only supports Docs Editors files.")
         }
-        guard (ExportFormats.targets[item.mimeType] ?? []).contains(target) else {
-            throw GoogleError(400, reason: "badRequest", message: "The requested conversion is not supported.",
-                              location: "convertTo", locationType: "parameter")
-        }
+        guard (ExportFormats.targets[item.mimeType] ?? []).contains(target) else { throw DriveService.conversionNotSupported }
         var text: [UInt8] = []
         if let file = item.contentFile {
             let path = store.contentPath(file)
@@ -91,9 +88,15 @@ extension DriveService {
             guard size <= DriveService.exportLimit else { throw DriveService.exportTooLarge }
             text = Array((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data())
         }
-        let bytes = ExportFormats.exportBytes(fileId: item.id, sourceMime: item.mimeType, target: target, text: text)
+        let source = ExportSource(fileId: item.id, name: item.name, sourceMime: item.mimeType, text: text)
+        guard let bytes = ExportFormats.exportBytes(source, target: target) else { throw DriveService.conversionNotSupported }
         guard bytes.count <= DriveService.exportLimit else { throw DriveService.exportTooLarge }
         return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", target)]), body: .bytes(bytes))
+    }
+
+    static var conversionNotSupported: GoogleError {
+        GoogleError(400, reason: "badRequest", message: "The requested conversion is not supported.",
+                    location: "convertTo", locationType: "parameter")
     }
 
     static var exportTooLarge: GoogleError {

@@ -41,20 +41,7 @@ enum OAuthResponses {
         return HTTPResponse(status: status, headers: headers, body: .bytes(Array(html.utf8)))
     }
 
-    static func escapeHTML(_ s: String) -> String {
-        var out = ""
-        for c in s {
-            switch c {
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "&": out += "&amp;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(c)
-            }
-        }
-        return out
-    }
+    static func escapeHTML(_ s: String) -> String { MarkupText.escape(s) }
 
     /// `application/x-www-form-urlencoded` encoding of one value (RFC 3986 unreserved kept).
     static func formEncode(_ s: String) -> String {

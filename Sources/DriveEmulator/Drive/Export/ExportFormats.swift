@@ -1,7 +1,13 @@
 import Foundation
 
 /// What Workspace files export to and what imports to them (about.exportFormats / importFormats),
-/// and the MIME type the emulator guesses from a file name (seed import, uploads without a type).
+/// the bytes of each export, and the MIME type the emulator guesses from a file name (seed
+/// import, uploads without a type). This folder owns the export formats: the text model
+/// (`ExportSource`, `SheetRows`), one zip writer, one CRC-32, and one writer per family
+/// (`OfficeOpenXML`, `OpenDocument`, `PDFWriter`, `TextExports`, `RasterExports`).
+///
+/// INVARIANT: `exportBytes` answers every (type, target) pair of `targets` (a test checks it), so
+/// `about.exportFormats` and `exportLinks` list exactly what files.export serves.
 enum ExportFormats {
     static let pdf = "application/pdf"
     static let targets: [String: [String]] = [
@@ -42,13 +48,51 @@ enum ExportFormats {
         "image/png": [DriveMime.document], "image/jpeg": [DriveMime.document],
     ]
 
-    /// Deterministic export bytes for (file, format): `text/plain` (and the other plain-text
-    /// targets) is the document text itself; any other format is a fixed header followed by it, so
-    /// tests can predict every byte.
-    static func exportBytes(fileId: String, sourceMime: String, target: String, text: [UInt8]) -> [UInt8] {
-        if ["text/plain", "text/csv", "text/tab-separated-values", "text/markdown"].contains(target) { return text }
-        let header = "drivefs-emulator export\nfile: \(fileId)\nsource: \(sourceMime)\nformat: \(target)\n\n"
-        return Array(header.utf8) + text
+    /// The bytes of `source` exported as `target` (one of `targets[source.sourceMime]`), or nil
+    /// when the emulator cannot make that format. Deterministic: the same file (text and name)
+    /// always gives the same bytes. What each format holds is in docs/emulator-drive.md ("Exports").
+    static func exportBytes(_ source: ExportSource, target: String) -> [UInt8]? {
+        guard targets[source.sourceMime]?.contains(target) == true else { return nil }
+        let text = Array(source.lines.joined(separator: "\n").utf8)
+        switch (source.sourceMime, target) {
+        case (_, "text/plain"), (DriveMime.document, "text/markdown"): return source.raw
+        case (DriveMime.document, "text/html"): return Array(TextExports.html(source).utf8)
+        case (DriveMime.document, "application/rtf"): return Array(TextExports.rtf(source).utf8)
+        case (DriveMime.document, "application/zip"), ("application/vnd.google-apps.form", "application/zip"):
+            return TextExports.htmlZip(source)
+        case (DriveMime.document, "application/epub+zip"): return TextExports.epub(source)
+        case (DriveMime.document, OfficeOpenXML.docx): return OfficeOpenXML.document(source)
+        case (DriveMime.document, OpenDocument.odt): return OpenDocument.text(source)
+
+        case (DriveMime.spreadsheet, "text/csv"): return Array(SheetRows.csv(source.rows).utf8)
+        case (DriveMime.spreadsheet, "text/tab-separated-values"): return Array(SheetRows.tsv(source.rows).utf8)
+        case (DriveMime.spreadsheet, OfficeOpenXML.xlsx): return OfficeOpenXML.workbook(source)
+        case (DriveMime.spreadsheet, OpenDocument.ods), (DriveMime.spreadsheet, OpenDocument.odsLegacy):
+            return OpenDocument.spreadsheet(source, mime: target)
+        case (DriveMime.spreadsheet, "application/zip"): return TextExports.htmlZip(source, table: source.rows)
+        case (DriveMime.spreadsheet, pdf): return PDFWriter.pdf(title: source.title, lines: SheetRows.textLines(source.rows))
+
+        case (DriveMime.presentation, OfficeOpenXML.pptx): return OfficeOpenXML.presentation(source, lines: source.lines)
+        case (DriveMime.presentation, OpenDocument.odp): return OpenDocument.presentation(source, lines: source.lines)
+
+        case (_, "image/svg+xml"):
+            let size = imageSize(source.sourceMime)
+            return Array(TextExports.svg(source, lines: source.lines, width: size.width, height: size.height).utf8)
+        case (_, "image/png"):
+            let size = imageSize(source.sourceMime)
+            return RasterExports.png(width: size.width, height: size.height, text: String(decoding: text, as: UTF8.self))
+        case (_, "image/jpeg"):
+            let size = imageSize(source.sourceMime)
+            return RasterExports.jpeg(width: size.width, height: size.height, text: String(decoding: text, as: UTF8.self))
+        case ("application/vnd.google-apps.script", "application/vnd.google-apps.script+json"): return TextExports.scriptJSON(source)
+        case (_, pdf): return PDFWriter.pdf(title: source.title, lines: source.lines)
+        default: return nil
+        }
+    }
+
+    /// Slides export at 16:9 (960×540), Drawings (and anything else) at 800×600.
+    static func imageSize(_ mime: String) -> (width: Int, height: Int) {
+        mime == DriveMime.presentation ? (960, 540) : (800, 600)
     }
 
     static let byExtension: [String: String] = [
