@@ -1,8 +1,10 @@
 /// Sequential-read detection for one open handle, and the read-ahead it asks for.
 ///
 /// A read that starts where the last one ended (give or take what the kernel reorders: it sends
-/// reads in parallel) is sequential; each sequential read doubles the window, from one chunk up to
-/// `maximum`; any other read resets it. The window ahead of the reader is split into chunks, each
+/// reads in parallel, within its own 1 MiB read-ahead) is sequential. Read-ahead starts at the
+/// third sequential read in a row, with an eighth of a chunk, (so that random readers, whose reads land near each other by
+/// chance, do not pay for megabytes they never read); each further one doubles the window, from
+/// one chunk up to `maximum`; any other read resets it. The window ahead of the reader is split into chunks, each
 /// fetched as its own HTTP range stream, so that one large file reads faster than one stream.
 struct ReadAheadState: Sendable {
     struct Span: Sendable, Equatable {
@@ -16,21 +18,28 @@ struct ReadAheadState: Sendable {
     /// Everything before this was already asked for.
     private(set) var scheduledUntil: Int64 = 0
 
-    /// How far a read may stray from `expected` and still count as sequential (parallel kernel reads).
-    static let slack: Int64 = 4 << 20
+    /// Sequential reads in a row.
+    private(set) var streak = 0
+
+    /// How far a read may start before `expected` (parallel kernel reads arrive out of order) or
+    /// after it (a reader that skips a little) and still count as sequential.
+    static let behind: Int64 = 1 << 20
+    static let ahead: Int64 = 256 << 10
 
     mutating func advance(offset: Int64, size: Int64, fileSize: Int64, maximum: Int64, chunk: Int64) -> [Span] {
         let end = offset + size
-        let sequential = offset >= expected - Self.slack && offset <= expected + Self.slack && (offset > 0 || expected == 0)
-        if sequential {
-            window = window == 0 ? min(maximum, chunk) : min(maximum, window * 2)
-            expected = max(expected, end)
-        } else {
+        let sequential = offset >= expected - Self.behind && offset <= expected + Self.ahead
+        guard sequential else {
             window = 0
+            streak = 1
             scheduledUntil = 0
             expected = end
             return []
         }
+        streak += 1
+        expected = max(expected, end)
+        guard streak >= 3 else { return [] }
+        window = window == 0 ? min(maximum, max(1, chunk / 8)) : min(maximum, window * 2)
         let target = min(fileSize, end + window)
         let from = max(scheduledUntil, end)
         guard target > from, chunk > 0 else { return [] }

@@ -32,6 +32,9 @@ final class ChangePoller: Sendable {
     }
 
     var currentToken: String { token.withLock { $0 } }
+    private let completed = Locked(0)
+    /// Polls finished (successfully or not) since start.
+    var completedPolls: Int { completed.withLock { $0 } }
 
     func start() {
         wake.lock()
@@ -43,6 +46,7 @@ final class ChangePoller: Sendable {
             defer { finished.leave() }
             while true {
                 do { try pollOnce() } catch { Log.shared.warning("changes", "reading the change feed failed: \(error)") }
+                completed.withLock { $0 += 1 }
                 wake.lock()
                 let deadline = Date().addingTimeInterval(interval)
                 while !stopping && Date() < deadline { _ = wake.wait(until: deadline) }

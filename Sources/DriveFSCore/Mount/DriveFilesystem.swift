@@ -384,6 +384,8 @@ public final class DriveFilesystem: FilesystemOperations {
     public var cacheCounters: BlockCache.Counters { cache.counterValues }
     public func lookupCount(of inode: Inode) -> UInt64 { table.node(inode)?.lookups ?? 0 }
     public var knownItems: Int { table.count }
+    /// Polls of the change feed done by the poller since start (the first one runs at start).
+    public var completedPolls: Int { poller.completedPolls }
     /// Reads the change feed now (tests; the poller does it every `pollInterval`).
     public func pollChanges() throws { try poller.pollOnce() }
     /// Waits until no prefetch is queued or running (tests), at most `timeout` seconds.
