@@ -63,10 +63,11 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     }
 
     @discardableResult
-    func addDocument(_ name: String, in parent: String? = nil, text: String) -> String {
+    func addDocument(_ name: String, in parent: String? = nil, text: String,
+                     mimeType: String = "application/vnd.google-apps.document") -> String {
         lock.lock(); defer { lock.unlock() }
         let id = newID()
-        files[id] = DriveFile(id: id, name: name, mimeType: "application/vnd.google-apps.document", parents: [parent ?? rootID],
+        files[id] = DriveFile(id: id, name: name, mimeType: mimeType, parents: [parent ?? rootID],
                               modifiedTime: 1_700_000_000_000, createdTime: Int64(nextID), version: 1)
         contents[id] = Array(text.utf8)
         record(id)
