@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: start drivefs-emulator (a local Drive v3 + OAuth 2.0 server) seeded with the sample
-# tree in scripts/demo-seed, print what to try, and keep it in the foreground until Ctrl-C.
+# tree in scripts/demo-seed, sign drivefs in to it, mount it with `drivefs mount`, show `ls -l` of
+# the mount, print what to try, and keep it all running until Ctrl-C (which unmounts and stops).
 #
 # Usage: scripts/demo.sh BIN_DIR   (the directory holding drivefs and drivefs-emulator)
 # Environment:
@@ -45,16 +46,22 @@ fi
 
 emulator_pid=""
 tail_pid=""
+mountpoint="$scratch/mnt"
+mounted=""
 cleanup() {
     trap - EXIT INT TERM
     if [[ -n "$tail_pid" ]]; then kill "$tail_pid" 2>/dev/null || true; fi
+    if [[ -n "$mounted" ]] && grep -qs " $mountpoint fuse" /proc/mounts; then
+        "$drivefs" unmount "$mountpoint" --timeout 10 >/dev/null 2>&1 || fusermount -uz "$mountpoint" 2>/dev/null || true
+        echo "demo: unmounted $mountpoint"
+    fi
     if [[ -n "$emulator_pid" ]] && kill -0 "$emulator_pid" 2>/dev/null; then
         kill -TERM "$emulator_pid" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$emulator_pid" 2>/dev/null || break; sleep 0.1; done
         kill -KILL "$emulator_pid" 2>/dev/null || true
         wait "$emulator_pid" 2>/dev/null || true
     fi
-    rm -rf "$scratch"
+    if ! grep -qs " $mountpoint " /proc/mounts; then rm -rf "$scratch"; fi
     echo "demo: emulator stopped"
 }
 trap cleanup EXIT
@@ -131,10 +138,53 @@ if [[ -x "$venv_python" && -f "$interop_script" ]]; then
 TEXT
 fi
 
+# Sign a demo profile in (the emulator consents at once when its consent URL is fetched) and mount.
+demo_env=(env XDG_CONFIG_HOME="$scratch/config" XDG_CACHE_HOME="$scratch/cache" XDG_STATE_HOME="$scratch/state")
+mount_note=""
+if [[ -x "$drivefs" ]] && "$drivefs" mount --help >/dev/null 2>&1; then
+    mkdir -p "$mountpoint"
+    "${demo_env[@]}" "$drivefs" auth login --no-browser --client-id demo --client-secret demo --timeout 30 \
+        --api-url="$url" --token-url="${url}token" --auth-url="${url}o/oauth2/v2/auth" \
+        >"$scratch/login.out" 2>"$scratch/login.err" </dev/null &
+    login_pid=$!
+    consent=""
+    for _ in $(seq 100); do
+        consent=$(grep -o "${url}o/oauth2/v2/auth?[^ ]*" "$scratch/login.err" | head -n 1 || true)
+        [[ -n "$consent" ]] && break
+        sleep 0.1
+    done
+    [[ -n "$consent" ]] && curl -s -L -o /dev/null "$consent" || true
+    if wait "$login_pid" && "${demo_env[@]}" "$drivefs" mount "$mountpoint" --poll-interval 5s 2>"$scratch/mount.err"; then
+        mounted=yes
+        echo
+        echo "drivefs demo: My Drive of the emulator is mounted at $mountpoint (read-only):"
+        echo
+        echo "\$ ls -l $mountpoint"
+        ls -l "$mountpoint"
+        mount_note="Unmount with '$drivefs unmount $mountpoint' (or 'fusermount -u $mountpoint'); Ctrl-C here does it too."
+    else
+        echo "demo: warning: could not mount the emulator's Drive (FUSE missing? not root?):" >&2
+        cat "$scratch/login.err" "$scratch/mount.err" 2>/dev/null | tail -n 5 >&2
+        mount_note="The mount failed (see above); 'make test' explains what mount tests need."
+    fi
+fi
+
+if [[ -n "$mounted" ]]; then
+    cat <<TEXT
+
+Try the mount from another terminal (its files are the emulator's Drive):
+
+  ls -lR $mountpoint
+  cat "$mountpoint/About this demo.txt"
+  cp "$mountpoint/Documents/Meeting notes.docx" /tmp/   # a Google Doc, exported
+  df -h $mountpoint
+
+  $mount_note
+TEXT
+fi
+
 cat <<TEXT
 
-Mounting Drive ('drivefs mount') arrives with the filesystem issue. Until then,
-'$drivefs debug smoke-mount DIR -f' mounts a small fixed tree (no Drive) to check FUSE.
 Other clients: docs/testing.md shows google-api-python-client and rclone (in a private
 network namespace behind TLS) against the emulator; docs/emulator.md lists its flags and faults.
 

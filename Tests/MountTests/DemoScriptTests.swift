@@ -36,9 +36,13 @@ final class DemoScriptTests: XCTestCase {
         demo.standardInput = FileHandle.nullDevice
         try demo.run()
         var emulatorPID: pid_t = 0
+        var demoMount: String?
         defer {
             ExternalCommand.stop(demo)
             if emulatorPID > 0 && kill(emulatorPID, 0) == 0 { kill(emulatorPID, SIGKILL) }
+            if let demoMount, MountedDriveFS.mountEntry(for: demoMount) != nil {
+                _ = try? ExternalCommand.runTool("fusermount", ["-uz", demoMount], timeout: 10)
+            }
         }
 
         func text() -> String { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
@@ -54,6 +58,15 @@ final class DemoScriptTests: XCTestCase {
         let header = try XCTUnwrap(printed.firstMatch(of: /listening on (http:\/\/127\.0\.0\.1:\d+\/) \(pid (\d+)\)/), printed)
         emulatorPID = pid_t(header.2)!
         XCTAssertEqual(kill(emulatorPID, 0), 0, "the emulator process is not running")
+
+        // The demo mounted the emulator's Drive and showed it; the mount serves its files.
+        let mounted = try XCTUnwrap(printed.firstMatch(of: /mounted at (\S+) \(read-only\)/), printed)
+        demoMount = String(mounted.1)
+        XCTAssertNotNil(MountedDriveFS.mountEntry(for: demoMount!), "the demo's mount is not in /proc/mounts")
+        XCTAssertTrue(printed.contains("About this demo.txt"), "ls -l of the mount: \(printed)")
+        let about = try ExternalCommand.runTool("cat", [demoMount! + "/About this demo.txt"], timeout: 20)
+        XCTAssertEqual(about.status, 0, about.summary)
+        XCTAssertFalse(about.output.isEmpty)
 
         // The printed token command, pasted into a shell, yields an access token.
         let lines = printed.split(separator: "\n", omittingEmptySubsequences: false)
@@ -92,6 +105,7 @@ final class DemoScriptTests: XCTestCase {
         XCTAssertNotEqual(kill(emulatorPID, 0), 0, "the emulator survived the demo")
         XCTAssertFalse(FileManager.default.fileExists(atPath: String(stateLine.1)), "the temporary state was left behind")
         XCTAssertTrue(text().contains("demo: emulator stopped"), text())
+        XCTAssertNil(MountedDriveFS.mountEntry(for: demoMount!), "Ctrl-C left the demo's mount behind")
     }
 
     /// The printed `auth login` (completed by fetching its consent URL, as the text says), then
