@@ -119,7 +119,14 @@ public final class DriveFilesystem: FilesystemOperations {
                 do {
                     return try context.scope { () throws -> T in try body() }
                 } catch {
-                    throw FilesystemError.from(error)
+                    let mapped = FilesystemError.from(error)
+                    // Cancelled without an interrupt: the request's deadline passed. That is a
+                    // failure of Drive, not something the caller asked for.
+                    if mapped.errno == EINTR && reply.cancellation?.isCancelled != true {
+                        Log.shared.warning("fs", "a request gave up after \(Int(self.configuration.requestDeadline)) s: \(error)")
+                        throw .ioError
+                    }
+                    throw mapped
                 }
             }
         }
