@@ -9,6 +9,15 @@ struct DriveConnection {
     /// The account's e-mail address as remembered at login, if known.
     let account: String?
 
+    /// Requests a mount may have in flight at once: its I/O threads, read-ahead streams and
+    /// prefetching listings, plus the change poller (connections are pooled for that many).
+    static let concurrency = 16 + 4 + 4 + 1
+
+    /// The account's pace: Google's per-user quota is far above rclone's 10/s, and the pacer halves
+    /// the rate at the first rate-limit answer (and climbs back), so it starts higher.
+    static let ratePerSecond = 25.0
+    static let burst = 50
+
     static func open(_ invocation: Invocation, choice: DriveEndpointChoice) throws -> DriveConnection {
         let store = AuthCommand.store(invocation)
         let profile: ProfileConfig?
@@ -22,14 +31,20 @@ struct DriveConnection {
         }
         let resolved = choice.apply(profileDefaults: AuthCommand.profileDefaults(profile))
         let explicitToken = choice.tokenURL ?? profile?.tokenURL
-        let transport = try AuthCommand.transport(caFile: resolved.caFile)
+        let transport: CurlTransport
+        do {
+            transport = try CurlTransport(options: CurlTransport.Options(concurrency: concurrency, caFile: resolved.caFile))
+        } catch {
+            throw CLIError.failure("cannot start the HTTP client: \(error)")
+        }
         let grant: any TokenGrant
         do {
             grant = try credential.makeGrant(tokenURL: explicitToken, transport: transport)
         } catch {
             throw AuthCommand.failure(error, doing: "the credentials cannot be used")
         }
-        let executor = DriveRequestExecutor(transport: transport, tokens: TokenManager(grant: grant), pacer: Pacer())
+        let executor = DriveRequestExecutor(transport: transport, tokens: TokenManager(grant: grant),
+                                            pacer: Pacer(ratePerSecond: ratePerSecond, burst: burst))
         let api = DriveAPI(executor: executor, endpoints: DriveEndpoints(apiRoot: resolved.apiURL))
         return DriveConnection(api: api, account: credential.account)
     }
