@@ -216,20 +216,21 @@ public final class DriveFilesystem: FilesystemOperations {
         return entries
     }
 
-    /// Adds entries after `offset` until the buffer is full. With `plus`, an entry counts as a
-    /// lookup only once the buffer took it; an entry gone from the table since the snapshot is
-    /// skipped.
+    /// Adds entries after `offset` until the buffer is full. With `plus`, an entry counts as one
+    /// lookup if and only if the buffer took it; an entry gone from the table since the snapshot
+    /// is skipped.
     private func emit(_ snapshot: [DirectoryEntry], after offset: Int64, plus: Bool, into buffer: any DirectoryBuffer) {
         for entry in snapshot.dropFirst(Int(min(offset, Int64(snapshot.count)))) {
             if !plus || DirectoryEntryPlus.isDotOrDotDot(entry.name) {
                 guard buffer.add(entry, attributes: nil) else { return }
                 continue
             }
-            guard let node = table.node(entry.inode) else { continue }
-            guard buffer.add(entry, attributes: table.attributes(node)) else { return }
-            if table.countLookup(entry.inode) == nil {
-                // Dropped between the two calls: the kernel now holds an entry we cannot count.
-                Log.shared.debug("fs", "\(entry.inode) vanished while being listed")
+            // Counted first (atomically with finding it), given back if the buffer is full: the
+            // kernel never holds an entry that was not counted.
+            guard let node = table.countLookup(entry.inode) else { continue }
+            guard buffer.add(entry, attributes: table.attributes(node)) else {
+                table.forget(entry.inode, count: 1)
+                return
             }
         }
     }
