@@ -110,8 +110,24 @@ public final class DriveFilesystem: FilesystemOperations {
         poller.saveIndex()
     }
 
+    /// Where `inode` shows in the mount (`/Projects/plan.txt`), for log lines.
+    func describe(_ inode: Inode) -> String {
+        guard let names = ShortcutResolver(backend: backend, table: table, lister: lister).path(of: inode) else {
+            return table.node(inode).map { "'\($0.name)' (\($0.file.id))" } ?? "\(inode)"
+        }
+        return "/" + names.joined(separator: "/")
+    }
+
+    /// Says once per path and errno why a request failed, with Drive's reason (never for the
+    /// everyday ENOENT, or an interrupt the user asked for).
+    private func logFailure(_ what: String, _ inode: Inode, _ error: Error, _ mapped: FilesystemError) {
+        guard mapped.errno != ENOENT, mapped.errno != EINTR else { return }
+        Log.shared.once(.warning, "fs", "\(what) \(describe(inode)): \(mapped) (\(error))")
+    }
+
     /// Runs `body` on an interactive thread, with the request's cancellation and deadline.
-    private func onIOThread<T: Sendable>(_ reply: Reply<T>, _ body: @escaping @Sendable () throws(FilesystemError) -> T) {
+    private func onIOThread<T: Sendable>(_ reply: Reply<T>, _ what: String = "request", _ inode: Inode = .root,
+                                         _ body: @escaping @Sendable () throws(FilesystemError) -> T) {
         let deadline = time.now() + configuration.requestDeadline
         interactive.submit {
             let context = RequestContext(priority: .interactive, deadline: deadline, cancellation: reply.cancellation)
@@ -123,9 +139,11 @@ public final class DriveFilesystem: FilesystemOperations {
                     // Cancelled without an interrupt: the request's deadline passed. That is a
                     // failure of Drive, not something the caller asked for.
                     if mapped.errno == EINTR && reply.cancellation?.isCancelled != true {
-                        Log.shared.warning("fs", "a request gave up after \(Int(self.configuration.requestDeadline)) s: \(error)")
+                        Log.shared.warning("fs", "\(what) \(self.describe(inode)) gave up after "
+                                           + "\(Int(self.configuration.requestDeadline)) s: \(error)")
                         throw .ioError
                     }
+                    self.logFailure(what, inode, error, mapped)
                     throw mapped
                 }
             }
@@ -137,7 +155,7 @@ public final class DriveFilesystem: FilesystemOperations {
     public func lookup(parent: Inode, name: String, reply: Reply<FileAttributes>) {
         if name.utf8.count > NameMapper.maximumNameBytes { return reply.fail(.nameTooLong) }
         if let answer = quickLookup(parent, name) { return reply.complete(answer) }
-        onIOThread(reply) { [self] () throws(FilesystemError) in
+        onIOThread(reply, "listing", parent) { [self] () throws(FilesystemError) in
             try lister.ensureListed(parent, cancellation: reply.cancellation)
             guard let answer = quickLookup(parent, name) else { throw .ioError }
             return try answer.get()
@@ -197,7 +215,7 @@ public final class DriveFilesystem: FilesystemOperations {
                 emit(try takeSnapshot(inode, handle: handle), after: offset, plus: plus, into: buffer)
             }
         }
-        onIOThread(reply) { [self] () throws(FilesystemError) in
+        onIOThread(reply, "listing", inode) { [self] () throws(FilesystemError) in
             try lister.ensureListed(inode, cancellation: reply.cancellation)
             emit(try takeSnapshot(inode, handle: handle), after: offset, plus: plus, into: buffer)
         }
@@ -267,7 +285,7 @@ public final class DriveFilesystem: FilesystemOperations {
         }
         // A Workspace file: exported whole on open (Drive exports have no ranges and no size in
         // advance); the kernel then reads it without trusting the size it was shown before.
-        onIOThread(reply) { [self] () throws(FilesystemError) in
+        onIOThread(reply, "exporting", inode) { [self] () throws(FilesystemError) in
             let content = try cache.openExport(key, cancellation: reply.cancellation) {
                 try backend.export(key.fileID, mimeType: key.exportMimeType!)
             }
@@ -309,7 +327,7 @@ public final class DriveFilesystem: FilesystemOperations {
         if cache.isPresent(content, offset: offset, length: length) {
             return reply.succeed(.file(descriptor: content.descriptor, offset: offset, length: length))
         }
-        onIOThread(reply) { [self] () throws(FilesystemError) in
+        onIOThread(reply, "reading", inode) { [self] () throws(FilesystemError) in
             try cache.ensure(content, offset: offset, length: length, cancellation: reply.cancellation,
                              fetch: fetcher(for: content.key))
             return .file(descriptor: content.descriptor, offset: offset, length: length)
@@ -350,7 +368,7 @@ public final class DriveFilesystem: FilesystemOperations {
     public func readLink(_ inode: Inode, reply: Reply<String>) {
         guard let node = table.node(inode) else { return reply.fail(FilesystemError(errno: ESTALE)) }
         guard node.kind == .symbolicLink, let target = node.file.shortcutDetails?.targetId else { return reply.fail(.invalidArgument) }
-        onIOThread(reply) { [self] () throws(FilesystemError) in
+        onIOThread(reply, "resolving the shortcut", inode) { [self] () throws(FilesystemError) in
             try ShortcutResolver(backend: backend, table: table, lister: lister).relativeTarget(of: node, targetID: target,
                                                                                                  cancellation: reply.cancellation)
         }
