@@ -59,6 +59,10 @@ final class ExecutorPacingTests: XCTestCase {
             time.advance(1)
             pacer.tick()
             XCTAssertTrue(pacer.waitUntilQueued(1 - n, timeout: 10))
+            // The granted request reaches the transport on its own thread: let it get there before
+            // the next slot opens, or the two could race to the transport.
+            let sent = Date().addingTimeInterval(10)
+            while transport.requests.count < n + 2 && Date() < sent { usleep(1_000) }
         }
         for semaphore in done { XCTAssertEqual(semaphore.wait(timeout: .now() + 10), .success) }
         XCTAssertEqual(transport.requests.map(\.url).dropFirst(),

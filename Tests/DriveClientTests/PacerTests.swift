@@ -71,6 +71,11 @@ final class PacerSchedulingTests: XCTestCase {
             time.advance(0.5)
             pacer.tick()
             XCTAssertTrue(pacer.waitUntilQueued(arrivals.count - n - 1, timeout: 10))
+            // The granted thread records itself after `acquire` returns: wait for that (bounded),
+            // or the next check could run before it and see one name too few.
+            let recorded = Date().addingTimeInterval(10)
+            while order.withLock({ $0.count }) < n + 1 && Date() < recorded { usleep(1_000) }
+            XCTAssertEqual(order.withLock { $0.count }, n + 1, "one grant per slot")
             grantTimes.append(time.now() - start)
         }
         for semaphore in done { XCTAssertEqual(semaphore.wait(timeout: .now() + 10), .success) }
