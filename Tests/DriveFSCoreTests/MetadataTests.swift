@@ -124,3 +124,17 @@ final class MetadataTests: XCTestCase {
         XCTAssertNoThrow(try harness.resolve("Sheet.xlsx"), "a Sheet shows as .xlsx by default")
     }
 }
+
+extension MetadataTests {
+    func testTwoMountsCannotShareACacheDirectory() throws {
+        harness = try CoreHarness()
+        try harness.mount()
+        let root = try harness.backend.getFile("root")
+        XCTAssertThrowsError(try DriveFilesystem(backend: harness.backend, root: root, startPageToken: "1",
+                                                 configuration: harness.configuration)) {
+            XCTAssertEqual(($0 as? FilesystemError)?.errno, EBUSY)
+        }
+        harness.unmount()
+        XCTAssertNoThrow(try harness.mount(), "the lock goes with the filesystem that held it")
+    }
+}

@@ -30,6 +30,8 @@ public final class DriveFilesystem: FilesystemOperations {
     let poller: ChangePoller
     let index: IndexStore
     let time: any TimeSource
+    /// Held for the life of the filesystem: two mounts must not share a cache directory.
+    let cacheLock: CacheDirectoryLock
 
     let interactive: WorkPool
     let readAhead: WorkPool
@@ -71,6 +73,7 @@ public final class DriveFilesystem: FilesystemOperations {
         self.backend = backend
         self.time = time
         let cacheDirectory = configuration.cacheDirectory
+        cacheLock = try CacheDirectoryLock(directory: cacheDirectory)
         cache = try BlockCache(directory: cacheDirectory.appendingPathComponent("blocks"), capacity: configuration.cacheSize,
                                blockSize: configuration.blockSize)
         index = IndexStore(path: cacheDirectory.appendingPathComponent("index.json").path)
@@ -108,6 +111,7 @@ public final class DriveFilesystem: FilesystemOperations {
         notifications.stop()
         cache.flush()
         poller.saveIndex()
+        cacheLock.release()
     }
 
     /// Where `inode` shows in the mount (`/Projects/plan.txt`), for log lines.

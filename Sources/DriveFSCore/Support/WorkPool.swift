@@ -82,6 +82,9 @@ public final class WorkPool: Sendable {
                 return
             }
             let work = queue[head]
+            // Drop the queue's reference now: a closure kept after it ran would keep what it
+            // captured alive.
+            queue[head] = {}
             head += 1
             if head > 1024 && head * 2 > queue.count {
                 queue.removeFirst(head)

@@ -130,6 +130,9 @@ enum MountCommand {
         let filesystem: DriveFilesystem
         do {
             filesystem = try DriveFilesystem(backend: api, root: root, startPageToken: startToken, configuration: configuration)
+        } catch where error.errno == EBUSY {
+            throw CLIError.failure("the cache directory \(cacheDirectory.path) is in use by another drivefs mount",
+                                   hint: "Each mount needs its own: pass --cache-dir DIR, or unmount the other one first.")
         } catch {
             throw CLIError.failure("cannot use the cache directory \(cacheDirectory.path): \(error)",
                                    hint: "Choose another one with --cache-dir.")
