@@ -129,6 +129,19 @@ final class EmulatedDrive {
         waitUntil(timeout: timeout) { self.requests("changes.list") >= count }
     }
 
+    /// Waits (bounded) until no request has arrived for `quiet` seconds: background work the mount
+    /// started (prefetching below a listed folder) is over, so what follows is counted alone.
+    @discardableResult
+    func settle(quiet: TimeInterval = 0.5, timeout: TimeInterval = 15) -> Bool {
+        var last = emulator.stats().totals.requests
+        var since = Date()
+        return waitUntil(timeout: timeout) {
+            let now = emulator.stats().totals.requests
+            if now != last { last = now; since = Date() }
+            return Date().timeIntervalSince(since) >= quiet
+        }
+    }
+
     func stop() {
         for mount in mounts.reversed() { mount.tearDown() }
         emulator.stop()
@@ -169,20 +182,27 @@ enum TestContent {
         return out
     }
 
-    /// Writes `size` bytes to `url` in 4 MiB pieces (each piece seeded by its index, so no
-    /// piece repeats), never holding the whole file.
+    /// Writes `size` bytes to `url`, never holding the whole file: one 4 MiB block of SplitMix64
+    /// words from `seed`, repeated, with every 4 KiB window's first 8 bytes replaced by its offset
+    /// (big-endian), so no two windows of the file are equal and a read from a wrong offset shows.
     static func writeFile(_ url: URL, size: Int, seed: UInt64) throws {
         _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }
-        let piece = 4 << 20
+        let pieceSize = 4 << 20
+        var piece = bytes(count: min(pieceSize, size), seed: seed)
         var written = 0
-        var index: UInt64 = 0
         while written < size {
-            let n = min(piece, size - written)
-            try handle.write(contentsOf: bytes(count: n, seed: seed &* 1_000_003 &+ index))
+            let n = min(piece.count, size - written)
+            var window = 0
+            while window + 8 <= n {
+                withUnsafeBytes(of: UInt64(written + window).bigEndian) { stamp in
+                    piece.replaceSubrange(window..<(window + 8), with: stamp)
+                }
+                window += 4096
+            }
+            try handle.write(contentsOf: n == piece.count ? piece : Array(piece[0..<n]))
             written += n
-            index += 1
         }
     }
 }

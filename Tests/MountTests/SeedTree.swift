@@ -47,15 +47,15 @@ struct SeedTree {
     }
 
     /// Folders nested `depth` deep: `breadth` folders at the first level, `sub` subfolders in each,
-    /// and `filesPerLeaf` small files in every leaf (`tree/f03/s17/file-05.txt`). Returns the count of
-    /// entries below `root` (folders and files).
+    /// and `filesPerLeaf` small files in every leaf (`ROOT/f03/s17/file-05.txt`; `root` may be empty:
+    /// the seed's root). Returns the count of entries below `root` (folders and files).
     @discardableResult
     mutating func wideTree(_ root: String, in seed: URL, breadth: Int, sub: Int, filesPerLeaf: Int) throws -> Int {
         var entries = 0
         for f in 0..<breadth {
             entries += 1
             for s in 0..<sub {
-                let leaf = String(format: "%@/f%02d/s%02d", root, f, s)
+                let leaf = (root.isEmpty ? "" : root + "/") + String(format: "f%02d/s%02d", f, s)
                 try folder(leaf, in: seed)
                 entries += 1
                 for i in 0..<filesPerLeaf {
