@@ -46,18 +46,30 @@ final class MountedDriveFS {
 
     struct RequirementMissing: Error, CustomStringConvertible { let description: String }
 
-    static func start(command: [String] = ["debug", "smoke-mount"], extraArguments: [String] = []) throws -> MountedDriveFS {
+    /// - Parameters:
+    ///   - environment: the child's whole environment (nil: this process's).
+    ///   - mountpoint: mount there instead of on a fresh directory (created if missing), e.g. to
+    ///     mount again where a killed drivefs left its mount behind. Its parent holds the log.
+    ///   - readyLine: when given, `start` also waits until drivefs's output contains it (a stale
+    ///     mount left on `mountpoint` is listed in /proc/mounts before the new one is live).
+    static func start(command: [String] = ["debug", "smoke-mount"], extraArguments: [String] = [],
+                      environment: [String: String]? = nil, mountpoint existing: String? = nil,
+                      readyLine: String? = nil) throws -> MountedDriveFS {
         let fusermount = try requireFuse()
         let binary = try DriveFSBinary.path()
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("drivefs-mount-\(UUID().uuidString)")
-        let mountpoint = base.appendingPathComponent("mnt").path
-        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        let logURL = base.appendingPathComponent("drivefs.log")
+        let base = existing.map { URL(fileURLWithPath: $0).deletingLastPathComponent() }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("drivefs-mount-\(UUID().uuidString)")
+        let mountpoint = existing ?? base.appendingPathComponent("mnt").path
+        if existing == nil || !FileManager.default.fileExists(atPath: base.path) {
+            try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        }
+        let logURL = base.appendingPathComponent("drivefs-\(UUID().uuidString.prefix(8)).log")
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = command + [mountpoint, "-f"] + extraArguments
+        if let environment { process.environment = environment }
         let log = try FileHandle(forWritingTo: logURL)
         process.standardOutput = log
         process.standardError = log
@@ -67,7 +79,7 @@ final class MountedDriveFS {
 
         let mount = MountedDriveFS(mountpoint: mountpoint, process: process, logURL: logURL, fusermount: fusermount)
         let deadline = Date().addingTimeInterval(mountTimeout)
-        while !mount.isMounted {
+        while !mount.isMounted || !(readyLine.map { mount.log.contains($0) } ?? true) {
             if !process.isRunning || Date() > deadline {
                 let log = mount.log
                 mount.tearDown()

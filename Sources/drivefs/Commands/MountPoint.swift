@@ -11,8 +11,15 @@ enum MountPoint {
         let absolute = path.hasPrefix("/") ? path
             : URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
         var st = stat()
-        if stat(absolute, &st) != 0 {
-            let code = errno
+        var failure: Int32 = stat(absolute, &st) == 0 ? 0 : errno
+        // A dead FUSE mount still answers stat from the kernel's attribute cache (for as long as
+        // the dead daemon's attribute timeout); statvfs is never cached, so it reaches the daemon.
+        if failure == 0 && isMounted(absolute) {
+            var fs = statvfs()
+            if statvfs(absolute, &fs) != 0 { failure = errno }
+        }
+        if failure != 0 {
+            let code = failure
             guard code == ENOTCONN || code == ECONNABORTED else {
                 if code == ENOENT {
                     throw CLIError.failure("mountpoint '\(path)' does not exist", hint: "Create it first: mkdir -p '\(path)'")
