@@ -254,10 +254,13 @@ public final class BlockCache: Sendable {
         return claimRun(entry, in: range, maxBlocks: max(1, Int(maxBytes / Int64(blockSize))))
     }
 
-    private func claimRun(_ entry: Entry, in range: ClosedRange<Int>, maxBlocks: Int) -> ClosedRange<Int>? {
+    /// The first block of `range` that is neither present nor fetched, and the run of such blocks
+    /// after it (at most `maxBlocks`, and up to `through` when that is past the range), claimed.
+    private func claimRun(_ entry: Entry, in range: ClosedRange<Int>, maxBlocks: Int, through: Int? = nil) -> ClosedRange<Int>? {
         guard let start = range.first(where: { !entry.isPresent($0) && !entry.fetching.contains($0) }) else { return nil }
+        let last = min(entry.blockCount - 1, max(range.upperBound, through ?? range.upperBound))
         var end = start
-        while end + 1 <= range.upperBound, end - start + 1 < maxBlocks, !entry.isPresent(end + 1),
+        while end + 1 <= last, end - start + 1 < maxBlocks, !entry.isPresent(end + 1),
               !entry.fetching.contains(end + 1) {
             end += 1
         }
@@ -268,9 +271,12 @@ public final class BlockCache: Sendable {
     /// Makes `[offset, offset + length)` present: fetches what nobody fetches (with `fetch`, on
     /// this thread), waits for what others fetch. Throws the caller's own fetch failure, or EINTR
     /// when `cancellation` fires while it waits.
-    public func ensure(_ handle: Handle, offset: Int64, length: Int, cancellation: CancellationFlag?,
+    /// `extend`: how many bytes past the range a download this call starts may run on (a
+    /// sequential reader's next reads), where nobody fetches them yet.
+    public func ensure(_ handle: Handle, offset: Int64, length: Int, extend: Int64 = 0, cancellation: CancellationFlag?,
                        fetch: Fetcher) throws(FilesystemError) {
         let entry = handle.entry.value
+        let through = Int(min(entry.size - 1, offset + Int64(length) + max(0, extend) - 1) / Int64(blockSize))
         while true {
             condition.lock()
             guard let range = blocks(entry, offset, Int64(length)) else { condition.unlock(); return }
@@ -281,7 +287,7 @@ public final class BlockCache: Sendable {
                 if !entry.isPresent(b) { missing = true }
             }
             guard missing else { condition.unlock(); return }
-            if let run = claimRun(entry, in: range, maxBlocks: Int.max) {
+            if let run = claimRun(entry, in: range, maxBlocks: Int.max, through: through) {
                 condition.unlock()
                 try download(handle, blocks: run, fetch: fetch)
                 continue

@@ -21,6 +21,9 @@ struct ReadAheadState: Sendable {
     /// Sequential reads in a row.
     private(set) var streak = 0
 
+    /// The reader looks sequential: a miss may fetch past what it asked for.
+    var isSequential: Bool { streak >= 2 }
+
     /// How far a read may start before `expected` (parallel kernel reads arrive out of order) or
     /// after it (a reader that skips a little) and still count as sequential.
     static let behind: Int64 = 1 << 20

@@ -317,14 +317,16 @@ public final class DriveFilesystem: FilesystemOperations {
 
     public func read(_ inode: Inode, handle: UInt64, offset: Int64, size: Int, reply: Reply<ReadData>) {
         guard offset >= 0, size >= 0 else { return reply.fail(.invalidArgument) }
-        guard let plan = handles.withLock({ h -> (BlockCache.Handle, [ReadAheadState.Span])? in
+        guard let plan = handles.withLock({ h -> (BlockCache.Handle, [ReadAheadState.Span], Bool)? in
             guard var file = h.files[handle], file.inode == inode else { return nil }
             let spans = file.readAhead.advance(offset: offset, size: Int64(size), fileSize: file.content.size,
                                                maximum: configuration.maxReadAhead, chunk: configuration.readAheadChunk)
             h.files[handle] = file
-            return (file.content, spans)
+            return (file.content, spans, file.readAhead.isSequential)
         }) else { return reply.fail(.badHandle) }
-        let (content, spans) = plan
+        let (content, spans, sequential) = plan
+        // Read-ahead claims its blocks now, before this read looks for them: a reader never
+        // fetches on its own what a read-ahead stream is about to fetch.
         for span in spans { scheduleReadAhead(content, span) }
         let length = Int(max(0, min(Int64(size), content.size - offset)))
         guard length > 0 else { return reply.succeed(.bytes([])) }
@@ -332,8 +334,11 @@ public final class DriveFilesystem: FilesystemOperations {
             return reply.succeed(.file(descriptor: content.descriptor, offset: offset, length: length))
         }
         onIOThread(reply, "reading", inode) { [self] () throws(FilesystemError) in
-            try cache.ensure(content, offset: offset, length: length, cancellation: reply.cancellation,
-                             fetch: fetcher(for: content.key))
+            // A sequential reader's miss streams on past the read (one chunk), so the next reads
+            // find their blocks arriving instead of each paying a request.
+            try cache.ensure(content, offset: offset, length: length,
+                             extend: sequential ? configuration.readAheadChunk : 0,
+                             cancellation: reply.cancellation, fetch: fetcher(for: content.key))
             return .file(descriptor: content.descriptor, offset: offset, length: length)
         }
     }
@@ -345,17 +350,18 @@ public final class DriveFilesystem: FilesystemOperations {
         }
     }
 
+    /// Claims the missing blocks of `span` (on the caller's thread) and downloads each run of
+    /// them, one range stream per run, on the read-ahead threads.
     private func scheduleReadAhead(_ content: BlockCache.Handle, _ span: ReadAheadState.Span) {
-        readAhead.submit { [self] in
-            let context = RequestContext(priority: .readAhead, deadline: time.now() + configuration.requestDeadline)
-            while let run = cache.claim(content, offset: span.offset, length: span.length, maxBytes: configuration.readAheadChunk) {
+        while let run = cache.claim(content, offset: span.offset, length: span.length, maxBytes: configuration.readAheadChunk) {
+            readAhead.submit { [self] in
+                let context = RequestContext(priority: .readAhead, deadline: time.now() + configuration.requestDeadline)
                 do {
                     try context.scope { () throws -> Void in
                         try cache.download(content, blocks: run, fetch: fetcher(for: content.key))
                     }
                 } catch {
                     Log.shared.debug("readahead", "\(content.key) at block \(run.lowerBound): \(error)")
-                    return
                 }
             }
         }

@@ -13,10 +13,10 @@ struct DriveConnection {
     /// prefetching listings, plus the change poller (connections are pooled for that many).
     static let concurrency = 16 + 4 + 4 + 1
 
-    /// The account's pace: Google's per-user quota is far above rclone's 10/s, and the pacer halves
+    /// The account's pace: Google's per-user quota (12,000 queries a minute) is far above rclone's 10/s, and the pacer halves
     /// the rate at the first rate-limit answer (and climbs back), so it starts higher.
-    static let ratePerSecond = 25.0
-    static let burst = 50
+    static let ratePerSecond = 40.0
+    static let burst = 100
 
     static func open(_ invocation: Invocation, choice: DriveEndpointChoice) throws -> DriveConnection {
         let store = AuthCommand.store(invocation)
