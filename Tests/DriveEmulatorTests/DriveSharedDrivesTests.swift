@@ -348,7 +348,8 @@ final class DriveSharedDrivesTests: XCTestCase {
         XCTAssertEqual(try h.send("DELETE", "/drive/v3/files/trash").status, 204)
         XCTAssertEqual(try h.call("GET", "/drive/v3/files/\(m)").0, 404)
         XCTAssertEqual(try h.call("GET", "/drive/v3/files/\(a)?\(Self.all)").0, 200)
-        XCTAssertEqual(try h.send("DELETE", "/drive/v3/files/trash?driveId=\(drive)&\(Self.all)").status, 204)
+        XCTAssertEqual(try h.send("DELETE", "/drive/v3/files/trash?driveId=0AnoSuchDriveUk9PVA").status, 404)
+        XCTAssertEqual(try h.send("DELETE", "/drive/v3/files/trash?driveId=\(drive)").status, 204)
         XCTAssertEqual(try h.call("GET", "/drive/v3/files/\(a)?\(Self.all)").0, 404)
     }
 

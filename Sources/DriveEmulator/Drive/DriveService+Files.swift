@@ -253,12 +253,12 @@ extension DriveService {
         return contents
     }
 
-    /// Without `driveId`: My Drive's trash; with it (and `supportsAllDrives=true`): that shared drive's.
+    /// Without `driveId`: My Drive's trash; with it: that shared drive's (files.emptyTrash takes no
+    /// `supportsAllDrives` in the discovery document; naming the drive is enough).
     func filesEmptyTrash(_ r: HTTPRequest) throws -> HTTPResponse {
         let driveId = DriveService.driveIdParam(r)
-        let allDrives = DriveService.supportsAllDrives(r)
         let contents = try store.mutate { s -> [String] in
-            if let driveId { _ = try DriveService.requireDrive(s, driveId, allDrives: allDrives) }
+            if let driveId { _ = try DriveService.requireDrive(s, driveId, allDrives: true) }
             // Top-most trashed items; their subtrees go with them.
             let tops = s.data.items.values.filter { item in
                 item.driveId == driveId && item.trashed && !(item.parent.flatMap { s.data.items[$0]?.trashed } ?? false)
