@@ -5,7 +5,7 @@ import Foundation
 /// current state or a tombstone).
 extension DriveAPI {
     public func changesStartPageToken() throws -> String {
-        let response = try executor.execute("changes.getStartPageToken", TransportRequest(method: "GET", url: apiURL("changes/startPageToken")))
+        let response = try executor.execute("changes.getStartPageToken", TransportRequest(method: "GET", url: apiURL("changes/startPageToken", scope.startPageTokenQuery)))
         guard let token = try jsonObject(response, "changes.getStartPageToken")["startPageToken"] as? String else {
             throw DriveError.malformedResponse("changes.getStartPageToken: no startPageToken")
         }
@@ -14,7 +14,7 @@ extension DriveAPI {
 
     public func changes(pageToken: String, pageSize: Int = 1000) throws -> DriveChangePage {
         let fields = "nextPageToken,newStartPageToken,changes(fileId,removed,time,file(\(DriveFile.fieldMask)))"
-        let url = apiURL("changes", [("pageToken", pageToken), ("pageSize", String(pageSize)), ("includeRemoved", "true"), ("fields", fields)])
+        let url = apiURL("changes", [("pageToken", pageToken), ("pageSize", String(pageSize)), ("includeRemoved", "true")] + scope.changesQuery + [("fields", fields)])
         let response = try executor.execute("changes.list", TransportRequest(method: "GET", url: url))
         struct Wire: Decodable {
             struct Change: Decodable { var fileId: String?; var removed: Bool?; var time: String?; var file: DriveFile? }

@@ -101,7 +101,7 @@ extension DriveAPI {
                 let start = offset + state.withLock { $0.received }
                 state.withLock { $0.attemptStart = start }
                 let range = askedEnd.map { "bytes=\(start)-\($0)" } ?? "bytes=\(start)-"
-                var request = TransportRequest(method: "GET", url: apiURL(path, [("alt", "media")]),
+                var request = TransportRequest(method: "GET", url: apiURL(path, [("alt", "media")] + (revision == nil ? scope.fileQuery : [])),
                                                headers: [("Range", range)], sink: counting)
                 // Byte ranges must be exact: no content coding on media.
                 request.acceptsCompressedResponse = false

@@ -24,6 +24,7 @@ extension DriveAPI {
     public func listPage(query q: String, pageToken: String? = nil, orderBy: String? = nil, pageSize: Int = 1000) throws -> DriveFileListPage {
         let url = apiURL("files", [
             ("q", q), ("pageSize", String(max(1, min(1000, pageSize)))), ("pageToken", pageToken), ("orderBy", orderBy),
+        ] + scope.listQuery + [
             ("fields", "nextPageToken,incompleteSearch,files(\(DriveFile.fieldMask))"),
         ])
         let response = try executor.execute("files.list", TransportRequest(method: "GET", url: url))
@@ -79,6 +80,7 @@ extension DriveAPI {
     public func listPage(query q: String, pageToken: String?, pageSize: Int, fields: String) throws -> DriveFileListPage {
         let url = apiURL("files", [
             ("q", q), ("pageSize", String(max(1, min(1000, pageSize)))), ("pageToken", pageToken),
+        ] + scope.listQuery + [
             ("fields", "nextPageToken,incompleteSearch,files(\(fields))"),
         ])
         let response = try executor.execute("files.list", TransportRequest(method: "GET", url: url))

@@ -98,7 +98,7 @@ extension DriveAPI {
         body += Array("\r\n--\(boundary)\r\nContent-Type: \(contentType ?? "application/octet-stream")\r\n\r\n".utf8)
         body += content
         body += Array("\r\n--\(boundary)--\r\n".utf8)
-        return TransportRequest(method: method, url: uploadURL(path, [("uploadType", "multipart"), ("fields", DriveFile.fieldMask)]),
+        return TransportRequest(method: method, url: uploadURL(path, [("uploadType", "multipart")] + scope.fileQuery + [("fields", DriveFile.fieldMask)]),
                                 headers: [("Content-Type", "multipart/related; boundary=\(boundary)")], body: .bytes(body))
     }
 
@@ -121,7 +121,7 @@ extension DriveAPI {
         let path = session.isUpdate ? Self.filePath(session.fileId) : "files"
         let request = TransportRequest(
             method: session.isUpdate ? "PATCH" : "POST",
-            url: uploadURL(path, [("uploadType", "resumable"), ("fields", DriveFile.fieldMask)]),
+            url: uploadURL(path, [("uploadType", "resumable")] + scope.fileQuery + [("fields", DriveFile.fieldMask)]),
             headers: Self.jsonHeaders + [("X-Upload-Content-Type", session.contentType),
                                          ("X-Upload-Content-Length", String(session.size))],
             body: .bytes(Array(session.metadataJSON.utf8)))

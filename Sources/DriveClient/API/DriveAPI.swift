@@ -16,12 +16,17 @@ public final class DriveAPI: Sendable {
     /// Resumable chunk size: a positive multiple of 256 KiB (other values are rounded down, to at least 256 KiB).
     public let chunkSize: Int64
     let idPool: FileIDPool
+    /// Which drive this API works in (`DriveScope.swift`): My Drive, or one shared drive, whose
+    /// parameters then ride on every request that takes them.
+    public let scope: DriveScope
 
     public static let chunkGranularity: Int64 = 256 * 1024
 
     public init(executor: DriveRequestExecutor, endpoints: DriveEndpoints = .google,
-                chunkSize: Int64 = 8 * 1024 * 1024, multipartLimit: Int64 = 5 * 1024 * 1024, idBatchSize: Int = 100) {
+                chunkSize: Int64 = 8 * 1024 * 1024, multipartLimit: Int64 = 5 * 1024 * 1024, idBatchSize: Int = 100,
+                scope: DriveScope = .myDrive) {
         self.executor = executor
+        self.scope = scope
         self.endpoints = endpoints
         self.chunkSize = max(Self.chunkGranularity, chunkSize / Self.chunkGranularity * Self.chunkGranularity)
         self.multipartLimit = multipartLimit
@@ -33,11 +38,11 @@ public final class DriveAPI: Sendable {
     /// uploads); the connection pool keeps that many connections alive between requests.
     public static func make(grant: any TokenGrant, endpoints: DriveEndpoints = .fromEnvironment(),
                             caFile: String? = nil, time: any TimeSource = SystemTimeSource(),
-                            concurrency: Int = 16) throws -> DriveAPI {
+                            concurrency: Int = 16, scope: DriveScope = .myDrive) throws -> DriveAPI {
         let transport = try CurlTransport(options: CurlTransport.Options(concurrency: concurrency, caFile: caFile))
         let executor = DriveRequestExecutor(transport: transport, tokens: TokenManager(grant: grant, time: time),
                                             pacer: Pacer(time: time), time: time)
-        return DriveAPI(executor: executor, endpoints: endpoints)
+        return DriveAPI(executor: executor, endpoints: endpoints, scope: scope)
     }
 
     // MARK: - Helpers
@@ -102,7 +107,7 @@ public final class DriveAPI: Sendable {
 
     /// files.get (metadata). `id` may be `root`.
     public func getFile(_ id: String) throws -> DriveFile {
-        let response = try executor.execute("files.get", TransportRequest(method: "GET", url: apiURL(Self.filePath(id), [("fields", DriveFile.fieldMask)])))
+        let response = try executor.execute("files.get", TransportRequest(method: "GET", url: apiURL(Self.filePath(id), scope.fileQuery + [("fields", DriveFile.fieldMask)])))
         return try decode(DriveFile.self, response, "files.get")
     }
 
@@ -121,7 +126,7 @@ public final class DriveAPI: Sendable {
         let identity = try createIdentity(name: name, parent: parent, mimeType: mimeType, callerID: id)
         let body = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: identity.id)
         return try create(identity, method: "files.create") {
-            TransportRequest(method: "POST", url: apiURL("files", [("fields", DriveFile.fieldMask)]), headers: Self.jsonHeaders, body: Self.jsonBody(body))
+            TransportRequest(method: "POST", url: apiURL("files", scope.fileQuery + [("fields", DriveFile.fieldMask)]), headers: Self.jsonHeaders, body: Self.jsonBody(body))
         }
     }
 
@@ -146,7 +151,7 @@ public final class DriveAPI: Sendable {
     public func untrash(_ id: String) throws -> DriveFile { try patch(id, ["trashed": false], query: []) }
 
     private func patch(_ id: String, _ body: [String: Any], query: [(String, String?)]) throws -> DriveFile {
-        let url = apiURL(Self.filePath(id), query + [("fields", DriveFile.fieldMask)])
+        let url = apiURL(Self.filePath(id), query + scope.fileQuery + [("fields", DriveFile.fieldMask)])
         let response = try executor.execute("files.update", TransportRequest(method: "PATCH", url: url, headers: Self.jsonHeaders, body: Self.jsonBody(body)))
         return try decode(DriveFile.self, response, "files.update")
     }
@@ -158,15 +163,16 @@ public final class DriveAPI: Sendable {
         do {
             _ = try executor.execute("files.delete") { attempt in
                 attempted = attempt > 0
-                return TransportRequest(method: "DELETE", url: apiURL(Self.filePath(id)))
+                return TransportRequest(method: "DELETE", url: apiURL(Self.filePath(id), scope.fileQuery))
             }
         } catch DriveError.notFound(let info) {
             if !attempted { throw DriveError.notFound(info) }
         }
     }
 
+    /// Empties the trash of this API's drive (My Drive's, or the shared drive's).
     public func emptyTrash() throws {
-        _ = try executor.execute("files.emptyTrash", TransportRequest(method: "DELETE", url: apiURL("files/trash")))
+        _ = try executor.execute("files.emptyTrash", TransportRequest(method: "DELETE", url: apiURL("files/trash", scope.emptyTrashQuery)))
     }
 
     /// files.generateIds (1...1000).

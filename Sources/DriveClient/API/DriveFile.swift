@@ -20,6 +20,8 @@ public struct DriveFile: Codable, Sendable, Equatable {
     public var shortcutDetails: ShortcutDetails?
     public var exportLinks: [String: String]?
     public var capabilities: Capabilities?
+    /// The shared drive the file is in; nil in My Drive (Drive omits the member there).
+    public var driveId: String?
 
     public struct ShortcutDetails: Codable, Sendable, Equatable {
         public var targetId: String
@@ -50,26 +52,27 @@ public struct DriveFile: Codable, Sendable, Equatable {
     /// The per-file mask of listings: what the filesystem shows and keys its caches on (no
     /// capabilities or export links, which cost bytes on every entry of every page).
     public static let listingFieldMask = "id,name,mimeType,parents,size,md5Checksum,modifiedTime,createdTime,version,"
-        + "headRevisionId,shortcutDetails(targetId,targetMimeType)"
+        + "headRevisionId,shortcutDetails(targetId,targetMimeType),driveId"
 
     /// The `fields` mask that fills this struct.
     public static let fieldMask = "id,name,mimeType,parents,size,md5Checksum,modifiedTime,createdTime,trashed,version,"
-        + "headRevisionId,shortcutDetails,exportLinks,"
+        + "headRevisionId,shortcutDetails,exportLinks,driveId,"
         + "capabilities(canEdit,canDownload,canAddChildren,canListChildren,canRename,canTrash,canDelete)"
 
     public init(id: String, name: String, mimeType: String, parents: [String] = [], size: Int64? = nil,
                 md5Checksum: String? = nil, modifiedTime: Int64? = nil, createdTime: Int64? = nil, trashed: Bool = false,
                 version: Int64? = nil, headRevisionId: String? = nil, shortcutDetails: ShortcutDetails? = nil,
-                exportLinks: [String: String]? = nil, capabilities: Capabilities? = nil) {
+                exportLinks: [String: String]? = nil, capabilities: Capabilities? = nil, driveId: String? = nil) {
         self.id = id; self.name = name; self.mimeType = mimeType; self.parents = parents; self.size = size
         self.md5Checksum = md5Checksum; self.modifiedTime = modifiedTime; self.createdTime = createdTime
         self.trashed = trashed; self.version = version; self.headRevisionId = headRevisionId
         self.shortcutDetails = shortcutDetails; self.exportLinks = exportLinks; self.capabilities = capabilities
+        self.driveId = driveId
     }
 
     enum CodingKeys: String, CodingKey {
         case id, name, mimeType, parents, size, md5Checksum, modifiedTime, createdTime, trashed, version
-        case headRevisionId, shortcutDetails, exportLinks, capabilities
+        case headRevisionId, shortcutDetails, exportLinks, capabilities, driveId
     }
 
     public init(from decoder: any Decoder) throws {
@@ -88,6 +91,7 @@ public struct DriveFile: Codable, Sendable, Equatable {
         shortcutDetails = try c.decodeIfPresent(ShortcutDetails.self, forKey: .shortcutDetails)
         exportLinks = try c.decodeIfPresent([String: String].self, forKey: .exportLinks)
         capabilities = try c.decodeIfPresent(Capabilities.self, forKey: .capabilities)
+        driveId = try c.decodeIfPresent(String.self, forKey: .driveId)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -106,6 +110,7 @@ public struct DriveFile: Codable, Sendable, Equatable {
         try c.encodeIfPresent(shortcutDetails, forKey: .shortcutDetails)
         try c.encodeIfPresent(exportLinks, forKey: .exportLinks)
         try c.encodeIfPresent(capabilities, forKey: .capabilities)
+        try c.encodeIfPresent(driveId, forKey: .driveId)
     }
 
     /// int64 as Drive sends it (a JSON string), tolerating a bare number.

@@ -17,9 +17,13 @@ enum DriveMime {
     }
 }
 
-/// One file, folder or shortcut in My Drive: everything Drive reports about it that is not derived.
+/// One file, folder or shortcut in My Drive or in a shared drive: everything Drive reports about it
+/// that is not derived.
 ///
-/// INVARIANT: exactly one parent for every item except the root, which has none.
+/// INVARIANT: exactly one parent for every item except the roots (My Drive's and each shared
+/// drive's), which have none.
+/// INVARIANT: `driveId` is nil in My Drive and the shared drive's id below it; a shared drive's root
+/// folder is the item whose `id == driveId` (no parent), as on Google.
 /// INVARIANT: `contentFile`, `size` and the checksums are set for blobs (and `contentFile` for
 /// Workspace files, holding their "document text"); never for folders and shortcuts.
 /// INVARIANT: `trashed == explicitlyTrashed || parent.trashed`.
@@ -56,12 +60,18 @@ struct DriveItem: Codable, Sendable {
     /// Nil for folders and shortcuts, and for items stored before revisions were recorded
     /// (`revisionHistory` then makes up the head alone).
     var revisions: [DriveRevision]?
+    /// The shared drive this item is in (nil: My Drive).
+    var driveId: String?
+    /// On a shared drive's root only: the `requestId` of the drives.create that made it.
+    var driveRequestId: String?
 
     var isFolder: Bool { mimeType == DriveMime.folder }
     var isShortcut: Bool { mimeType == DriveMime.shortcut }
     var isWorkspace: Bool { DriveMime.isWorkspace(mimeType) }
     /// Has downloadable bytes (`alt=media`).
     var isBlob: Bool { !isFolder && !isShortcut && !isWorkspace }
+    /// The root folder of a shared drive (its id is the drive's id).
+    var isSharedDriveRoot: Bool { driveId != nil && driveId == id && parent == nil }
 }
 
 /// Drive's identifier shapes (see drive-behaviours.md §1.7).
@@ -83,6 +93,9 @@ enum DriveIDs {
         let body = SecureRandom.bytes(11).map { alnum[Int($0) % alnum.count] }
         return "0A" + String(body) + "Uk9PVA"
     }
+
+    /// A shared drive id: the same shape as a root id (Google's are 19 characters `0A…Uk9PVA` too).
+    static func newSharedDriveID() -> String { newRootID() }
 
     /// An opaque revision id: 51 characters starting `0B`, like Google's.
     static func newRevisionID() -> String { "0B" + SecureRandom.token(length: 49) }
@@ -159,4 +172,6 @@ struct ChangeRecord: Codable, Sendable {
     var token: Int64
     var time: Int64
     var removed: Bool
+    /// The shared drive the file was in when it changed (nil: My Drive).
+    var driveId: String?
 }

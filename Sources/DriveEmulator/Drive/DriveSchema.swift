@@ -147,4 +147,23 @@ enum DriveSchema {
         "kind": .leaf,
         "space": .leaf
     ]
+    static let drive: [String: FieldSchema] = [
+        "backgroundImageFile": .object(["id": .leaf, "width": .leaf, "xCoordinate": .leaf, "yCoordinate": .leaf]),
+        "backgroundImageLink": .leaf,
+        "capabilities": .object(["canAddChildren": .leaf, "canChangeCopyRequiresWriterPermissionRestriction": .leaf, "canChangeDomainUsersOnlyRestriction": .leaf, "canChangeDownloadRestriction": .leaf, "canChangeDriveBackground": .leaf, "canChangeDriveMembersOnlyRestriction": .leaf, "canChangeSharingFoldersRequiresOrganizerPermissionRestriction": .leaf, "canComment": .leaf, "canCopy": .leaf, "canDeleteChildren": .leaf, "canDeleteDrive": .leaf, "canDownload": .leaf, "canEdit": .leaf, "canListChildren": .leaf, "canManageMembers": .leaf, "canReadRevisions": .leaf, "canRename": .leaf, "canRenameDrive": .leaf, "canResetDriveRestrictions": .leaf, "canShare": .leaf, "canTrashChildren": .leaf]),
+        "colorRgb": .leaf,
+        "createdTime": .leaf,
+        "hidden": .leaf,
+        "id": .leaf,
+        "kind": .leaf,
+        "name": .leaf,
+        "orgUnitId": .leaf,
+        "restrictions": .open,
+        "themeId": .leaf
+    ]
+    static let driveList: [String: FieldSchema] = [
+        "drives": .object(drive),
+        "kind": .leaf,
+        "nextPageToken": .leaf
+    ]
 }

@@ -27,7 +27,7 @@ extension DriveService {
     func filesCreate(_ r: HTTPRequest) throws -> HTTPResponse {
         let sel = try selection(r, DriveSchema.file, defaults: FileResource.defaultFields)
         let patch = try MetadataPatch(try jsonBody(r), mode: .create)
-        let item = try createItem(patch, content: nil)
+        let item = try createItem(patch, content: nil, allDrives: DriveService.supportsAllDrives(r))
         return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
     }
 
@@ -47,7 +47,9 @@ extension DriveService {
     }
 
     /// Creates an item from validated metadata and (optionally) staged content, which it adopts.
-    func createItem(_ patch: MetadataPatch, content: StagedContent?) throws -> DriveItem {
+    /// The item joins its parent's drive (`driveId`); `allDrives` is the request's
+    /// `supportsAllDrives`: without it a parent or shortcut target in a shared drive is a 404.
+    func createItem(_ patch: MetadataPatch, content: StagedContent?, allDrives: Bool) throws -> DriveItem {
         let name = patch.name ?? "Untitled"
         var mime = patch.mimeType ?? ""
         if mime.isEmpty {
@@ -77,7 +79,7 @@ extension DriveService {
             return try store.mutate { s in
                 guard (patch.parents?.count ?? 0) <= 1 else { throw GoogleError.cannotAddParent }
                 let parentRaw = patch.parents?.first ?? "root"
-                guard let parent = s.item(parentRaw) else { throw GoogleError.notFound(parentRaw) }
+                guard let parent = s.item(parentRaw, allDrives: allDrives) else { throw GoogleError.notFound(parentRaw) }
                 guard parent.isFolder else { throw GoogleError.badRequest("The specified parent is not a folder.") }
                 var id = DriveIDs.newFileID(forMimeType: mime)
                 if let wanted = patch.id {
@@ -91,10 +93,11 @@ extension DriveService {
                 }
                 var targetMime: String?
                 if let target = patch.shortcutTargetId {
-                    guard let t = s.item(target) else { throw GoogleError.notFound(target) }
+                    guard let t = s.item(target, allDrives: allDrives) else { throw GoogleError.notFound(target) }
                     targetMime = t.mimeType
                 }
                 var item = DriveItem(id: id, name: name, mimeType: mime, parent: parent.id, createdTime: s.now, modifiedTime: s.now)
+                item.driveId = parent.driveId
                 patch.applySimple(to: &item)
                 if patch.name == nil, let target = patch.shortcutTargetId, let t = s.item(target) { item.name = t.name }
                 item.explicitlyTrashed = patch.trashed ?? false
@@ -132,7 +135,7 @@ extension DriveService {
         let sel = try selection(r, DriveSchema.file, defaults: FileResource.defaultFields)
         let patch = try MetadataPatch(try jsonBody(r), mode: .update)
         let item = try updateItem(DriveService.fileId(r), patch, addParents: r.param("addParents"),
-                                  removeParents: r.param("removeParents"), content: nil)
+                                  removeParents: r.param("removeParents"), content: nil, allDrives: DriveService.supportsAllDrives(r))
         return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
     }
 
@@ -141,16 +144,20 @@ extension DriveService {
     }
 
     /// Applies a metadata patch, `addParents`/`removeParents` and optionally new content (a new revision).
+    /// `allDrives` is the request's `supportsAllDrives`: without it a shared-drive item, or a new
+    /// parent in a shared drive, is a 404. A move into another drive (or between a shared drive and
+    /// My Drive) carries the item and everything below it into that drive (`driveId`).
     func updateItem(_ rawId: String, _ patch: MetadataPatch, addParents addText: String?, removeParents removeText: String?,
-                    content: StagedContent?) throws -> DriveItem {
+                    content: StagedContent?, allDrives: Bool) throws -> DriveItem {
         let addParents = DriveService.idList(addText)
         let removeParents = DriveService.idList(removeText)
         let contentName = try content.map { try store.adoptContent(tempPath: $0.tempPath) }
         var released: [String] = []
         do {
             let item = try store.mutate { s -> DriveItem in
-                guard var item = s.item(rawId) else { throw GoogleError.notFound(rawId) }
-                let isRoot = item.id == s.rootId
+                guard var item = s.item(rawId, allDrives: allDrives) else { throw GoogleError.notFound(rawId) }
+                // My Drive's root and every shared drive's root folder: names and places are fixed.
+                let isRoot = item.parent == nil
                 if isRoot, patch.name != nil || patch.trashed != nil || !addParents.isEmpty || !removeParents.isEmpty || content != nil {
                     throw GoogleError.insufficientFilePermissions(item.id)
                 }
@@ -162,7 +169,7 @@ extension DriveService {
                     guard adds.count <= 1 else { throw GoogleError.cannotAddParent }
                     if let add = adds.first, add != item.parent {
                         guard let p = item.parent, removes.contains(p) else { throw GoogleError.cannotAddParent }
-                        guard let target = s.data.items[add] else { throw GoogleError.notFound(addParents[0]) }
+                        guard let target = s.item(add, allDrives: allDrives) else { throw GoogleError.notFound(addParents[0]) }
                         guard target.isFolder else { throw GoogleError.badRequest("The specified parent is not a folder.") }
                         if add == item.id || s.descendants(of: item.id).contains(add) {
                             throw GoogleError.badRequest("A folder cannot be moved into itself or one of its descendants.")
@@ -184,6 +191,8 @@ extension DriveService {
                 patch.applySimple(to: &item)
                 if let mime = patch.mimeType { item.mimeType = mime }
                 item.parent = newParent
+                let oldDrive = item.driveId
+                if moved { item.driveId = newParent.flatMap { s.data.items[$0]?.driveId } }
                 let wasTrashed = item.trashed
                 if let t = patch.trashed { item.explicitlyTrashed = t }
                 let parentTrashed = newParent.flatMap { s.data.items[$0]?.trashed } ?? false
@@ -202,6 +211,13 @@ extension DriveService {
                     released = item.appendHeadRevision(after: previous)
                 }
                 s.put(item)
+                if item.driveId != oldDrive {
+                    for id in s.descendants(of: item.id) {
+                        guard var child = s.data.items[id] else { continue }
+                        child.driveId = item.driveId
+                        s.put(child)
+                    }
+                }
                 if moved || wasTrashed != item.trashed { s.propagateTrash(below: item.id) }
                 return s.data.items[item.id]!
             }
@@ -219,7 +235,7 @@ extension DriveService {
         let id = DriveService.fileId(r)
         let contents = try store.mutate { s -> [String] in
             guard let item = s.item(id) else { throw GoogleError.notFound(id) }
-            guard item.id != s.rootId else { throw GoogleError.insufficientFilePermissions(item.id) }
+            guard item.parent != nil else { throw GoogleError.insufficientFilePermissions(item.id) }
             return removeTree(item.id, &s)
         }
         contents.forEach { store.removeContent($0) }
@@ -237,12 +253,15 @@ extension DriveService {
         return contents
     }
 
+    /// Without `driveId`: My Drive's trash; with it: that shared drive's (files.emptyTrash takes no
+    /// `supportsAllDrives` in the discovery document; naming the drive is enough).
     func filesEmptyTrash(_ r: HTTPRequest) throws -> HTTPResponse {
-        if let driveId = r.param("driveId"), !driveId.isEmpty { throw DriveService.sharedDriveNotFound(driveId) }
-        let contents = store.mutate { s -> [String] in
+        let driveId = DriveService.driveIdParam(r)
+        let contents = try store.mutate { s -> [String] in
+            if let driveId { _ = try DriveService.requireDrive(s, driveId, allDrives: true) }
             // Top-most trashed items; their subtrees go with them.
             let tops = s.data.items.values.filter { item in
-                item.trashed && !(item.parent.flatMap { s.data.items[$0]?.trashed } ?? false)
+                item.driveId == driveId && item.trashed && !(item.parent.flatMap { s.data.items[$0]?.trashed } ?? false)
             }.map(\.id)
             return tops.flatMap { removeTree($0, &s) }
         }
@@ -282,7 +301,7 @@ extension DriveService {
         if patch.shortcutTargetId == nil { patch.shortcutTargetId = source.shortcutTargetId }
         if patch.properties == nil, let p = source.properties { patch.properties = p.mapValues { .some($0) } }
         if patch.appProperties == nil, let p = source.appProperties { patch.appProperties = p.mapValues { .some($0) } }
-        let item = try createItem(patch, content: staged ?? nil)
+        let item = try createItem(patch, content: staged ?? nil, allDrives: DriveService.supportsAllDrives(r))
         return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
     }
 

@@ -110,11 +110,23 @@ extension DriveService {
         }
         let corpora = r.param("corpora") ?? r.param("corpus") ?? "user"
         guard ["user", "domain", "drive", "allDrives", "default"].contains(corpora) else { throw GoogleError.invalidValue(location: "corpora") }
-        if let driveId = r.param("driveId") ?? r.param("teamDriveId"), !driveId.isEmpty { throw DriveService.sharedDriveNotFound(driveId) }
-        if corpora == "drive" { throw GoogleError.required("driveId", message: "The driveId parameter must be specified if and only if corpora is set to drive.") }
+        // Which drives the answer may hold (drive-behaviours §3.9): `corpora=drive&driveId=X` that
+        // drive only; `includeItemsFromAllDrives=true` My Drive and every shared drive; otherwise
+        // My Drive only. Inconsistent combinations are refused in this order.
+        let driveId = DriveService.driveIdParam(r)
+        let allDrives = DriveService.supportsAllDrives(r)
+        let includeAll = try includeItemsFromAllDrives(r)
+        if (corpora == "drive") != (driveId != nil) { throw DriveService.driveIdRequiresDriveCorpora }
+        if corpora == "drive" || corpora == "allDrives", !includeAll { throw DriveService.includeItemsRequired }
+        if includeAll, !allDrives { throw DriveService.supportsAllDrivesRequired }
+        if let driveId { _ = try store.read { s in try DriveService.requireDrive(s, driveId, allDrives: allDrives) } }
+        let inScope: (DriveItem) -> Bool
+        if let driveId { inScope = { $0.driveId == driveId } } else if includeAll { inScope = { _ in true } } else { inScope = { $0.driveId == nil } }
         let spaces = Set((r.param("spaces") ?? "drive").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         guard spaces.isSubset(of: ["drive", "appDataFolder", "photos"]), !spaces.isEmpty else { throw GoogleError.invalidValue(location: "spaces") }
-        let binding = ListPageToken.binding([qText, orderText, corpora, spaces.sorted().joined(separator: ",")])
+        var bound = [qText, orderText, corpora, spaces.sorted().joined(separator: ",")]
+        if driveId != nil || includeAll { bound += [driveId ?? "", includeAll ? "all" : ""] }
+        let binding = ListPageToken.binding(bound)
         var resume: ListPageToken?
         if let token = r.param("pageToken"), !token.isEmpty {
             guard let t = ListPageToken.decode(token, binding: binding) else { throw GoogleError.invalidValue(location: "pageToken") }
@@ -139,7 +151,8 @@ extension DriveService {
             // Folder listings in the default order: a page straight from the folders' ChildLists.
             if order.isEmpty, name == nil, !parents.isEmpty, resume == nil || resume?.lastSeq != nil {
                 let lists = parents.filter { !dropped.contains($0) }
-                let (page, next) = DriveService.childPage(s, parents: lists, query: query!, ctx: ctx, pageSize: pageSize, resume: resume)
+                let (page, next) = DriveService.childPage(s, parents: lists, query: query!, ctx: ctx, pageSize: pageSize, resume: resume,
+                                                          include: inScope)
                 return (page, next, s.rootId)
             }
             // Otherwise the candidates are the items of that name (`name = 'x'` at the top of an
@@ -153,7 +166,7 @@ extension DriveService {
                 candidates = Array(s.data.items.values)
             }
             let matches = candidates.filter {
-                $0.id != s.rootId && !dropped.contains($0.parent ?? "") && (query?.matches($0, ctx) ?? true)
+                $0.parent != nil && inScope($0) && !dropped.contains($0.parent ?? "") && (query?.matches($0, ctx) ?? true)
             }
             let sorted = matches.sorted { a, b in
                 for key in order {
@@ -182,7 +195,7 @@ extension DriveService {
     /// more match. Resuming by position, not by finding the last item again, keeps paging exact
     /// whatever the previous page left out.
     static func childPage(_ s: MetadataState, parents: [String], query: DriveQuery, ctx: DriveQuery.Context, pageSize: Int,
-                          resume: ListPageToken?) -> ([DriveItem], ListPageToken?) {
+                          resume: ListPageToken?, include: (DriveItem) -> Bool = { _ in true }) -> ([DriveItem], ListPageToken?) {
         let lists = parents.compactMap { s.children[$0] }.filter { !$0.isEmpty }
         var cursors = lists.map { list in resume.map { list.position(after: $0.lastSeq ?? 0, $0.lastId) } ?? 0 }
         let offset = resume?.offset ?? 0
@@ -199,7 +212,7 @@ extension DriveService {
             guard best >= 0 else { return (page, nil) }
             let entry = lists[best][cursors[best]]
             cursors[best] += 1
-            guard let item = s.data.items[entry.id], query.matches(item, ctx) else { continue }
+            guard let item = s.data.items[entry.id], include(item), query.matches(item, ctx) else { continue }
             if page.count == pageSize {
                 let last = page[page.count - 1]
                 return (page, ListPageToken(offset: offset + pageSize, lastId: last.id, lastSeq: last.seq))

@@ -26,9 +26,9 @@ extension DriveService {
         }
     }
 
-    private func requireExisting(_ fileId: String?) throws {
+    private func requireExisting(_ fileId: String?, allDrives: Bool) throws {
         guard let fileId else { return }
-        try store.read { s in guard s.item(fileId) != nil else { throw GoogleError.notFound(fileId) } }
+        try store.read { s in guard s.item(fileId, allDrives: allDrives) != nil else { throw GoogleError.notFound(fileId) } }
     }
 
     private func finish(_ r: HTTPRequest, fileId: String?, patch: MetadataPatch, staged: StagedContent,
@@ -36,9 +36,10 @@ extension DriveService {
         let sel = try selection(fieldsText: fieldsText, DriveSchema.file, defaults: FileResource.defaultFields)
         let item: DriveItem
         if let fileId {
-            item = try updateItem(fileId, patch, addParents: addParents, removeParents: removeParents, content: staged)
+            item = try updateItem(fileId, patch, addParents: addParents, removeParents: removeParents, content: staged,
+                                  allDrives: DriveService.supportsAllDrives(r))
         } else {
-            item = try createItem(patch, content: staged)
+            item = try createItem(patch, content: staged, allDrives: DriveService.supportsAllDrives(r))
         }
         return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
     }
@@ -54,7 +55,7 @@ extension DriveService {
 
     private func mediaUpload(_ r: HTTPRequest, fileId: String?) throws -> HTTPResponse {
         _ = try selection(r, DriveSchema.file, defaults: nil)
-        try requireExisting(fileId)
+        try requireExisting(fileId, allDrives: DriveService.supportsAllDrives(r))
         let patch = try MetadataPatch([:], mode: fileId == nil ? .create : .update)
         let staged = try stage(r, contentType: r.headers["Content-Type"])
         return try finish(r, fileId: fileId, patch: patch, staged: staged, fieldsText: r.param("fields"),
@@ -68,7 +69,7 @@ extension DriveService {
         guard let boundary = MultipartReader.boundary(contentType: r.headers["Content-Type"]) else {
             throw GoogleError.badRequest("Multipart upload requests need a multipart/related Content-Type with a boundary.")
         }
-        try requireExisting(fileId)
+        try requireExisting(fileId, allDrives: DriveService.supportsAllDrives(r))
         let reader = MultipartReader(body: r.body, boundary: boundary)
         let writer = try ContentWriter(path: store.newTempPath())
         var mediaType: String?
@@ -111,12 +112,13 @@ extension DriveService {
         _ = try selection(r, DriveSchema.file, defaults: nil)
         let metaBytes = try r.body.readAll(limit: DriveService.multipartMetadataLimit)
         let patch = try MetadataPatch(try DriveService.parseJSONObject(metaBytes), mode: fileId == nil ? .create : .update)
-        try requireExisting(fileId)
+        let allDrives = DriveService.supportsAllDrives(r)
+        try requireExisting(fileId, allDrives: allDrives)
         if fileId == nil {
             // Fail early on what would fail at the end.
             try store.read { s in
                 let parentRaw = patch.parents?.first ?? "root"
-                guard s.item(parentRaw) != nil else { throw GoogleError.notFound(parentRaw) }
+                guard s.item(parentRaw, allDrives: allDrives) != nil else { throw GoogleError.notFound(parentRaw) }
                 if let id = patch.id {
                     if let refused = DriveService.generatedIDRefused(forMimeType: patch.mimeType ?? "") { throw refused }
                     if s.data.items[id] != nil { throw GoogleError.fileIdInUse }
@@ -304,9 +306,10 @@ extension DriveService {
             let item: DriveItem
             if let fileId = record.fileId {
                 item = try updateItem(fileId, patch, addParents: record.param("addParents"),
-                                      removeParents: record.param("removeParents"), content: staged)
+                                      removeParents: record.param("removeParents"), content: staged,
+                                      allDrives: DriveService.supportsAllDrives { record.param($0) })
             } else {
-                item = try createItem(patch, content: staged)
+                item = try createItem(patch, content: staged, allDrives: DriveService.supportsAllDrives { record.param($0) })
             }
             session.record.completedFileId = item.id
             try? sessions.save(session.record)

@@ -1,7 +1,7 @@
 import DriveSupport
 import Foundation
 
-/// Drive v3 (My Drive only) with Google's semantics and error format: the `RouteProvider` that the
+/// Drive v3 (My Drive and shared drives) with Google's semantics and error format: the `RouteProvider` that the
 /// emulator's HTTP server asks for every `/drive/v3/...`, `/upload/drive/v3/...`,
 /// `/resumable/upload/drive/v3/...` and `/download/drive/v3/...` request.
 ///
@@ -9,7 +9,7 @@ import Foundation
 /// `files.get.media`, `files.export`, `files.create`, `files.create.upload`, `files.update`,
 /// `files.update.upload`, `files.copy`, `files.delete`, `files.emptyTrash`, `files.generateIds`,
 /// `changes.getStartPageToken`, `changes.list`, `revisions.list`, `revisions.get`, `revisions.get.media`,
-/// and `drive.unknown` for any other path under those prefixes.
+/// `drives.create`, `drives.list`, `drives.get`, `drives.update`, `drives.delete`, and `drive.unknown` for any other path under those prefixes.
 ///
 /// Thread-safe: metadata lives behind the store's lock; content streams without it.
 public final class DriveService: RouteProvider, @unchecked Sendable {
@@ -136,6 +136,11 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
             case ("GET", 1, "files"): return ("files.list", { s in s.filesList })
             case ("POST", 1, "files"): return ("files.create", { s in s.filesCreate })
             case ("GET", 1, "changes"): return ("changes.list", { s in s.changesList })
+            case ("POST", 1, "drives"): return ("drives.create", { s in s.drivesCreate })
+            case ("GET", 1, "drives"): return ("drives.list", { s in s.drivesList })
+            case ("GET", 2, "drives"): return ("drives.get", { s in s.drivesGet })
+            case ("PATCH", 2, "drives"): return ("drives.update", { s in s.drivesUpdate })
+            case ("DELETE", 2, "drives"): return ("drives.delete", { s in s.drivesDelete })
             case ("GET", 2, "changes") where segments[1] == "startPageToken":
                 return ("changes.getStartPageToken", { s in s.changesStartPageToken })
             case ("GET", 2, "files") where segments[1] == "generateIds": return ("files.generateIds", { s in s.filesGenerateIds })
@@ -181,12 +186,15 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
 
     static let mutatingMethods: Set<String> = [
         "files.create", "files.create.upload", "files.update", "files.update.upload", "files.copy", "files.delete",
-        "files.emptyTrash",
+        "files.emptyTrash", "drives.create", "drives.update", "drives.delete",
     ]
 
     private func serve(_ name: String, _ r: HTTPRequest, _ handler: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse {
         do {
-            if !DriveService.isResumableSessionRequest(name, r) { try authorize(name, r) }
+            if !DriveService.isResumableSessionRequest(name, r) {
+                try authorize(name, r)
+                try requireVisibleFile(name, r)
+            }
             return DriveService.honourPrettyPrint(try handler(r), r)
         } catch let e as GoogleError {
             return e.response
@@ -248,6 +256,8 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
             "files.export": "DriveFiles.Export", "files.create": "DriveFiles.Create", "files.create.upload": "DriveFiles.Create",
             "files.update": "DriveFiles.Update", "files.update.upload": "DriveFiles.Update", "files.copy": "DriveFiles.Copy",
             "files.delete": "DriveFiles.Delete", "files.emptyTrash": "DriveFiles.EmptyTrash", "files.generateIds": "DriveFiles.GenerateIds",
+            "drives.create": "DriveDrives.Create", "drives.list": "DriveDrives.List", "drives.get": "DriveDrives.Get",
+            "drives.update": "DriveDrives.Update", "drives.delete": "DriveDrives.Delete",
             "revisions.list": "DriveRevisions.List", "revisions.get": "DriveRevisions.Get", "revisions.get.media": "DriveRevisions.Get",
         ]
         return "google.apps.drive.v3." + (map[name] ?? "DriveFiles.Get")

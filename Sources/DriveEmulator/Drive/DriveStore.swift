@@ -55,6 +55,8 @@ struct MetadataState {
     /// (token, file id) in token order; an entry is stale when `data.changes[id]` has a newer
     /// token. Lets changes.list start a page by binary search. Derived; rebuilt on load.
     var changeLog: [(token: Int64, id: String)] = []
+    /// The ids of the shared drives (their root folders). Derived; rebuilt on load.
+    var driveRoots: Set<String> = []
     var pending = PendingJournal()
     /// "Now" for the mutation in progress, in milliseconds.
     var now: Int64 = 0
@@ -69,6 +71,7 @@ struct MetadataState {
     private mutating func index(_ item: DriveItem) {
         if let p = item.parent { children[p, default: []].insert(seq: item.seq, id: item.id) }
         names[item.name.lowercased(), default: []].insert(item.id)
+        if item.isSharedDriveRoot { driveRoots.insert(item.id) }
     }
 
     /// Removes `item` (as it was indexed) from the derived indexes.
@@ -77,12 +80,13 @@ struct MetadataState {
         let key = item.name.lowercased()
         names[key]?.remove(item.id)
         if names[key]?.isEmpty == true { names.removeValue(forKey: key) }
+        if item.isSharedDriveRoot { driveRoots.remove(item.id) }
     }
 
     /// Keeps the indexes right when `new` replaces `old`.
     private mutating func reindex(old: DriveItem?, new: DriveItem) {
         if let old {
-            if old.parent == new.parent, old.seq == new.seq, old.name == new.name { return }
+            if old.parent == new.parent, old.seq == new.seq, old.name == new.name, old.isSharedDriveRoot == new.isSharedDriveRoot { return }
             unindex(old)
         }
         index(new)
@@ -117,6 +121,18 @@ struct MetadataState {
 
     func item(_ id: String) -> DriveItem? { data.items[resolve(id)] }
 
+    /// The item as a request sees it: a shared-drive item is invisible (nil, a 404 for the caller)
+    /// unless the request says `supportsAllDrives=true`, as at Google (drive-behaviours §2.2, §3.9).
+    func item(_ id: String, allDrives: Bool) -> DriveItem? {
+        guard let item = item(id), allDrives || item.driveId == nil else { return nil }
+        return item
+    }
+
+    /// The root folders of the shared drives, in creation order.
+    var sharedDriveRoots: [DriveItem] {
+        driveRoots.compactMap { data.items[$0] }.sorted { $0.seq != $1.seq ? $0.seq < $1.seq : $0.id < $1.id }
+    }
+
     func children(of id: String) -> [DriveItem] { (children[id] ?? []).compactMap { data.items[$0] } }
 
     /// Items named `name` (case-insensitively, as `name =` in a query).
@@ -144,7 +160,7 @@ struct MetadataState {
         }
         data.items[item.id] = item
         pending.puts[item.id] = item
-        if recordChange { change(item.id, removed: false) }
+        if recordChange { change(item.id, removed: false, driveId: item.driveId) }
     }
 
     /// A folder's `version` also counts changes to its list of children (one added, removed, moved
@@ -164,12 +180,12 @@ struct MetadataState {
         children.removeValue(forKey: id)
         pending.puts[id] = nil
         pending.dels.append(id)
-        change(id, removed: true)
+        change(id, removed: true, driveId: old.driveId)
     }
 
-    mutating func change(_ id: String, removed: Bool) {
+    mutating func change(_ id: String, removed: Bool, driveId: String?) {
         data.changeCounter += 1
-        let record = ChangeRecord(fileId: id, token: data.changeCounter, time: now, removed: removed)
+        let record = ChangeRecord(fileId: id, token: data.changeCounter, time: now, removed: removed, driveId: driveId)
         data.changes[id] = record
         changeLog.append((token: record.token, id: id))
         // Superseded entries are skipped when read; drop them once they outnumber the live ones.

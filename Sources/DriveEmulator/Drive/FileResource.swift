@@ -44,9 +44,13 @@ struct FileResource {
             "isAppAuthorized": false, "inheritedPermissionsDisabled": false,
             "iconLink": "https://drive-thirdparty.googleusercontent.com/16/type/\(item.mimeType)",
         ]
-        if want("owners") { f["owners"] = [user.json] }
+        // Shared-drive items belong to the drive: no owners, not owned by the user, and Google does
+        // not populate `permissions` for them.
+        let inSharedDrive = item.driveId != nil
+        if let d = item.driveId { f["driveId"] = d; f["teamDriveId"] = d; f["ownedByMe"] = false }
+        if want("owners"), !inSharedDrive { f["owners"] = [user.json] }
         if want("lastModifyingUser") { f["lastModifyingUser"] = user.json }
-        if want("permissions") {
+        if want("permissions"), !inSharedDrive {
             f["permissions"] = [["kind": "drive#permission", "id": user.permissionId, "type": "user", "role": "owner",
                                  "emailAddress": user.emailAddress, "displayName": user.displayName,
                                  "deleted": false, "pendingOwner": false]]
@@ -103,7 +107,7 @@ struct FileResource {
     }
 
     private func capabilities(_ item: DriveItem) -> [String: Bool] {
-        let isRoot = item.id == rootId
+        let isRoot = item.parent == nil
         let folder = item.isFolder
         return [
             "canAcceptOwnership": false, "canAddChildren": folder, "canAddMyDriveParent": false,

@@ -12,6 +12,11 @@ import Foundation
 ///
 /// Example: `Plans%2F2026.gdoc~dup1` → a Google Doc named `Plans/2026`. Entries are imported in
 /// name order; symbolic links are skipped.
+///
+/// Shared drives: a top-level folder named `@shared` is not imported into My Drive; each folder in it
+/// becomes a shared drive of that name (the same name rules apply) whose tree is the folder's
+/// (`@shared/Team/notes.txt` → `notes.txt` at the root of the shared drive `Team`). Drives are
+/// created in name order.
 struct SeedImporter {
     let service: DriveService
 
@@ -40,15 +45,31 @@ struct SeedImporter {
         guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDir), isDir.boolValue else {
             throw DriveStore.StoreError.io("seed directory \(directory.path) does not exist")
         }
-        try importChildren(of: directory, into: service.rootFolderId)
+        try importChildren(of: directory, into: service.rootFolderId, topLevel: true)
     }
 
-    private func importChildren(of directory: URL, into parentId: String) throws {
+    static let sharedDrivesFolder = "@shared"
+
+    private func importSharedDrives(in directory: URL) throws {
+        let fm = FileManager.default
+        for local in try fm.contentsOfDirectory(atPath: directory.path).sorted() {
+            let url = directory.appendingPathComponent(local)
+            guard (try fm.attributesOfItem(atPath: url.path))[.type] as? FileAttributeType == .typeDirectory else { continue }
+            let drive = try service.createSharedDrive(name: SeedImporter.driveName(forLocalName: local).name, requestId: nil)
+            try importChildren(of: url, into: drive.id, topLevel: false)
+        }
+    }
+
+    private func importChildren(of directory: URL, into parentId: String, topLevel: Bool) throws {
         let fm = FileManager.default
         for local in try fm.contentsOfDirectory(atPath: directory.path).sorted() {
             let url = directory.appendingPathComponent(local)
             let attrs = try fm.attributesOfItem(atPath: url.path)
             let type = attrs[.type] as? FileAttributeType
+            if topLevel, local == SeedImporter.sharedDrivesFolder, type == .typeDirectory {
+                try importSharedDrives(in: url)
+                continue
+            }
             let mtime = (attrs[.modificationDate] as? Date).map { Int64($0.timeIntervalSince1970 * 1000) }
             var meta: [String: Any] = ["parents": [parentId]]
             if let mtime {
@@ -59,8 +80,8 @@ struct SeedImporter {
             meta["name"] = name
             if type == .typeDirectory {
                 meta["mimeType"] = DriveMime.folder
-                let folder = try service.createItem(try MetadataPatch(meta, mode: .create), content: nil)
-                try importChildren(of: url, into: folder.id)
+                let folder = try service.createItem(try MetadataPatch(meta, mode: .create), content: nil, allDrives: true)
+                try importChildren(of: url, into: folder.id, topLevel: false)
             } else if type == .typeRegular {
                 meta["mimeType"] = workspaceMime ?? ExportFormats.mimeType(forName: name)
                 let writer = try ContentWriter(path: service.store.newTempPath())
@@ -74,7 +95,7 @@ struct SeedImporter {
                     try buffer.withUnsafeBytes { try writer.write(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
                 }
                 let staged = StagedContent(tempPath: writer.path, summary: writer.finish(), contentType: nil)
-                _ = try service.createItem(try MetadataPatch(meta, mode: .create), content: staged)
+                _ = try service.createItem(try MetadataPatch(meta, mode: .create), content: staged, allDrives: true)
             }
         }
     }
