@@ -45,7 +45,9 @@ struct ReadAheadState: Sendable {
         window = window == 0 ? min(maximum, max(1, chunk / 8)) : min(maximum, window * 2)
         let target = min(fileSize, end + window)
         let from = max(scheduledUntil, end)
-        guard target > from, chunk > 0 else { return [] }
+        // Whole chunks only (the last one may be short at the end of the file): a window that
+        // slides by one kernel read must not turn into one small request per read.
+        guard target > from, chunk > 0, target - from >= chunk || target == fileSize else { return [] }
         var spans: [Span] = []
         var at = from
         while at < target {
