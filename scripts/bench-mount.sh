@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # The read side of `drivefs mount`, against drivefs-emulator with a per-connection bandwidth cap:
 #
-#   1. one HTTP stream of a BENCH_SEQ_MIB (default 256) MiB file with curl: the single-stream limit;
+#   1. one HTTP stream of a BENCH_SEQ_MIB (default 1024) MiB file with curl: the single-stream limit;
 #   2. a cold sequential read of that file through the mount (read-ahead in parallel range streams),
 #      its ratio to one stream, then a warm read (from the block cache);
 #   3. a cold `ls -lR` of 250 folders / ~5,000 entries: time and Drive API requests, then warm;
 #   4. 1,000 random 4 KiB reads in the cold file: bytes downloaded and drivefs's resident memory.
 #
 # Usage: scripts/bench-mount.sh BIN_DIR (release binaries; make bench runs it). Needs root (or
-# FUSE access), curl and python3. Environment: BENCH_SEQ_MIB, BENCH_BANDWIDTH (bytes/s per
+# FUSE access), curl and python3. Environment: BENCH_SEQ_MIB (default 1024), BENCH_BANDWIDTH (bytes/s per
 # connection, default 33554432 = 32 MiB/s).
 set -euo pipefail
 
 bin_dir=$(cd "${1:?usage: scripts/bench-mount.sh BIN_DIR}" && pwd)
 drivefs="$bin_dir/drivefs"
 emulator="$bin_dir/drivefs-emulator"
-seq_mib=${BENCH_SEQ_MIB:-256}
+seq_mib=${BENCH_SEQ_MIB:-1024}
 bandwidth=${BENCH_BANDWIDTH:-33554432}
 if [[ ! -e /dev/fuse ]] || ! command -v fusermount >/dev/null; then
     echo "mount: skipped (/dev/fuse or fusermount missing)"

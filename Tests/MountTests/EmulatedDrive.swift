@@ -21,7 +21,8 @@ final class EmulatedDrive {
     private var otherClient: DriveAPI?
 
     static let refreshToken = "drivefs-emulator-refresh-token"
-    static let readyLine = "My Drive mounted at"
+    /// What drivefs says once the mount is live ("My Drive mounted at", "shared drive 'X' mounted at").
+    static let readyLine = " mounted at "
 
     /// - Parameter writeSeed: fills the seed directory (given) before the emulator imports it.
     init(configure: (inout EmulatorConfig) -> Void = { _ in }, writeSeed: (URL) throws -> Void) throws {

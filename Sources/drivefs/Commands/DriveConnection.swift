@@ -49,6 +49,11 @@ struct DriveConnection {
         return DriveConnection(api: api, account: credential.account)
     }
 
+    /// The same account and connection, limited to `scope` (a shared drive).
+    func scoped(_ scope: DriveScope) -> DriveAPI {
+        DriveAPI(executor: api.executor, endpoints: api.endpoints, scope: scope)
+    }
+
     /// A Drive failure at start-up as a message with the next step.
     static func failure(_ error: Error, doing what: String) -> CLIError {
         if let drive = error as? DriveError {

@@ -15,7 +15,7 @@ enum MountCommand {
         Command(
             name: "mount", summary: "Mount Google Drive on a directory",
             discussion: """
-                Mounts the profile's My Drive on MOUNTPOINT and returns once the mount is live, leaving
+                Mounts the profile's My Drive (or --shared-drive) on MOUNTPOINT and returns once the mount is live, leaving
                 the filesystem running in the background (--foreground keeps it attached; Ctrl-C then
                 unmounts). Unmount with 'drivefs unmount MOUNTPOINT' or 'fusermount -u MOUNTPOINT'.
 
@@ -41,6 +41,8 @@ enum MountCommand {
                        validate: validateDuration),
                 .value("poll-interval", valueName: "DURATION", help: "How often the change feed is read (default 30s)",
                        validate: validateDuration),
+                .value("shared-drive", valueName: "NAME_OR_ID", help: "Mount this shared drive instead of My Drive",
+                       validate: { $0.isEmpty ? "name the shared drive (its name or ID)" : nil }),
                 .value("export-formats", valueName: "LIST", help: "Formats for Google Docs etc., in order of preference\n(default docx,xlsx,pptx,svg,pdf)",
                        validate: { ExportFormats.parse($0).problem }),
                 .value("log-file", valueName: "FILE", help: "Where the daemon logs (default $XDG_STATE_HOME/drivefs/PROFILE.log;\nstandard error with --foreground)"),
@@ -55,6 +57,7 @@ enum MountCommand {
                 ("mount ~/gdrive", "Mount My Drive and return"),
                 ("mount ~/gdrive -f --log-level debug", "Stay in the foreground, logging everything"),
                 ("mount ~/gdrive --profile work --cache-size 20G", "Another account, a bigger cache"),
+                ("mount ~/team --shared-drive 'Team files'", "A shared drive (by name or ID)"),
             ],
             talksToDrive: true,
             run: run)
@@ -101,12 +104,30 @@ enum MountCommand {
         }
 
         let connection = try DriveConnection.open(invocation, choice: choice)
-        let api = connection.api
+        var api = connection.api
+        var what = "My Drive"
+        var cacheName = choice.profile
+        if let wanted = invocation.value("shared-drive") {
+            let drive: SharedDrive
+            do {
+                drive = try api.resolveSharedDrive(wanted)
+            } catch DriveError.notFound {
+                throw CLIError.failure("no shared drive called '\(wanted)' is visible to this account",
+                                       hint: "Check the name (it is case-sensitive) or pass the drive's ID.")
+            } catch DriveError.invalidArgument(let info) {
+                throw CLIError.failure(info.message, hint: "Pass the drive's ID instead of its name.")
+            } catch {
+                throw DriveConnection.failure(error, doing: "cannot list the shared drives")
+            }
+            api = connection.scoped(.sharedDrive(drive.id))
+            what = "shared drive '\(drive.name)'"
+            cacheName += "-" + drive.id
+        }
         // The root and the change feed's position, before anything is listed (no change is missed).
         let root: DriveFile
         let startToken: String
         do {
-            root = try api.getFile("root")
+            root = try api.getFile(api.scope.rootFolderID)
             startToken = try api.changesStartPageToken()
         } catch {
             throw DriveConnection.failure(error, doing: "cannot reach Google Drive")
@@ -114,7 +135,7 @@ enum MountCommand {
 
         let directories = DrivefsDirectories.fromEnvironment(environment)
         let cacheDirectory = invocation.value("cache-dir").map { URL(fileURLWithPath: $0) }
-            ?? directories.cache.appendingPathComponent(choice.profile)
+            ?? directories.cache.appendingPathComponent(cacheName)
         var configuration = DriveFSConfiguration(
             userID: invocation.value("uid").flatMap(UInt32.init) ?? getuid(),
             groupID: invocation.value("gid").flatMap(UInt32.init) ?? getgid(),
@@ -144,10 +165,10 @@ enum MountCommand {
         let mount = FuseMountConfiguration(
             mountpoint: mountpoint, options: options, readOnly: true, foreground: foreground,
             debug: invocation.flag("debug"), maxThreads: 16, fsName: "drivefs:\(account)")
-        Log.shared.info("mount", "mounting My Drive of \(account) (profile \(choice.profile)) at \(mountpoint), cache \(cacheDirectory.path)")
+        Log.shared.info("mount", "mounting \(what) of \(account) (profile \(choice.profile)) at \(mountpoint), cache \(cacheDirectory.path)")
         do {
             try FuseMount.run(filesystem, configuration: mount) {
-                Output.standardError("drivefs: My Drive mounted at \(mountpoint) (read-only); unmount with 'drivefs unmount \(mountpoint)'\n")
+                Output.standardError("drivefs: \(what) mounted at \(mountpoint) (read-only); unmount with 'drivefs unmount \(mountpoint)'\n")
             }
         } catch {
             throw mountFailure(error, mountpoint: mountpoint)
