@@ -16,9 +16,11 @@ import Glibc
 /// - Capped at `capacity` bytes of present blocks: past it, the least recently used blocks of
 ///   content that no handle has open are released (holes punched; files removed when empty).
 ///   Open content is never evicted, so the cap can be exceeded while open files need more.
-/// - Survives remounts: which blocks of which version are present is recorded beside each file
-///   (`.map`, written after the data is flushed with fdatasync), so a crash can lose cached blocks,
-///   never make wrong ones.
+/// - Survives remounts: which blocks of which version are present is recorded in one index
+///   (`index.json`), written every `flushInterval` seconds and at unmount, always after the data it
+///   describes was flushed (fdatasync), and before an evicted block's hole is punched: a crash can
+///   lose cached blocks, never make wrong ones. Every version gets a file name of its own (a random
+///   suffix), so a file removed and made again can never be mistaken for the old one.
 /// - Memory does not grow with file size: downloads stream into the file (pwrite), and reads are
 ///   answered from the file descriptor.
 ///
@@ -36,6 +38,20 @@ public final class BlockCache: Sendable {
     private nonisolated(unsafe) var tick: UInt64 = 0
     private nonisolated(unsafe) var exporting: Set<ContentKey> = []
     private nonisolated(unsafe) var counters = Counters()
+    /// Blocks evicted since the last index write: their holes are punched only once the index on
+    /// disk no longer lists them.
+    private nonisolated(unsafe) var pendingHoles: [(entry: Entry, block: Int)] = []
+    /// Something changed since the index was last written.
+    private nonisolated(unsafe) var indexDirty = false
+    /// One index write at a time.
+    private let flushLock = NSLock()
+    private let flusher = NSCondition()
+    private nonisolated(unsafe) var flusherRunning = false  // GUARDED_BY(flusher)
+    private nonisolated(unsafe) var flusherStopping = false  // GUARDED_BY(flusher)
+    private let flusherDone = DispatchGroup()
+    /// How often the index is written while mounted.
+    public static let flushInterval: Double = 30
+    private var indexPath: String { directory.appendingPathComponent("index.json").path }
 
     public struct Counters: Sendable, Equatable {
         public var bytesFetched: Int64 = 0
@@ -115,7 +131,7 @@ public final class BlockCache: Sendable {
             Log.shared.error("cache", "cannot create the cache directory \(directory.path): \(error)")
             throw FilesystemError(errno: EACCES)
         }
-        loadMaps()
+        loadIndex()
     }
 
     public var counterValues: Counters { condition.lock(); defer { condition.unlock() }; return counters }
@@ -133,7 +149,7 @@ public final class BlockCache: Sendable {
             entry = existing
         } else {
             if let existing = entries[key] { remove(existing) }
-            entry = Entry(key: key, size: size, path: path(for: key), blockSize: blockSize)
+            entry = Entry(key: key, size: size, path: newPath(for: key), blockSize: blockSize)
             entries[key] = entry
         }
         try openDescriptor(entry)
@@ -173,7 +189,7 @@ public final class BlockCache: Sendable {
         condition.lock()
         defer { condition.unlock() }
         if let old = entries[key] { remove(old) }
-        let entry = Entry(key: key, size: Int64(bytes.count), path: path(for: key), blockSize: blockSize)
+        let entry = Entry(key: key, size: Int64(bytes.count), path: newPath(for: key), blockSize: blockSize)
         entries[key] = entry
         try openDescriptor(entry)
         if let problem = Self.writeAll(entry.descriptor, bytes, at: 0) {
@@ -185,12 +201,14 @@ public final class BlockCache: Sendable {
         counters.bytesFetched += Int64(bytes.count)
         counters.fetches += 1
         entry.dirty = true
+        indexDirty = true
         entry.pins += 1
         evictIfNeeded()
         return Handle(entry: entry)
     }
 
-    /// Unpins; the last release of a version saves its map and closes its file.
+    /// Unpins; the last release of a version closes its file (its blocks are recorded by the next
+    /// index write, off the caller's path: closing a file never waits for the disk).
     public func release(_ handle: Handle) {
         condition.lock()
         defer { condition.unlock() }
@@ -202,7 +220,6 @@ public final class BlockCache: Sendable {
             remove(entry)
             return
         }
-        saveMap(entry)
         closeDescriptor(entry)
         evictIfNeeded()
     }
@@ -220,11 +237,107 @@ public final class BlockCache: Sendable {
         }
     }
 
-    /// Saves every map (at unmount).
+    /// Writes the index if anything changed: the data of every changed version is flushed first,
+    /// then the index replaced atomically, then the holes of blocks evicted before it punched.
+    /// Called every `flushInterval` by the filesystem and at unmount.
     public func flush() {
+        flushLock.lock()
+        defer { flushLock.unlock() }
+        condition.lock()
+        guard indexDirty else { condition.unlock(); return }
+        var toSync: [String] = []
+        var records: [IndexRecord] = []
+        for entry in entries.values where !entry.doomed && entry.presentCount > 0 {
+            if entry.dirty { toSync.append(entry.path) }
+            entry.dirty = false
+            records.append(IndexRecord(fileID: entry.key.fileID, version: entry.key.version, revision: entry.key.revision,
+                                       exportMimeType: entry.key.exportMimeType, size: entry.size,
+                                       file: (entry.path as NSString).lastPathComponent, present: entry.present))
+        }
+        let holes = pendingHoles
+        pendingHoles = []
+        indexDirty = false
+        condition.unlock()
+
+        for path in toSync {
+            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            if fd >= 0 { _ = fdatasync(fd); close(fd) }
+        }
+        do {
+            let data = try JSONEncoder().encode(IndexFile(blockSize: blockSize, entries: records))
+            try AtomicFile.write(Array(data), to: indexPath, mode: 0o600)
+        } catch {
+            Log.shared.warning("cache", "cannot save the block cache index \(indexPath): \(error)")
+            condition.lock()
+            indexDirty = true
+            pendingHoles = holes + pendingHoles
+            for entry in entries.values { entry.dirty = true }
+            condition.unlock()
+            return
+        }
         condition.lock()
         defer { condition.unlock() }
-        for entry in entries.values { saveMap(entry) }
+        for hole in holes where entries[hole.entry.key] === hole.entry {
+            let entry = hole.entry
+            // Fetched again since it was evicted (or being fetched): its bytes are live now.
+            guard !entry.isPresent(hole.block), !entry.fetching.contains(hole.block) else { continue }
+            let opened = entry.descriptor < 0
+            let fd = opened ? Glibc.open(entry.path, O_RDWR | O_CLOEXEC) : entry.descriptor
+            guard fd >= 0 else { continue }
+            _ = csystem_punch_hole(fd, off_t(Int64(hole.block) * Int64(blockSize)), off_t(blockBytes(entry, hole.block)))
+            if opened { close(fd) }
+        }
+    }
+
+    /// Writes the index every `interval` seconds on a thread of its own until `stopFlushing`.
+    public func startFlushing(interval: Double) {
+        flusher.lock()
+        guard !flusherRunning else { flusher.unlock(); return }
+        flusherRunning = true
+        flusherStopping = false
+        flusher.unlock()
+        flusherDone.enter()
+        let thread = Thread { [self] in
+            defer { flusherDone.leave() }
+            while true {
+                flusher.lock()
+                let deadline = Date().addingTimeInterval(interval)
+                while !flusherStopping && Date() < deadline { _ = flusher.wait(until: deadline) }
+                let stop = flusherStopping
+                flusher.unlock()
+                if stop { return }
+                flush()
+            }
+        }
+        thread.name = "drivefs-cache-flush"
+        thread.start()
+    }
+
+    /// Ends the flushing thread (the caller flushes once more itself).
+    public func stopFlushing() {
+        flusher.lock()
+        let running = flusherRunning
+        flusherStopping = true
+        flusherRunning = false
+        flusher.broadcast()
+        flusher.unlock()
+        if running { _ = flusherDone.wait(timeout: .now() + 30) }
+    }
+
+    private struct IndexFile: Codable {
+        var format = 1
+        var blockSize: Int
+        var entries: [IndexRecord]
+    }
+
+    private struct IndexRecord: Codable {
+        var fileID: String
+        var version: String
+        var revision: String?
+        var exportMimeType: String?
+        var size: Int64
+        var file: String
+        var present: [UInt64]
     }
 
     // MARK: Reading
@@ -376,6 +489,7 @@ public final class BlockCache: Sendable {
             if entry.setPresent(b) { usage += blockBytes(entry, b) }
         }
         entry.dirty = true
+        indexDirty = true
         condition.broadcast()
         evictIfNeeded()
     }
@@ -392,9 +506,12 @@ public final class BlockCache: Sendable {
         min(Int64(blockSize), entry.size - Int64(b) * Int64(blockSize))
     }
 
-    private func path(for key: ContentKey) -> String {
+    /// A fresh file name for a version: its key's hash and a random suffix.
+    private func newPath(for key: ContentKey) -> String {
         let digest = Digest.hex(.sha256, of: Array("\(key.fileID)\0\(key.version)\0\(key.exportMimeType ?? "")".utf8))
-        return directory.appendingPathComponent(String(digest.prefix(40))).path
+        var random = SystemRandomNumberGenerator()
+        let suffix = String(format: "%016llx", random.next() as UInt64)
+        return directory.appendingPathComponent(String(digest.prefix(32)) + "-" + suffix).path
     }
 
     private func openDescriptor(_ entry: Entry) throws(FilesystemError) {
@@ -424,9 +541,11 @@ public final class BlockCache: Sendable {
     private func remove(_ entry: Entry) {
         for b in 0..<entry.blockCount where entry.isPresent(b) { usage -= blockBytes(entry, b) }
         closeDescriptor(entry)
+        // Safe before the index is rewritten: a listed file that is missing is skipped at load, and
+        // no later version reuses this name.
         unlink(entry.path)
-        unlink(entry.path + ".map")
         if entries[entry.key] === entry { entries[entry.key] = nil }
+        indexDirty = true
     }
 
     /// Least recently used blocks of unpinned content go first, down to 90% of the cap.
@@ -444,80 +563,47 @@ public final class BlockCache: Sendable {
         for candidate in candidates {
             guard usage > target else { break }
             let entry = candidate.entry
-            if entry.descriptor < 0 { entry.descriptor = Glibc.open(entry.path, O_RDWR | O_CLOEXEC) }
-            if entry.descriptor >= 0 {
-                _ = csystem_punch_hole(entry.descriptor, off_t(Int64(candidate.block) * Int64(blockSize)),
-                                       off_t(blockBytes(entry, candidate.block)))
-            }
+            // The hole is punched after the next index write (see `flush`).
+            pendingHoles.append((entry, candidate.block))
             entry.clearPresent(candidate.block)
             usage -= blockBytes(entry, candidate.block)
             counters.blocksEvicted += 1
             entry.dirty = true
             touched[ObjectIdentifier(entry)] = entry
         }
-        for entry in touched.values {
-            if entry.presentCount == 0 {
-                remove(entry)
-            } else {
-                saveMap(entry)
-                closeDescriptor(entry)
+        indexDirty = true
+        for entry in touched.values where entry.presentCount == 0 { remove(entry) }
+    }
+
+    // MARK: The index on disk
+
+    /// Rebuilds the table from the index of an earlier mount; files the index does not list go.
+    private func loadIndex() {
+        var keep: Set<String> = ["index.json"]
+        var loaded: [Entry] = []
+        if let data = FileManager.default.contents(atPath: indexPath),
+           let index = try? JSONDecoder().decode(IndexFile.self, from: data), index.blockSize == blockSize {
+            for record in index.entries {
+                let key = ContentKey(fileID: record.fileID, version: record.version, revision: record.revision,
+                                     exportMimeType: record.exportMimeType)
+                let path = directory.appendingPathComponent(record.file).path
+                let entry = Entry(key: key, size: record.size, path: path, blockSize: blockSize)
+                var st = stat()
+                guard !record.file.contains("/"), record.present.count == entry.present.count,
+                      stat(path, &st) == 0, st.st_size == record.size else { continue }
+                entry.present = record.present
+                entry.presentCount = (0..<entry.blockCount).filter { entry.isPresent($0) }.count
+                loaded.append(entry)
+                keep.insert(record.file)
             }
         }
-    }
-
-    // MARK: Maps on disk
-
-    private struct MapFile: Codable {
-        var fileID: String
-        var version: String
-        var revision: String?
-        var exportMimeType: String?
-        var size: Int64
-        var blockSize: Int
-        var present: [UInt64]
-    }
-
-    private func saveMap(_ entry: Entry) {
-        guard entry.dirty, !entry.doomed else { return }
-        if entry.descriptor >= 0 { _ = fdatasync(entry.descriptor) }
-        let map = MapFile(fileID: entry.key.fileID, version: entry.key.version, revision: entry.key.revision,
-                          exportMimeType: entry.key.exportMimeType, size: entry.size, blockSize: blockSize,
-                          present: entry.present)
-        do {
-            let data = try JSONEncoder().encode(map)
-            try AtomicFile.write(Array(data), to: entry.path + ".map", mode: 0o600)
-            entry.dirty = false
-        } catch {
-            Log.shared.warning("cache", "cannot save the block map of \(entry.key): \(error)")
-        }
-    }
-
-    /// Rebuilds the table from the maps of an earlier mount; files without a readable map go.
-    private func loadMaps() {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        var loaded: [(Date, Entry)] = []
-        var keep = Set<String>()
-        for name in names where name.hasSuffix(".map") {
-            let mapPath = directory.appendingPathComponent(name).path
-            guard let data = FileManager.default.contents(atPath: mapPath),
-                  let map = try? JSONDecoder().decode(MapFile.self, from: data), map.blockSize == blockSize else { continue }
-            let key = ContentKey(fileID: map.fileID, version: map.version, revision: map.revision, exportMimeType: map.exportMimeType)
-            let entry = Entry(key: key, size: map.size, path: path(for: key), blockSize: blockSize)
-            guard entry.path + ".map" == mapPath, map.present.count == entry.present.count,
-                  FileManager.default.fileExists(atPath: entry.path) else { continue }
-            entry.present = map.present
-            entry.presentCount = (0..<entry.blockCount).filter { entry.isPresent($0) }.count
-            let modified = (try? FileManager.default.attributesOfItem(atPath: mapPath)[.modificationDate] as? Date) ?? Date.distantPast
-            loaded.append((modified ?? Date.distantPast, entry))
-            keep.insert(name)
-            keep.insert(String(name.dropLast(4)))
-        }
         for name in names where !keep.contains(name) {
             unlink(directory.appendingPathComponent(name).path)
         }
         condition.lock()
         defer { condition.unlock() }
-        for (_, entry) in loaded.sorted(by: { $0.0 < $1.0 }) {
+        for entry in loaded {
             tick += 1
             for b in 0..<entry.blockCount where entry.isPresent(b) {
                 entry.lastUse[b] = tick

@@ -103,12 +103,14 @@ public final class DriveFilesystem: FilesystemOperations {
         invalidator.attach(notifier)
         for pool in [interactive, readAhead, backgroundListing, notifications] { pool.start() }
         poller.start()
+        cache.startFlushing(interval: BlockCache.flushInterval)
     }
 
     public func stop() {
         poller.stop()
         for pool in [interactive, readAhead, backgroundListing] { pool.stop() }
         notifications.stop()
+        cache.stopFlushing()
         cache.flush()
         poller.saveIndex()
         cacheLock.release()

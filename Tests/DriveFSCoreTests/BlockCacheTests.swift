@@ -1,0 +1,134 @@
+import DriveClient
+import DriveFSCore
+import DriveSupport
+import XCTest
+
+/// The block cache on its own: persistence through the index, and crash safety around eviction
+/// (a crash at any point may lose cached blocks, never serve wrong ones).
+final class BlockCacheTests: XCTestCase {
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("drivefs-blocks-\(UUID().uuidString)")
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: directory)
+        super.tearDown()
+    }
+
+    private let blockSize = 64 * 1024
+
+    private func fetcher(_ content: [UInt8], count: Locked<Int>) -> BlockCache.Fetcher {
+        { offset, length, sink in
+            count.withLock { $0 += 1 }
+            guard case .callback(let deliver) = sink else { return 0 }
+            let slice = Array(content[Int(offset)..<Int(offset + length)])
+            _ = slice.withUnsafeBytes { deliver($0) }
+            return length
+        }
+    }
+
+    private func read(_ handle: BlockCache.Handle, _ offset: Int64, _ length: Int) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: length)
+        let n = buffer.withUnsafeMutableBytes { pread(handle.descriptor, $0.baseAddress, length, off_t(offset)) }
+        return Array(buffer.prefix(max(0, n)))
+    }
+
+    func testBlocksArePersistedByTheIndexNotByClosing() throws {
+        let content = CoreHarness.pattern(5 * blockSize + 100, seed: 4)
+        let key = ContentKey(fileID: "f1", version: "v1", revision: "r1")
+        let fetches = Locked(0)
+        do {
+            let cache = try BlockCache(directory: directory, capacity: 1 << 30, blockSize: blockSize)
+            let handle = try cache.open(key, size: Int64(content.count))
+            try cache.ensure(handle, offset: 0, length: content.count, cancellation: nil, fetch: fetcher(content, count: fetches))
+            cache.release(handle)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: directory.appendingPathComponent("index.json").path),
+                           "closing a file writes nothing")
+            cache.flush()
+        }
+        let again = try BlockCache(directory: directory, capacity: 1 << 30, blockSize: blockSize)
+        let handle = try again.open(key, size: Int64(content.count))
+        XCTAssertTrue(again.isPresent(handle, offset: 0, length: content.count))
+        XCTAssertEqual(read(handle, 0, content.count), content)
+        again.release(handle)
+        XCTAssertEqual(fetches.withLock { $0 }, 1)
+    }
+
+    func testUnflushedBlocksAreFetchedAgainNeverServedBlank() throws {
+        let content = CoreHarness.pattern(3 * blockSize, seed: 5)
+        let key = ContentKey(fileID: "f2", version: "v1")
+        let fetches = Locked(0)
+        do {
+            let cache = try BlockCache(directory: directory, capacity: 1 << 30, blockSize: blockSize)
+            let handle = try cache.open(key, size: Int64(content.count))
+            try cache.ensure(handle, offset: 0, length: blockSize, cancellation: nil, fetch: fetcher(content, count: fetches))
+            cache.flush()
+            try cache.ensure(handle, offset: Int64(blockSize), length: 2 * blockSize, cancellation: nil,
+                             fetch: fetcher(content, count: fetches))
+            // A crash now: the second fetch is not in the index.
+        }
+        let again = try BlockCache(directory: directory, capacity: 1 << 30, blockSize: blockSize)
+        let handle = try again.open(key, size: Int64(content.count))
+        XCTAssertTrue(again.isPresent(handle, offset: 0, length: blockSize))
+        XCTAssertFalse(again.isPresent(handle, offset: Int64(blockSize), length: blockSize))
+        try again.ensure(handle, offset: 0, length: content.count, cancellation: nil, fetch: fetcher(content, count: fetches))
+        XCTAssertEqual(read(handle, 0, content.count), content)
+        again.release(handle)
+    }
+
+    func testAnEvictedBlockIsNeverListedWhileItsHoleIsPunched() throws {
+        let a = CoreHarness.pattern(4 * blockSize, seed: 6)
+        let b = CoreHarness.pattern(4 * blockSize, seed: 7)
+        let keyA = ContentKey(fileID: "a", version: "1")
+        let keyB = ContentKey(fileID: "b", version: "1")
+        let fetches = Locked(0)
+        do {
+            let cache = try BlockCache(directory: directory, capacity: Int64(5 * blockSize), blockSize: blockSize)
+            let ha = try cache.open(keyA, size: Int64(a.count))
+            try cache.ensure(ha, offset: 0, length: a.count, cancellation: nil, fetch: fetcher(a, count: fetches))
+            cache.release(ha)
+            cache.flush()
+            let hb = try cache.open(keyB, size: Int64(b.count))
+            try cache.ensure(hb, offset: 0, length: b.count, cancellation: nil, fetch: fetcher(b, count: fetches))
+            XCTAssertLessThanOrEqual(cache.bytesUsed, Int64(5 * blockSize), "a's old blocks were evicted")
+            // A crash before the next index write: the index still lists all of a, and a's bytes
+            // must still be there (holes come only after the index stops listing them).
+            cache.release(hb)
+        }
+        // What the crashed cache's index lists is intact.
+        let afterCrash = try BlockCache(directory: directory, capacity: 1 << 30, blockSize: blockSize)
+        let ha = try afterCrash.open(keyA, size: Int64(a.count))
+        XCTAssertTrue(afterCrash.isPresent(ha, offset: 0, length: a.count), "the last index listed all of a")
+        XCTAssertEqual(read(ha, 0, a.count), a, "a block listed as present holds its bytes")
+        afterCrash.release(ha)
+    }
+
+    func testAfterAFlushEvictedBlocksAreGoneFromTheIndexAndFetchedAgain() throws {
+        let a = CoreHarness.pattern(4 * blockSize, seed: 8)
+        let b = CoreHarness.pattern(4 * blockSize, seed: 9)
+        let keyA = ContentKey(fileID: "a", version: "1")
+        let keyB = ContentKey(fileID: "b", version: "1")
+        let fetches = Locked(0)
+        do {
+            let cache = try BlockCache(directory: directory, capacity: Int64(5 * blockSize), blockSize: blockSize)
+            let ha = try cache.open(keyA, size: Int64(a.count))
+            try cache.ensure(ha, offset: 0, length: a.count, cancellation: nil, fetch: fetcher(a, count: fetches))
+            cache.release(ha)
+            let hb = try cache.open(keyB, size: Int64(b.count))
+            try cache.ensure(hb, offset: 0, length: b.count, cancellation: nil, fetch: fetcher(b, count: fetches))
+            cache.release(hb)
+            cache.flush()
+        }
+        let again = try BlockCache(directory: directory, capacity: 1 << 30, blockSize: blockSize)
+        let ha = try again.open(keyA, size: Int64(a.count))
+        XCTAssertFalse(again.isPresent(ha, offset: 0, length: a.count), "evicted blocks are not listed")
+        try again.ensure(ha, offset: 0, length: a.count, cancellation: nil, fetch: fetcher(a, count: fetches))
+        XCTAssertEqual(read(ha, 0, a.count), a)
+        again.release(ha)
+        let hb = try again.open(keyB, size: Int64(b.count))
+        XCTAssertEqual(read(hb, 0, b.count), b)
+        again.release(hb)
+    }
+}
