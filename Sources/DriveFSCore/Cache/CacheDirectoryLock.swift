@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 
 /// An exclusive `flock` on `<cache dir>/lock`, held while a filesystem uses the directory: the
-/// block maps and the index are written by one process only. The descriptor is inherited by the
+/// block cache index and the metadata index are written by one process only. The descriptor is inherited by the
 /// daemon when `drivefs mount` forks, and the lock goes with the last process that holds it (a
 /// killed daemon releases it: nothing stale to clean up).
 public final class CacheDirectoryLock: Sendable {
