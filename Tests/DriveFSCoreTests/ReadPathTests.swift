@@ -212,3 +212,35 @@ final class ReadPathTests: XCTestCase {
         }
     }
 }
+
+extension ReadPathTests {
+    /// Even if the kernel never got the change notification, the first open of a new version
+    /// drops the old pages, and reads past a size the kernel may still believe.
+    func testANewVersionIsOpenedWithoutTheOldPages() throws {
+        harness = try CoreHarness()
+        let id = harness.backend.addFile("v.txt", content: Array("aaaa".utf8))
+        try harness.mount()
+        let inode = try harness.resolve("v.txt").inode
+        func open() throws -> OpenedFile {
+            let opened = try BlockingCall.wait { harness.fs.open(inode, flags: O_RDONLY, reply: $0) }
+            harness.fs.release(inode, handle: opened.handle)
+            return opened
+        }
+        var first = try open()
+        XCTAssertTrue(first.keepCache)
+        XCTAssertFalse(first.directIO)
+        first = try open()
+        XCTAssertTrue(first.keepCache, "same version: the pages stay")
+        harness.backend.replaceContent(id, with: Array("bbbb".utf8))
+        try harness.fs.pollChanges()
+        let sameSize = try open()
+        XCTAssertFalse(sameSize.keepCache, "a new version: the old pages go")
+        XCTAssertFalse(sameSize.directIO)
+        harness.backend.replaceContent(id, with: Array("longer content".utf8))
+        try harness.fs.pollChanges()
+        let grown = try open()
+        XCTAssertFalse(grown.keepCache)
+        XCTAssertTrue(grown.directIO, "a new size: reads must not stop at the size the kernel may still believe")
+        XCTAssertTrue(try open().keepCache, "then cached again")
+    }
+}

@@ -19,6 +19,10 @@ struct Node: Sendable {
     var listing: Listing?
     /// An exported Workspace file's size, once it was exported (Drive reports none).
     var exportedSize: Int64?
+    /// The content version and size of the last open: what the kernel's page cache and idea of
+    /// the size may still hold (see `noteOpen`).
+    var openedVersion: String?
+    var openedSize: Int64?
 
     var kind: FileKind {
         if file.isFolder { return .directory }
@@ -201,6 +205,24 @@ final class NodeTable: Sendable {
             assert(s.nodes[inode]!.openHandles > 0, "close of \(inode) with no open handle")
             s.nodes[inode]!.openHandles -= 1
             Self.dropIfUnreferenced(inode, &s)
+        }
+    }
+
+    /// Records an open of `version` (of `size` bytes) and says how the kernel may cache it:
+    /// `keepCache` only when the last open was of the same version (so pages of an older version
+    /// are dropped even if a change notification never reached the kernel), and `directIO` when
+    /// the size changed since the last open (the kernel may still believe the old size for up to
+    /// its attribute timeout, and would cut reads there).
+    func noteOpen(_ inode: Inode, version: String, size: Int64) -> (keepCache: Bool, directIO: Bool) {
+        state.withLock { s in
+            guard var node = s.nodes[inode] else { return (false, false) }
+            defer { s.nodes[inode] = node }
+            let previous = (node.openedVersion, node.openedSize)
+            node.openedVersion = version
+            node.openedSize = size
+            guard let lastVersion = previous.0 else { return (true, false) }
+            if lastVersion == version { return (true, false) }
+            return (false, previous.1 != size)
         }
     }
 

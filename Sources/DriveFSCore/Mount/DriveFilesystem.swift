@@ -60,7 +60,9 @@ public final class DriveFilesystem: FilesystemOperations {
     }
 
     public var entryTimeout: Double { configuration.kernelCacheTimeout }
-    public var attributeTimeout: Double { configuration.kernelCacheTimeout }
+    /// Attributes are answered from memory, so the kernel may ask often: a lost notification can
+    /// then leave a stale size for a second at most.
+    public var attributeTimeout: Double { min(1, configuration.kernelCacheTimeout) }
     public var negativeEntryTimeout: Double { configuration.kernelCacheTimeout }
 
     /// - Parameters:
@@ -283,7 +285,8 @@ public final class DriveFilesystem: FilesystemOperations {
         if key.exportMimeType == nil {
             do throws(FilesystemError) {
                 let content = try cache.open(key, size: max(0, node.file.size ?? 0))
-                reply.succeed(register(inode, content, directIO: false))
+                let caching = table.noteOpen(inode, version: key.version, size: content.size)
+                reply.succeed(register(inode, content, directIO: caching.directIO, keepCache: caching.keepCache))
             } catch {
                 reply.fail(error)
             }
@@ -304,7 +307,7 @@ public final class DriveFilesystem: FilesystemOperations {
         }
     }
 
-    private func register(_ inode: Inode, _ content: BlockCache.Handle, directIO: Bool) -> OpenedFile {
+    private func register(_ inode: Inode, _ content: BlockCache.Handle, directIO: Bool, keepCache: Bool = true) -> OpenedFile {
         table.openHandle(inode)
         let handle = handles.withLock { h -> UInt64 in
             let handle = h.next
@@ -312,9 +315,9 @@ public final class DriveFilesystem: FilesystemOperations {
             h.files[handle] = OpenFile(inode: inode, content: content)
             return handle
         }
-        // The page cache holds this version's pages only: a new version is a new key, and the
-        // change feed invalidates the inode when it comes.
-        return OpenedFile(handle: handle, keepCache: true, directIO: directIO)
+        // The change feed invalidates the inode when a new version comes; `noteOpen` makes sure
+        // of it at the next open even if that notification was lost.
+        return OpenedFile(handle: handle, keepCache: keepCache, directIO: directIO)
     }
 
     public func read(_ inode: Inode, handle: UInt64, offset: Int64, size: Int, reply: Reply<ReadData>) {
