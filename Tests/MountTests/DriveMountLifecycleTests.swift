@@ -63,4 +63,38 @@ final class DriveMountLifecycleTests: XCTestCase {
         XCTAssertEqual(unmount.status, 0, unmount.summary)
         assertEnds(second)
     }
+
+    /// SIGTERM and SIGINT (a service manager, Ctrl-C in the foreground) unmount cleanly.
+    func testSignalsUnmountCleanly() throws {
+        _ = try MountedDriveFS.requireFuse()
+        let drive = try drive()
+        defer { drive.stop() }
+        for signal in [SIGTERM, SIGINT] {
+            let mount = try drive.mount()
+            XCTAssertEqual(try ExternalCommand.tool("cat", [mount.path("hello.txt")]).output, "still here\n")
+            kill(mount.process.processIdentifier, signal)
+            assertEnds(mount)
+        }
+    }
+
+    /// A second mount of the same profile cannot share the first one's cache directory: it fails
+    /// clearly and mounts nothing; with a cache directory of its own it works.
+    func testASecondMountNeedsItsOwnCacheDirectory() throws {
+        _ = try MountedDriveFS.requireFuse()
+        let drive = try drive()
+        defer { drive.stop() }
+        let first = try drive.mount()
+        let other = drive.temp.appendingPathComponent("second-mnt").path
+        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        let refused = try DriveFSBinary.run(["mount", other, "-f"], timeout: 30, environment: drive.environment)
+        XCTAssertEqual(refused.status, 1, refused.summary)
+        XCTAssertTrue(refused.errorOutput.contains("is in use by another drivefs mount"), refused.summary)
+        XCTAssertNil(MountedDriveFS.mountEntry(for: other))
+        let second = try drive.mount(extraArguments: ["--cache-dir", drive.temp.appendingPathComponent("cache-2").path])
+        XCTAssertEqual(try ExternalCommand.tool("cat", [second.path("hello.txt")]).output, "still here\n")
+        _ = try second.unmount()
+        assertEnds(second)
+        _ = try first.unmount()
+        assertEnds(first)
+    }
 }
