@@ -138,3 +138,22 @@ extension MetadataTests {
         XCTAssertNoThrow(try harness.mount(), "the lock goes with the filesystem that held it")
     }
 }
+
+extension MetadataTests {
+    /// A saved change-feed position that Drive no longer takes: the feed starts afresh and every
+    /// folder is listed again when next used, so nothing changed in between is missed.
+    func testARefusedChangeTokenStartsTheFeedAgainAndRelists() throws {
+        harness = try CoreHarness()
+        harness.backend.addFile("a", content: [1])
+        try harness.mount()
+        XCTAssertEqual(try harness.listPlus(.root).count, 3)
+        harness.unmount()
+        harness.backend.forgetChangeLog()
+        harness.backend.addFile("b", content: [2])
+        harness.backend.resetCounters()
+        try harness.mount()  // restores the index, whose token the backend now refuses
+        XCTAssertEqual(harness.backend.requests["changes.getStartPageToken"] ?? 0, 2, "the mount's, and the fresh start")
+        let names = try harness.listPlus(.root).map(\.entry.name)
+        XCTAssertTrue(names.contains("b"), "\(names)")
+    }
+}

@@ -77,7 +77,21 @@ final class ChangePoller: Sendable {
             var pages = 0
             while pages < 10_000 {
                 pages += 1
-                let page = try backend.changes(pageToken: token.withLock { $0 }, pageSize: 1000)
+                let page: DriveChangePage
+                do {
+                    page = try backend.changes(pageToken: token.withLock { $0 }, pageSize: 1000)
+                } catch let error as DriveError where Self.isTokenRefused(error) {
+                    // The saved position is no longer valid (too old, another server): start the
+                    // feed afresh and list every folder again when it is next used, since changes
+                    // between the two positions can no longer be read.
+                    let fresh = try backend.changesStartPageToken()
+                    Log.shared.warning("changes", "the change feed refused its saved position (\(error)); "
+                                       + "starting again from now and listing folders anew")
+                    token.withLock { $0 = fresh }
+                    table.distrustAllListings()
+                    changed += 1
+                    break
+                }
                 if !page.changes.isEmpty {
                     changed += page.changes.count
                     invalidator.apply(table.apply(page.changes))
@@ -93,6 +107,14 @@ final class ChangePoller: Sendable {
         if changed > 0 {
             Log.shared.info("changes", "applied \(changed) change(s)")
             index.save(table, changeToken: token.withLock { $0 })
+        }
+    }
+
+    /// Drive's answer to a page token it does not take (400 on `pageToken`, or 404).
+    static func isTokenRefused(_ error: DriveError) -> Bool {
+        switch error {
+        case .invalidArgument, .notFound: return true
+        default: return false
         }
     }
 

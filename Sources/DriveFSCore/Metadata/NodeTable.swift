@@ -349,6 +349,15 @@ final class NodeTable: Sendable {
         return out
     }
 
+    /// Every listing is listed again when next used (the change feed lost its position).
+    func distrustAllListings() {
+        state.withLock { s in
+            for inode in Array(s.nodes.keys) where s.nodes[inode]?.listing != nil {
+                s.nodes[inode]!.listing!.trusted = false
+            }
+        }
+    }
+
     // MARK: Changes
 
     /// Applies one page of the change feed: each change is the item's current state (or its

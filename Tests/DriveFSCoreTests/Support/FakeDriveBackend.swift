@@ -117,6 +117,13 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         record(id)
     }
 
+    /// Drive forgets old change-feed positions: every token issued so far is refused.
+    func forgetChangeLog() {
+        lock.lock(); defer { lock.unlock() }
+        refusedBelow = (changeLog.last?.seq ?? 0) + 2  // the last token issued is last seq + 1
+    }
+    private var refusedBelow = 0
+
     // MARK: Counters
 
     private func count(_ method: String) {
@@ -228,6 +235,9 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         count("changes.list")
         lock.lock(); defer { lock.unlock() }
         let from = Int(pageToken) ?? 1
+        if from < refusedBelow {
+            throw DriveError.invalidArgument(GoogleErrorInfo(status: 400, reason: "invalid", message: "Invalid Value"))
+        }
         let pending = changeLog.filter { $0.seq >= from }
         let page = pending.prefix(pageSize)
         let changes = page.map { entry in DriveChange(fileId: entry.id, removed: false, time: nil, file: files[entry.id]) }
