@@ -42,7 +42,7 @@ let package = Package(
         .testTarget(name: "DriveSupportTests", dependencies: ["DriveSupport"]),
         .testTarget(name: "DriveEmulatorTests", dependencies: ["DriveEmulator", "DriveSupport"]),
         .testTarget(name: "DriveClientTests", dependencies: ["DriveClient", "DriveEmulator", "DriveSupport"]),
-        .testTarget(name: "DriveFSCoreTests", dependencies: ["DriveFSCore", "DriveClient", "DriveSupport"]),
+        .testTarget(name: "DriveFSCoreTests", dependencies: ["DriveFSCore", "DriveClient", "DriveEmulator", "DriveSupport"]),
         .testTarget(name: "MountTests", dependencies: ["DriveFSCore", "DriveClient", "DriveEmulator", "DriveSupport"]),
         .testTarget(name: "InteropTests", dependencies: ["DriveEmulator", "DriveSupport"]),
     ]
