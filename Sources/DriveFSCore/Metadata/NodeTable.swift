@@ -230,6 +230,29 @@ final class NodeTable: Sendable {
         state.withLock { $0.nodes[inode]?.exportedSize = size }
     }
 
+    /// The INVARIANTs of `State`, checked after every change in debug builds (`assert`): the ID
+    /// index matches the nodes both ways, every listed child exists with that folder as its
+    /// parent and that name, and no inode is at or past `nextInode`.
+    static func invariantsHold(_ s: State) -> Bool {
+        for (inode, node) in s.nodes {
+            guard node.inode == inode, s.byID[node.file.id] == inode, inode.rawValue < s.nextInode || inode == .root else {
+                assertionFailure("node \(inode) (\(node.file.id)) is not indexed by its ID")
+                return false
+            }
+            for (name, child) in node.listing?.children ?? [:] {
+                guard let c = s.nodes[child], c.parent == inode, c.name == name else {
+                    assertionFailure("\(inode)'s listing names \(name) → \(child), which is not its child by that name")
+                    return false
+                }
+            }
+        }
+        for (id, inode) in s.byID where s.nodes[inode]?.file.id != id {
+            assertionFailure("the ID index maps \(id) to \(inode), which is another item")
+            return false
+        }
+        return true
+    }
+
     /// A detached node nobody holds is forgotten (its inode number is never reused).
     private static func dropIfUnreferenced(_ inode: Inode, _ s: inout State) {
         guard inode != .root, let node = s.nodes[inode], node.parent == nil, node.lookups == 0, node.openHandles == 0 else { return }
@@ -281,6 +304,7 @@ final class NodeTable: Sendable {
             let trusted = (s.touched[folder] ?? 0) <= generation
             s.nodes[folder]!.listing!.listedAt = now
             s.nodes[folder]!.listing!.trusted = trusted
+            assert(Self.invariantsHold(s))
             return out
         }
     }
@@ -404,6 +428,7 @@ final class NodeTable: Sendable {
                     s.nodes[oldInode]!.listing!.trusted = false
                 }
             }
+            assert(Self.invariantsHold(s))
             return out
         }
     }

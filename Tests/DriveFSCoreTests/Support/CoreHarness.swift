@@ -5,6 +5,7 @@ import Foundation
 import XCTest
 
 /// Kernel notifications, recorded.
+/// @unchecked: every field is behind `lock`.
 final class RecordingNotifier: KernelNotifier, @unchecked Sendable {
     private let lock = NSLock()
     private var entries: [(Inode, String)] = []
