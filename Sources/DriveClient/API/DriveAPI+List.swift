@@ -19,23 +19,9 @@ extension DriveAPI {
         return files
     }
 
-    /// One page of files.list. The fields mask includes `nextPageToken` (without it paging would
-    /// silently stop) and `incompleteSearch`.
+    /// One page of files.list with the full `DriveFile.fieldMask`.
     public func listPage(query q: String, pageToken: String? = nil, orderBy: String? = nil, pageSize: Int = 1000) throws -> DriveFileListPage {
-        let url = apiURL("files", [
-            ("q", q), ("pageSize", String(max(1, min(1000, pageSize)))), ("pageToken", pageToken), ("orderBy", orderBy),
-        ] + scope.listQuery + [
-            ("fields", "nextPageToken,incompleteSearch,files(\(DriveFile.fieldMask))"),
-        ])
-        let response = try executor.execute("files.list", TransportRequest(method: "GET", url: url))
-        struct Wire: Decodable {
-            var files: [DriveFile]?
-            var nextPageToken: String?
-            var incompleteSearch: Bool?
-        }
-        let wire = try decode(Wire.self, response, "files.list")
-        let next = wire.nextPageToken.flatMap { $0.isEmpty ? nil : $0 }
-        return DriveFileListPage(files: wire.files ?? [], nextPageToken: next, incompleteSearch: wire.incompleteSearch ?? false)
+        try listPage(query: q, pageToken: pageToken, orderBy: orderBy, pageSize: pageSize, fields: DriveFile.fieldMask)
     }
 }
 
@@ -76,10 +62,12 @@ extension DriveAPI {
         } while token != nil
     }
 
-    /// One page of files.list with a caller-chosen per-file `fields` mask.
-    public func listPage(query q: String, pageToken: String?, pageSize: Int, fields: String) throws -> DriveFileListPage {
+    /// One page of files.list with a caller-chosen per-file `fields` mask. The page's mask always
+    /// includes `nextPageToken` (without it paging would silently stop) and `incompleteSearch`.
+    public func listPage(query q: String, pageToken: String?, orderBy: String? = nil, pageSize: Int,
+                         fields: String) throws -> DriveFileListPage {
         let url = apiURL("files", [
-            ("q", q), ("pageSize", String(max(1, min(1000, pageSize)))), ("pageToken", pageToken),
+            ("q", q), ("pageSize", String(max(1, min(1000, pageSize)))), ("pageToken", pageToken), ("orderBy", orderBy),
         ] + scope.listQuery + [
             ("fields", "nextPageToken,incompleteSearch,files(\(fields))"),
         ])
