@@ -4,8 +4,8 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 CONFIG ?= debug
 BIN := .build/$(CONFIG)
-# Debian packages: build (libraries), mount (fuse3), extended attributes (attr: getfattr), demo (curl), interop tests (rclone, iproute2, openssl, python3-venv).
-DEB_PACKAGES := fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev pkg-config openssl ca-certificates curl attr \
+# Debian packages: build (libraries), mount (fuse3), extended attributes (attr: getfattr), man page and completion checks (man-db, zsh), demo (curl), interop tests (rclone, iproute2, openssl, python3-venv).
+DEB_PACKAGES := fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev pkg-config openssl ca-certificates curl attr man-db zsh \
 	rclone iproute2 util-linux python3-venv
 # google-api-python-client for the interop tests, in a venv of our own.
 VENV := .build/interop-venv
