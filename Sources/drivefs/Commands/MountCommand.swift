@@ -26,6 +26,10 @@ enum MountCommand {
 
                 A mount point left behind by a killed drivefs ("Transport endpoint is not connected")
                 is cleaned up and mounted again.
+
+                From /etc/fstab (type fuse.drivefs, source drivefs#PROFILE; mount(8) runs the
+                mount.fuse.drivefs link to drivefs), each option is spelled with '_' for '-':
+                cache_size=20G, poll_interval=30s, allow_other, profile=work...
                 """,
             options: [
                 .flag("foreground", short: "f", help: "Stay in the foreground; log to standard error"),
