@@ -173,6 +173,10 @@ enum MountCommand {
         do {
             try FuseMount.run(filesystem, configuration: mount) {
                 Output.standardError("drivefs: \(what) mounted at \(mountpoint) (read-only); unmount with 'drivefs unmount \(mountpoint)'\n")
+                // Under systemd (Type=notify, docs/systemd.md): the mount is live, say so once.
+                if ServiceNotification.send("READY=1\nSTATUS=\(what) mounted at \(mountpoint)", environment: environment) {
+                    Log.shared.info("mount", "told the service manager the mount is ready")
+                }
             }
         } catch {
             throw mountFailure(error, mountpoint: mountpoint)
