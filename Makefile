@@ -4,8 +4,8 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 CONFIG ?= debug
 BIN := .build/$(CONFIG)
-# Debian packages: build (libraries), mount (fuse3), demo (curl), interop tests (rclone, iproute2, openssl, python3-venv).
-DEB_PACKAGES := fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev pkg-config openssl ca-certificates curl \
+# Debian packages: build (libraries), mount (fuse3), extended attributes (attr: getfattr), man page and completion checks (man-db, zsh), demo (curl), interop tests (rclone, iproute2, openssl, python3-venv).
+DEB_PACKAGES := fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev pkg-config openssl ca-certificates curl attr man-db zsh \
 	rclone iproute2 util-linux python3-venv
 # google-api-python-client for the interop tests, in a venv of our own.
 VENV := .build/interop-venv
@@ -40,11 +40,21 @@ test: deps
 demo: deps build
 	./scripts/demo.sh $(BIN)
 
-# Installs optimised binaries, whatever CONFIG says.
+# Installs optimised binaries, whatever CONFIG says, with the mount(8) helper (mount(8) looks in
+# /sbin only), the man page, shell completion and the systemd user unit (docs/fstab.md, docs/systemd.md).
+SBINDIR ?= /sbin
 install:
 	$(SWIFT) build -c release
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SBINDIR) $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/lib/systemd/user
 	install -m 0755 .build/release/drivefs .build/release/drivefs-emulator $(DESTDIR)$(PREFIX)/bin/
+	ln -sf $(PREFIX)/bin/drivefs $(DESTDIR)$(SBINDIR)/mount.fuse.drivefs
+	ln -sf $(PREFIX)/bin/drivefs $(DESTDIR)$(SBINDIR)/mount.drivefs
+	.build/release/drivefs debug man > $(DESTDIR)$(PREFIX)/share/man/man1/drivefs.1
+	.build/release/drivefs completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/drivefs
+	.build/release/drivefs completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_drivefs
+	sed 's#/usr/bin/drivefs#$(PREFIX)/bin/drivefs#g' packaging/drivefs@.service > $(DESTDIR)$(PREFIX)/lib/systemd/user/drivefs@.service
 
 bench: deps
 	$(SWIFT) build -c release

@@ -19,6 +19,8 @@ import Glibc
 enum LowLevelCallbacks {
     /// The operation table passed to `fuse_session_new`. Operations left nil get ENOSYS from libfuse
     /// (every write operation, today: the mount is read-only, so the kernel answers EROFS first).
+    /// Extended attributes are all set, writes included: an ENOSYS there would turn into
+    /// EOPNOTSUPP for the rest of the mount.
     static func operations() -> fuse_lowlevel_ops {
         var ops = fuse_lowlevel_ops()
         ops.`init` = drivefsInit
@@ -36,6 +38,10 @@ enum LowLevelCallbacks {
         ops.read = drivefsRead
         ops.release = drivefsRelease
         ops.statfs = drivefsStatfs
+        ops.getxattr = drivefsGetxattr
+        ops.listxattr = drivefsListxattr
+        ops.setxattr = drivefsSetxattr
+        ops.removexattr = drivefsRemovexattr
         return ops
     }
 }
@@ -338,5 +344,58 @@ func drivefsStatfs(_ request: fuse_req_t?, _ inode: fuse_ino_t) {
     context.filesystem.statistics(reply: makeReply(request, context, interruptible: true) { request, statistics in
         var stats = StatConversion.statvfs(statistics)
         _ = fuse_reply_statfs(request, &stats)
+    })
+}
+
+// Extended attributes. The size protocol (0 asks for the length, ERANGE for a small buffer) is
+// ExtendedAttributeReply's; answering ENOSYS here would make the kernel answer EOPNOTSUPP for
+// the rest of the mount, so every request gets a real answer.
+
+private func sendExtendedAttribute(_ request: fuse_req_t?, _ answer: ExtendedAttributeReply) {
+    switch answer {
+    case .length(let count): _ = fuse_reply_xattr(request, count)
+    case .bytes(let bytes):
+        bytes.withUnsafeBytes { raw in
+            _ = fuse_reply_buf(request, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count)
+        }
+    case .failure(let error): replyError(request, error.errno)
+    }
+}
+
+func drivefsGetxattr(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ size: Int) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    // A name that is not UTF-8 is not one of ours.
+    guard let name, let text = String(validatingCString: name) else { return replyError(request, ENODATA) }
+    context.filesystem.extendedAttribute(Inode(inode), named: text, reply: makeReply(request, context, interruptible: false) {
+        request, value in
+        sendExtendedAttribute(request, ExtendedAttributeReply(value, bufferSize: size))
+    })
+}
+
+func drivefsListxattr(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ size: Int) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    context.filesystem.extendedAttributeNames(Inode(inode), reply: makeReply(request, context, interruptible: false) {
+        request, names in
+        sendExtendedAttribute(request, ExtendedAttributeReply(ExtendedAttributeReply.encodeNames(names), bufferSize: size))
+    })
+}
+
+func drivefsSetxattr(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?,
+                     _ size: Int, _ flags: Int32) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let name, let text = String(validatingCString: name) else { return replyError(request, EPERM) }
+    let bytes = value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
+    context.filesystem.setExtendedAttribute(Inode(inode), named: text, value: bytes, flags: flags,
+                                            reply: makeReply(request, context, interruptible: false) { request, _ in
+        replyError(request, 0)
+    })
+}
+
+func drivefsRemovexattr(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let name, let text = String(validatingCString: name) else { return replyError(request, ENODATA) }
+    context.filesystem.removeExtendedAttribute(Inode(inode), named: text,
+                                               reply: makeReply(request, context, interruptible: false) { request, _ in
+        replyError(request, 0)
     })
 }

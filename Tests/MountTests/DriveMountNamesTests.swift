@@ -81,7 +81,7 @@ final class DriveMountNamesTests: XCTestCase {
         defer { drive.stop() }
         let target = try drive.file(at: "docs/target.txt")
         let links = try drive.file(at: "links")
-        try createShortcut(drive, name: "to target", parent: links.id, target: target.id)
+        try drive.createShortcut(name: "to target", parent: links.id, target: target.id)
         let mount = try drive.mount()
 
         let readlink = try ExternalCommand.tool("readlink", [mount.path("links/to target")])
@@ -90,17 +90,6 @@ final class DriveMountNamesTests: XCTestCase {
         XCTAssertEqual(cat.output, "the target's bytes\n", cat.summary)
         let type = try ExternalCommand.tool("stat", ["-c", "%F", mount.path("links/to target")])
         XCTAssertEqual(type.output, "symbolic link\n", type.summary)
-    }
-
-    /// files.create of a shortcut (DriveAPI has no call for it: drivefs only reads them).
-    private func createShortcut(_ drive: EmulatedDrive, name: String, parent: String, target: String) throws {
-        let body: [String: Any] = ["name": name, "parents": [parent], "mimeType": "application/vnd.google-apps.shortcut",
-                                   "shortcutDetails": ["targetId": target]]
-        let request = TransportRequest(method: "POST", url: drive.baseURL + "/drive/v3/files",
-                                       headers: [("Content-Type", "application/json")],
-                                       body: .bytes([UInt8](try JSONSerialization.data(withJSONObject: body))))
-        let response = try drive.api().executor.execute("files.create", request)
-        XCTAssertEqual(response.status, 200, String(decoding: response.body, as: UTF8.self))
     }
 
     /// A file changed through another client shows its new size and content within about one

@@ -77,6 +77,21 @@ final class EmulatedDrive {
         return mount
     }
 
+    /// files.create of a shortcut through the other client (DriveAPI has no call for it: drivefs
+    /// only reads them).
+    @discardableResult
+    func createShortcut(name: String, parent: String, target: String) throws -> String {
+        let body: [String: Any] = ["name": name, "parents": [parent], "mimeType": "application/vnd.google-apps.shortcut",
+                                   "shortcutDetails": ["targetId": target]]
+        let request = TransportRequest(method: "POST", url: baseURL + "/drive/v3/files",
+                                       headers: [("Content-Type", "application/json")],
+                                       body: .bytes([UInt8](try JSONSerialization.data(withJSONObject: body))))
+        let response = try api().executor.execute("files.create", request)
+        XCTAssertEqual(response.status, 200, String(decoding: response.body, as: UTF8.self))
+        let created = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        return created?["id"] as? String ?? ""
+    }
+
     /// A second Drive client ("another client" changing files behind the mount's back).
     func api() throws -> DriveAPI {
         if let otherClient { return otherClient }

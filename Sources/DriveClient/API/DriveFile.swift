@@ -22,6 +22,21 @@ public struct DriveFile: Codable, Sendable, Equatable {
     public var capabilities: Capabilities?
     /// The shared drive the file is in; nil in My Drive (Drive omits the member there).
     public var driveId: String?
+    /// Where the file opens in a browser (shown as the `user.drive.web_view_link` attribute).
+    public var webViewLink: String?
+    /// Who changed the file last; Drive omits it when the user is unknown (a deleted account).
+    public var lastModifyingUser: User?
+
+    /// A Drive user as listings carry it (`lastModifyingUser(displayName,emailAddress)`).
+    public struct User: Codable, Sendable, Equatable {
+        public var displayName: String?
+        public var emailAddress: String?
+
+        public init(displayName: String? = nil, emailAddress: String? = nil) {
+            self.displayName = displayName
+            self.emailAddress = emailAddress
+        }
+    }
 
     public struct ShortcutDetails: Codable, Sendable, Equatable {
         public var targetId: String
@@ -52,27 +67,28 @@ public struct DriveFile: Codable, Sendable, Equatable {
     /// The per-file mask of listings: what the filesystem shows and keys its caches on (no
     /// capabilities or export links, which cost bytes on every entry of every page).
     public static let listingFieldMask = "id,name,mimeType,parents,size,md5Checksum,modifiedTime,createdTime,version,"
-        + "headRevisionId,shortcutDetails(targetId,targetMimeType),driveId"
+        + "headRevisionId,shortcutDetails(targetId,targetMimeType),driveId,webViewLink,lastModifyingUser(displayName,emailAddress)"
 
     /// The `fields` mask that fills this struct.
     public static let fieldMask = "id,name,mimeType,parents,size,md5Checksum,modifiedTime,createdTime,trashed,version,"
-        + "headRevisionId,shortcutDetails,exportLinks,driveId,"
+        + "headRevisionId,shortcutDetails,exportLinks,driveId,webViewLink,lastModifyingUser(displayName,emailAddress),"
         + "capabilities(canEdit,canDownload,canAddChildren,canListChildren,canRename,canTrash,canDelete)"
 
     public init(id: String, name: String, mimeType: String, parents: [String] = [], size: Int64? = nil,
                 md5Checksum: String? = nil, modifiedTime: Int64? = nil, createdTime: Int64? = nil, trashed: Bool = false,
                 version: Int64? = nil, headRevisionId: String? = nil, shortcutDetails: ShortcutDetails? = nil,
-                exportLinks: [String: String]? = nil, capabilities: Capabilities? = nil, driveId: String? = nil) {
+                exportLinks: [String: String]? = nil, capabilities: Capabilities? = nil, driveId: String? = nil,
+                webViewLink: String? = nil, lastModifyingUser: User? = nil) {
         self.id = id; self.name = name; self.mimeType = mimeType; self.parents = parents; self.size = size
         self.md5Checksum = md5Checksum; self.modifiedTime = modifiedTime; self.createdTime = createdTime
         self.trashed = trashed; self.version = version; self.headRevisionId = headRevisionId
         self.shortcutDetails = shortcutDetails; self.exportLinks = exportLinks; self.capabilities = capabilities
-        self.driveId = driveId
+        self.driveId = driveId; self.webViewLink = webViewLink; self.lastModifyingUser = lastModifyingUser
     }
 
     enum CodingKeys: String, CodingKey {
         case id, name, mimeType, parents, size, md5Checksum, modifiedTime, createdTime, trashed, version
-        case headRevisionId, shortcutDetails, exportLinks, capabilities, driveId
+        case headRevisionId, shortcutDetails, exportLinks, capabilities, driveId, webViewLink, lastModifyingUser
     }
 
     public init(from decoder: any Decoder) throws {
@@ -92,6 +108,8 @@ public struct DriveFile: Codable, Sendable, Equatable {
         exportLinks = try c.decodeIfPresent([String: String].self, forKey: .exportLinks)
         capabilities = try c.decodeIfPresent(Capabilities.self, forKey: .capabilities)
         driveId = try c.decodeIfPresent(String.self, forKey: .driveId)
+        webViewLink = try c.decodeIfPresent(String.self, forKey: .webViewLink)
+        lastModifyingUser = try c.decodeIfPresent(User.self, forKey: .lastModifyingUser)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -111,6 +129,8 @@ public struct DriveFile: Codable, Sendable, Equatable {
         try c.encodeIfPresent(exportLinks, forKey: .exportLinks)
         try c.encodeIfPresent(capabilities, forKey: .capabilities)
         try c.encodeIfPresent(driveId, forKey: .driveId)
+        try c.encodeIfPresent(webViewLink, forKey: .webViewLink)
+        try c.encodeIfPresent(lastModifyingUser, forKey: .lastModifyingUser)
     }
 
     /// int64 as Drive sends it (a JSON string), tolerating a bare number.

@@ -16,6 +16,9 @@ public struct FilesystemError: Error, Equatable, Sendable, CustomStringConvertib
     public static let badHandle = FilesystemError(errno: EBADF)
     public static let nameTooLong = FilesystemError(errno: ENAMETOOLONG)
     public static let ioError = FilesystemError(errno: EIO)
+    /// An extended attribute the inode does not have (`getxattr`, `removexattr`).
+    public static let noAttribute = FilesystemError(errno: ENODATA)
+    public static let notPermitted = FilesystemError(errno: EPERM)
 
     public var description: String { String(cString: strerror(errno)) }
 }

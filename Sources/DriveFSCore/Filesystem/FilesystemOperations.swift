@@ -57,6 +57,16 @@ public protocol FilesystemOperations: AnyObject, Sendable {
     func readLink(_ inode: Inode, reply: Reply<String>)
 
     func statistics(reply: Reply<FilesystemStatistics>)
+
+    /// Extended attributes. `extendedAttribute` answers the value of `name` (`ENODATA` when the
+    /// inode has no such attribute); `extendedAttributeNames` every name the inode has, each of
+    /// which `extendedAttribute` answers. The bridge handles the kernel's size protocol (size 0
+    /// asks for the length, `ERANGE` when the caller's buffer is too small).
+    func extendedAttribute(_ inode: Inode, named name: String, reply: Reply<[UInt8]>)
+    func extendedAttributeNames(_ inode: Inode, reply: Reply<[String]>)
+    /// `flags` are `setxattr(2)`'s (`XATTR_CREATE`, `XATTR_REPLACE`).
+    func setExtendedAttribute(_ inode: Inode, named name: String, value: [UInt8], flags: Int32, reply: Reply<Void>)
+    func removeExtendedAttribute(_ inode: Inode, named name: String, reply: Reply<Void>)
 }
 
 extension FilesystemOperations {
@@ -64,6 +74,13 @@ extension FilesystemOperations {
     public func start(notifier: any KernelNotifier) {}
     public func stop() {}
     public func readLink(_ inode: Inode, reply: Reply<String>) { reply.fail(.invalidArgument) }
+    /// A filesystem without extended attributes: none to read or list, none may be written.
+    public func extendedAttribute(_ inode: Inode, named name: String, reply: Reply<[UInt8]>) { reply.fail(.noAttribute) }
+    public func extendedAttributeNames(_ inode: Inode, reply: Reply<[String]>) { reply.succeed([]) }
+    public func setExtendedAttribute(_ inode: Inode, named name: String, value: [UInt8], flags: Int32, reply: Reply<Void>) {
+        reply.fail(.notPermitted)
+    }
+    public func removeExtendedAttribute(_ inode: Inode, named name: String, reply: Reply<Void>) { reply.fail(.notPermitted) }
 }
 
 /// The answer to one kernel request, sent exactly once from whichever thread has it.

@@ -25,6 +25,7 @@ enum CommandTree {
         root.add(MountCommand.make())
         root.add(UnmountCommand.make())
         root.add(AuthCommand.make())
+        root.add(CompletionCommand.make())
         root.add(DebugCommand.make())
         root.add(HelpCommand.make())
         return root

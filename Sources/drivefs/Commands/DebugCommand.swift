@@ -10,6 +10,7 @@ enum DebugCommand {
             name: "debug", summary: "Developer tools (self-tests)", hidden: true)
         debug.add(smokeMount())
         debug.add(endpoints())
+        debug.add(manPage())
         return debug
     }
 

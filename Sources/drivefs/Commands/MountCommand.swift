@@ -26,6 +26,10 @@ enum MountCommand {
 
                 A mount point left behind by a killed drivefs ("Transport endpoint is not connected")
                 is cleaned up and mounted again.
+
+                From /etc/fstab (type fuse.drivefs, source drivefs#PROFILE; mount(8) runs the
+                mount.fuse.drivefs link to drivefs), each option is spelled with '_' for '-':
+                cache_size=20G, poll_interval=30s, allow_other, profile=work...
                 """,
             options: [
                 .flag("foreground", short: "f", help: "Stay in the foreground; log to standard error"),
@@ -169,6 +173,10 @@ enum MountCommand {
         do {
             try FuseMount.run(filesystem, configuration: mount) {
                 Output.standardError("drivefs: \(what) mounted at \(mountpoint) (read-only); unmount with 'drivefs unmount \(mountpoint)'\n")
+                // Under systemd (Type=notify, docs/systemd.md): the mount is live, say so once.
+                if ServiceNotification.send("READY=1\nSTATUS=\(what) mounted at \(mountpoint)", environment: environment) {
+                    Log.shared.info("mount", "told the service manager the mount is ready")
+                }
             }
         } catch {
             throw mountFailure(error, mountpoint: mountpoint)

@@ -111,6 +111,13 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         record(id)
     }
 
+    /// Any other metadata change (who modified it, its link...), recorded in the change feed.
+    func update(_ id: String, _ change: (inout DriveFile) -> Void) {
+        lock.lock(); defer { lock.unlock() }
+        change(&files[id]!)
+        record(id)
+    }
+
     func trashFile(_ id: String) {
         lock.lock(); defer { lock.unlock() }
         files[id]!.trashed = true

@@ -1,0 +1,46 @@
+import DriveClient
+import Glibc
+
+/// The read-only extended attributes of a Drive item (`getfattr -d FILE`), all in the `user.`
+/// namespace so that unprivileged users see them.
+///
+/// Contracts (docs/semantics.md, "Extended attributes"):
+/// - The values come from the node table (what the last listing or change said): reading them
+///   never calls Drive.
+/// - An attribute is listed if and only if it has a value; a name that is not listed answers
+///   `ENODATA`, like any Linux filesystem.
+/// - They cannot be written or removed: `EPERM` (the kernel answers `EROFS` first on the
+///   read-only mount; `EPERM` is what a caller that reaches the filesystem gets).
+/// - Values are UTF-8 text without a terminating NUL, as `setfattr` would have stored them.
+public enum ExtendedAttributes {
+    public static let id = "user.drive.id"
+    public static let md5 = "user.drive.md5"
+    public static let mimeType = "user.drive.mime_type"
+    public static let webViewLink = "user.drive.web_view_link"
+    public static let modifiedBy = "user.drive.modified_by"
+    public static let shortcutTargetID = "user.drive.shortcut_target_id"
+
+    /// Every name drivefs can show, in the order `listxattr` gives them.
+    public static let allNames = [id, md5, mimeType, webViewLink, modifiedBy, shortcutTargetID]
+
+    /// The attributes `file` has, in `allNames` order.
+    public static func values(of file: DriveFile) -> [(name: String, value: String)] {
+        var out: [(String, String)] = [(id, file.id)]
+        // Only files with bytes have a checksum (not folders, shortcuts or Workspace documents).
+        if let md5 = file.md5Checksum, !md5.isEmpty { out.append((self.md5, md5)) }
+        out.append((mimeType, file.mimeType))
+        if let link = file.webViewLink, !link.isEmpty { out.append((webViewLink, link)) }
+        // The e-mail address identifies the user; the name is what Drive has when it has no address.
+        if let user = file.lastModifyingUser, let who = [user.emailAddress, user.displayName].compactMap({ $0 }).first(where: { !$0.isEmpty }) {
+            out.append((modifiedBy, who))
+        }
+        if let target = file.shortcutDetails?.targetId, !target.isEmpty { out.append((shortcutTargetID, target)) }
+        return out
+    }
+
+    /// The value of `name` for `file`, or `ENODATA`.
+    public static func value(_ name: String, of file: DriveFile) throws(FilesystemError) -> [UInt8] {
+        guard let value = values(of: file).first(where: { $0.name == name })?.value else { throw .noAttribute }
+        return Array(value.utf8)
+    }
+}
