@@ -74,16 +74,8 @@ enum DebugCommand {
             run: run)
     }
 
-    /// Options that would make the tree writable, or that drivefs sets itself, are refused.
     static func validateMountOptions(_ text: String) -> String? {
-        let owned: Set<String> = ["fsname", "subtype"]
-        for option in text.split(separator: ",", omittingEmptySubsequences: false) {
-            let name = option.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            if option.isEmpty { return "an option is empty" }
-            if name == "rw" { return "the smoke tree is read-only" }
-            if owned.contains(name) { return "drivefs sets '\(name)' itself" }
-        }
-        return nil
+        FuseMountOptions.validate(text, readOnlyReason: "the smoke tree is read-only")
     }
 
     private static func run(_ invocation: Invocation) throws -> Int32 {
@@ -112,19 +104,6 @@ enum DebugCommand {
     }
 
     private static func mountFailure(_ error: FuseMountError, mountpoint: String) -> CLIError {
-        switch error {
-        case .optionsRejected(let options):
-            return .usage("libfuse rejected the mount options '\(options.joined(separator: ","))'",
-                          command: "drivefs debug smoke-mount")
-        case .signalHandlersFailed:
-            return .failure("cannot install the signal handlers")
-        case .mountFailed:
-            return .failure(
-                "cannot mount on '\(mountpoint)' (libfuse said why above)",
-                hint: "Check that fuse3 is installed ('make deps'), that /dev/fuse exists, and that nothing is mounted there"
-                    + " already ('fusermount -u \(mountpoint)').")
-        case .loopFailed(let code):
-            return .failure("the FUSE session ended with an error: \(String(cString: strerror(-code)))")
-        }
+        FuseMountOptions.failure(error, mountpoint: mountpoint, command: "drivefs debug smoke-mount", unmountHint: "fusermount -u")
     }
 }

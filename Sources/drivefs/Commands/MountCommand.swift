@@ -78,16 +78,8 @@ enum MountCommand {
         Duration.parse(text) == nil ? "expected a duration such as 30s, 5m, 1h or a number of seconds" : nil
     }
 
-    /// Options drivefs sets itself, or that would contradict the read-only mount, are refused.
     static func validateMountOptions(_ text: String) -> String? {
-        let owned: Set<String> = ["fsname", "subtype"]
-        for option in text.split(separator: ",", omittingEmptySubsequences: false) {
-            let name = option.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            if option.isEmpty { return "an option is empty" }
-            if name == "rw" { return "the mount is read-only in this release" }
-            if owned.contains(name) { return "drivefs sets '\(name)' itself" }
-        }
-        return nil
+        FuseMountOptions.validate(text, readOnlyReason: "the mount is read-only in this release")
     }
 
     static func run(_ invocation: Invocation) throws -> Int32 {
@@ -193,19 +185,7 @@ enum MountCommand {
     }
 
     static func mountFailure(_ error: FuseMountError, mountpoint: String) -> CLIError {
-        switch error {
-        case .optionsRejected(let options):
-            return .usage("libfuse rejected the mount options '\(options.joined(separator: ","))'", command: "drivefs mount")
-        case .signalHandlersFailed:
-            return .failure("cannot install the signal handlers")
-        case .mountFailed:
-            return .failure(
-                "cannot mount on '\(mountpoint)' (libfuse said why above)",
-                hint: "Check that fuse3 is installed ('make deps'), that /dev/fuse exists, and that nothing is mounted there"
-                    + " already ('drivefs unmount \(mountpoint)').")
-        case .loopFailed(let code):
-            return .failure("the FUSE session ended with an error: \(String(cString: strerror(-code)))")
-        }
+        FuseMountOptions.failure(error, mountpoint: mountpoint, command: "drivefs mount", unmountHint: "drivefs unmount")
     }
 }
 

@@ -1,0 +1,36 @@
+import FuseBridge
+import Foundation
+
+/// What every mounting command (`mount`, `debug smoke-mount`) says about `-o` options and about
+/// a mount that failed: written once.
+enum FuseMountOptions {
+    /// Options drivefs sets itself, and `rw` on a read-only mount, are refused; `readOnlyReason`
+    /// says why the mount is read-only.
+    static func validate(_ text: String, readOnlyReason: String) -> String? {
+        let owned: Set<String> = ["fsname", "subtype"]
+        for option in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let name = option.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            if option.isEmpty { return "an option is empty" }
+            if name == "rw" { return readOnlyReason }
+            if owned.contains(name) { return "drivefs sets '\(name)' itself" }
+        }
+        return nil
+    }
+
+    /// A `FuseMount` failure as the message the user sees, with what to check.
+    static func failure(_ error: FuseMountError, mountpoint: String, command: String, unmountHint: String) -> CLIError {
+        switch error {
+        case .optionsRejected(let options):
+            return .usage("libfuse rejected the mount options '\(options.joined(separator: ","))'", command: command)
+        case .signalHandlersFailed:
+            return .failure("cannot install the signal handlers")
+        case .mountFailed:
+            return .failure(
+                "cannot mount on '\(mountpoint)' (libfuse said why above)",
+                hint: "Check that fuse3 is installed ('make deps'), that /dev/fuse exists, and that nothing is mounted there"
+                    + " already ('\(unmountHint) \(mountpoint)').")
+        case .loopFailed(let code):
+            return .failure("the FUSE session ended with an error: \(String(cString: strerror(-code)))")
+        }
+    }
+}
