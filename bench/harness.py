@@ -52,10 +52,10 @@ SIZES = {
                   scale_settle_max=8.0, deadline=300.0),
 }
 PROFILES = {
-    "lan": dict(latency_ms=0, bandwidth=None, note="no shaping", weight=0.4, overrides={}),
+    "lan": dict(latency_ms=0, bandwidth=None, note="no shaping", weight=0.45, overrides={}),
     # 1,000 serial random reads cost at least 50 s a run at 50 ms each, on each of four systems: the full
     # wan run takes 250 of them to stay within its 30 minutes (docs/benchmarks.md).
-    "wan": dict(latency_ms=50, bandwidth=40 * 1024 * 1024, weight=0.6, overrides=dict(full=dict(random_reads=250)),
+    "wan": dict(latency_ms=50, bandwidth=40 * 1024 * 1024, weight=0.55, overrides=dict(full=dict(random_reads=250)),
                 note="50 ms per request, 40 MiB/s per connection; no total cap, no rate-limit budget: the emulator has neither yet"),
 }
 # What drivefs uses by default, given to both mounts explicitly.
@@ -1142,7 +1142,8 @@ def prepare_data(args, size, data_root, emulator_bin):
         base = os.path.join(data_root, "%s-%s" % (args.size, kind))
         marker = os.path.join(base, "ready")
         seed, state = os.path.join(base, "seed"), os.path.join(base, "state")
-        want = "%s %s" % (DATA_VERSION, json.dumps(size, sort_keys=True))
+        shape = {k: size[k] for k in ("tree_top", "tree_sub", "tree_files", "stat_fanout", "stat_files", "big_mib", "scale")}
+        want = "%s %s" % (DATA_VERSION, json.dumps(shape, sort_keys=True))
         if not (os.path.exists(marker) and open(marker).read() == want):
             shutil.rmtree(base, ignore_errors=True)
             os.makedirs(seed)
@@ -1229,6 +1230,9 @@ def main():
     try:
         data = prepare_data(args, size, args.data, emulator_bin)
         (main_seed, main_state), (_, scale_state) = data["main"], data["scale"]
+        # the profiles share what seeding left of the budget
+        args.budget -= time.time() - start_all
+        start_all = time.time()
         for index, profile in enumerate(profiles):
             work = os.path.join(work_root, profile)
             os.makedirs(work)
