@@ -11,7 +11,7 @@ DEB_PACKAGES := fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev pkg-config op
 VENV := .build/interop-venv
 PY_PACKAGES := google-api-python-client==2.* google-auth==2.*
 
-.PHONY: all deps build test demo install bench clean
+.PHONY: all deps build test demo install bench bench-smoke bench-venv clean
 
 all: build
 
@@ -56,9 +56,29 @@ install:
 	.build/release/drivefs completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_drivefs
 	sed 's#/usr/bin/drivefs#$(PREFIX)/bin/drivefs#g' packaging/drivefs@.service > $(DESTDIR)$(PREFIX)/lib/systemd/user/drivefs@.service
 
-bench: deps
+# make bench: scripts/bench.sh (FUSE bridge, emulator), then bench/harness.py: drivefs, rclone mount and the
+# raw limit side by side, profiles lan and wan (docs/benchmarks.md; under 30 minutes on 2 cores).
+# Results in bench/results/, the tables in docs/benchmarks.md. BENCH_PROFILES=lan runs one profile.
+BENCH_VENV := .build/bench-venv
+BENCH_PROFILES ?= lan,wan
+bench: deps bench-venv
 	$(SWIFT) build -c release
 	./scripts/bench.sh .build/release
+	python3 bench/harness.py --bin .build/release --size full --profiles $(BENCH_PROFILES) --docs docs/benchmarks.md
+
+# Every workload at a tiny size, in a minute or two; for CI: exits non-zero only when a harness step breaks.
+# Results in .build/bench-smoke/.
+bench-smoke: deps
+	$(SWIFT) build -c release
+	timeout -k 10 420 python3 bench/harness.py --bin .build/release --size smoke --profiles lan,wan
+
+# matplotlib for the ratio charts (optional: without it the harness says so and skips the PNG).
+bench-venv:
+	@if [ ! -x $(BENCH_VENV)/bin/python ] || ! $(BENCH_VENV)/bin/python -c "import matplotlib" 2>/dev/null; then \
+		echo "make bench-venv: preparing $(BENCH_VENV)"; \
+		mkdir -p .build && python3 -m venv $(BENCH_VENV) && $(BENCH_VENV)/bin/pip install -q --disable-pip-version-check matplotlib \
+			|| echo "make bench-venv: matplotlib unavailable; the bench will skip its PNG charts"; \
+	fi
 
 clean:
 	rm -rf .build

@@ -1,0 +1,1322 @@
+#!/usr/bin/env python3
+"""drivefs side by side with rclone mount and the raw limit (curl), against one drivefs-emulator.
+
+    bench/harness.py --bin .build/release --size full|smoke [--profiles lan,wan] [--out DIR] [--docs FILE]
+
+Systems: drivefs (`drivefs mount`), rclone (`rclone mount`, default pacer), rclone-10ms
+(`--drive-pacer-min-sleep 10ms`), limit-1 (curl, one stream / one request at a time) and limit-par
+(curl, several streams / requests at once). rclone cannot change its API host, so its side runs in a
+private mount + network + PID namespace (`unshare`), with a hosts file bind-mounted over /etc/hosts and
+Tests/interop/tls_front.py on 127.0.0.1:443 (the `inner` subcommand of this script); the emulator there
+serves the same state directory, so the same seeded data, with the same shaping.
+
+Every workload and system: wall time (median, min, max of the runs), API requests by method and bytes
+moved (the emulator's /__emulator/stats, reset before each measurement), peak RSS (VmHWM) and CPU seconds
+(utime + stime) of the filesystem process. Outputs: OUT/<date>-<profile>.json, a markdown table (written
+into --docs between markers, or OUT/<date>-<profile>.md), a PNG of the ratios when matplotlib is available.
+
+Exit status: 0 when every harness step worked (whatever the timings), 1 when a step broke (a mount did not
+come up, a read returned wrong bytes, a listing missed entries, a tool failed), 2 for a usage error.
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+DATA_VERSION = "1"  # bump when the seeded trees change shape
+
+# Sizes. "full" is the issue's; "smoke" runs every workload once at a tiny size in a minute or two (it only
+# proves that every step still works: its figures are not comparisons).
+SIZES = {
+    "full": dict(tree_top=10, tree_sub=24, tree_files=19, stat_fanout=(2, 2, 2, 5), stat_files=5,
+                 big_mib=1024, random_reads=1000, scale=(100, 20, 100), runs=3, par_streams=8,
+                 scale_settle_max=90.0, deadline=1500.0),
+    "smoke": dict(tree_top=3, tree_sub=3, tree_files=4, stat_fanout=(2, 1, 1, 2), stat_files=2,
+                  big_mib=8, random_reads=40, scale=(4, 5, 20), runs=1, par_streams=4,
+                  scale_settle_max=8.0, deadline=300.0),
+}
+PROFILES = {
+    "lan": dict(latency_ms=0, bandwidth=None, note="no shaping", weight=0.45, overrides={}),
+    # 1,000 serial random reads cost at least 50 s a run at 50 ms each, on each of four systems: the full
+    # wan run takes 250 of them to stay within its 30 minutes (docs/benchmarks.md).
+    "wan": dict(latency_ms=50, bandwidth=40 * 1024 * 1024, weight=0.55, overrides=dict(full=dict(random_reads=250)),
+                note="50 ms per request, 40 MiB/s per connection; no total cap, no rate-limit budget: the emulator has neither yet"),
+}
+# What drivefs uses by default, given to both mounts explicitly.
+CACHE_SIZE = "10G"
+POLL_INTERVAL = "30s"
+DIR_CACHE = "5m"
+SYSTEMS = ["drivefs", "rclone", "rclone-10ms", "limit-1", "limit-par"]
+LIMITS = ("limit-1", "limit-par")
+
+
+class HarnessError(Exception):
+    """A harness step broke (not a slow number)."""
+
+
+def log(message):
+    print(message, flush=True)
+
+
+def now():
+    return time.perf_counter()
+
+
+def run(cmd, timeout, **kw):
+    return subprocess.run(cmd, timeout=timeout, check=True, **kw)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Seeded data
+
+def tree_paths(size):
+    """Relative paths of the ls -lR tree's files (under tree/): 250 folders, 5,000 entries in full."""
+    out = []
+    for a in range(size["tree_top"]):
+        for c in range(size["tree_files"]):
+            out.append("tree/dir%02d/file%02d.txt" % (a, c))
+        for b in range(size["tree_sub"]):
+            for c in range(size["tree_files"]):
+                out.append("tree/dir%02d/sub%02d/file%02d.txt" % (a, b, c))
+    return out
+
+
+def tree_entries(size):
+    folders = size["tree_top"] * (1 + size["tree_sub"])
+    return folders + len(tree_paths(size))
+
+
+def stat_paths(size):
+    """200 files 5 folders deep (stat/aI/bJ/cK/dL/fM.txt) in full."""
+    na, nb, nc, nd = size["stat_fanout"]
+    return ["stat/a%d/b%d/c%d/d%d/f%d.txt" % (a, b, c, d, f)
+            for a in range(na) for b in range(nb) for c in range(nc) for d in range(nd)
+            for f in range(size["stat_files"])]
+
+
+def write_main_seed(root, size):
+    for rel in tree_paths(size) + stat_paths(size):
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(rel + "\n")
+    os.makedirs(os.path.join(root, "big"), exist_ok=True)
+    rng = random.Random(8)
+    with open(os.path.join(root, "big", "big.bin"), "wb") as f:
+        for _ in range(size["big_mib"]):
+            f.write(rng.randbytes(1 << 20))
+
+
+def write_scale_seed(root, size):
+    top, sub, files = size["scale"]
+    for a in range(top):
+        for b in range(sub):
+            d = os.path.join(root, "t%03d" % a, "s%02d" % b)
+            os.makedirs(d)
+            for c in range(files):
+                with open(os.path.join(d, "f%03d" % c), "w") as f:
+                    f.write("x")
+
+
+def scale_count(size):
+    top, sub, files = size["scale"]
+    return top * sub * files
+
+
+# ---------------------------------------------------------------------------------------------------
+# The emulator
+
+class Emulator:
+    def __init__(self, binary, state_dir, logfile, seed=None, profile=None, public_url=None):
+        cmd = [binary, "--host", "127.0.0.1", "--port", "0", "--state-dir", state_dir]
+        if seed:
+            cmd += ["--seed", seed]
+        if profile and profile["latency_ms"]:
+            cmd += ["--latency", str(profile["latency_ms"])]
+        if profile and profile["bandwidth"]:
+            cmd += ["--bandwidth", str(profile["bandwidth"])]
+        if public_url:
+            cmd += ["--public-url", public_url]
+        self.logfile = logfile
+        self.out = open(logfile, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.url = None
+        deadline = time.time() + 600  # seeding 200,000 files on a busy machine
+        while time.time() < deadline:
+            with open(logfile) as f:
+                m = re.search(r"listening on (http://127\.0\.0\.1:(\d+)/)", f.read())
+            if m:
+                self.url, self.port = m.group(1), int(m.group(2))
+                break
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        if not self.url:
+            self.stop()
+            raise HarnessError("the emulator did not start: " + tail(logfile))
+        self.token = self.fetch_token()
+
+    def fetch_token(self):
+        body = urllib.parse.urlencode(dict(grant_type="refresh_token", refresh_token="drivefs-emulator-refresh-token",
+                                           client_id="bench", client_secret="bench")).encode()
+        with urllib.request.urlopen(self.url + "token", data=body, timeout=30) as r:
+            return json.load(r)["access_token"]
+
+    def stats(self):
+        with urllib.request.urlopen(self.url + "__emulator/stats", timeout=30) as r:
+            return json.load(r)
+
+    def reset(self):
+        req = urllib.request.Request(self.url + "__emulator/reset-stats", data=b"", method="POST")
+        urllib.request.urlopen(req, timeout=30).read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.out.close()
+
+
+def tail(path, n=30):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+def api_requests(stats):
+    """Requests by method, the OAuth endpoints left out."""
+    return {k: v["requests"] for k, v in stats.get("methods", {}).items()
+            if k not in ("token", "oauth.authorize") and v["requests"]}
+
+
+def bytes_moved(stats):
+    t = stats.get("totals", {})
+    return t.get("bytesOut", 0) + t.get("bytesIn", 0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Process figures
+
+def proc_figures(pid):
+    """(VmHWM KiB, CPU seconds) of pid, or (None, None)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            hwm = int(re.search(r"VmHWM:\s+(\d+)", f.read()).group(1))
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return hwm, cpu
+    except (OSError, AttributeError, IndexError, ValueError):
+        return None, None
+
+
+def mounted(path):
+    with open("/proc/self/mounts") as f:
+        return any(line.split()[1] == path for line in f if len(line.split()) > 1)
+
+
+def unmount(path, proc, timeout=20):
+    """fusermount -u, then -uz; then waits for the daemon, which is killed if it lingers."""
+    tool = shutil.which("fusermount3") or shutil.which("fusermount") or "fusermount"
+    if mounted(path):
+        if subprocess.run([tool, "-u", path], timeout=15, capture_output=True).returncode != 0:
+            subprocess.run([tool, "-uz", path], timeout=15, capture_output=True)
+    if proc is not None and proc.poll() is None:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Mount systems
+
+class MountSystem:
+    kind = "mount"
+
+    def __init__(self, name, work):
+        self.name = name
+        self.work = work
+        self.mnt = os.path.join(work, "mnt-" + name)
+        os.makedirs(self.mnt, exist_ok=True)
+        self.proc = None
+        self.n = 0
+
+    def fresh_cache(self):
+        self.n += 1
+        path = os.path.join(self.work, "cache-%s-%d" % (self.name, self.n))
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        return path
+
+    def drop_cache(self, path):
+        shutil.rmtree(path, ignore_errors=True)
+
+    def mount(self, cache, emulator, timeout=120):
+        self.logfile = os.path.join(self.work, "%s-%d.log" % (self.name, self.n))
+        self.out = open(self.logfile, "a")
+        self.proc = subprocess.Popen(self.command(cache, emulator), stdout=self.out, stderr=subprocess.STDOUT,
+                                     env=self.env(), start_new_session=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if mounted(self.mnt):
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        self.unmount()
+        raise HarnessError("%s did not mount: %s" % (self.name, tail(self.logfile)))
+
+    def unmount(self):
+        unmount(self.mnt, self.proc)
+        self.proc = None
+        if getattr(self, "out", None):
+            self.out.close()
+            self.out = None
+
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def env(self):
+        return os.environ.copy()
+
+
+class Drivefs(MountSystem):
+    def __init__(self, work, binary):
+        super().__init__("drivefs", work)
+        self.binary = binary
+        self.home = os.path.join(work, "drivefs-home")
+
+    def login(self, emulator):
+        """drivefs auth login --no-browser, the consent URL fetched with curl (as scripts/bench-mount.sh)."""
+        shutil.rmtree(self.home, ignore_errors=True)
+        os.makedirs(self.home)
+        url = emulator.url
+        err_path = os.path.join(self.work, "login.err")
+        with open(err_path, "w") as err:
+            login = subprocess.Popen([self.binary, "auth", "login", "--no-browser", "--client-id", "bench",
+                                      "--client-secret", "bench", "--timeout", "60", "--api-url=" + url,
+                                      "--token-url=%stoken" % url, "--auth-url=%so/oauth2/v2/auth" % url],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=self.env())
+        consent = None
+        for _ in range(300):
+            with open(err_path) as f:
+                m = re.search(re.escape(url) + r"o/oauth2/v2/auth\?\S*", f.read())
+            if m:
+                consent = m.group(0)
+                break
+            if login.poll() is not None:
+                break
+            time.sleep(0.1)
+        if consent:
+            subprocess.run(["curl", "-s", "-L", "-o", "/dev/null", consent], timeout=30)
+        try:
+            status = login.wait(60)
+        except subprocess.TimeoutExpired:
+            login.kill()
+            status = -1
+        if not consent or status != 0:
+            raise HarnessError("drivefs auth login failed: " + tail(err_path))
+
+    def env(self):
+        env = os.environ.copy()
+        env.update(XDG_CONFIG_HOME=os.path.join(self.home, "config"), XDG_CACHE_HOME=os.path.join(self.home, "cache"),
+                   XDG_STATE_HOME=os.path.join(self.home, "state"))
+        return env
+
+    def command(self, cache, emulator):
+        return [self.binary, "mount", self.mnt, "-f", "--cache-dir", cache, "--cache-size", CACHE_SIZE,
+                "--poll-interval", POLL_INTERVAL, "--dir-cache-ttl", DIR_CACHE, "--log-file", self.logfile]
+
+
+RCLONE_CONF = """[emu]
+type = drive
+client_id = bench-rclone.apps.googleusercontent.com
+client_secret = bench-rclone-secret
+scope = drive
+token_url = https://oauth2.googleapis.com/token
+auth_url = https://accounts.google.com/o/oauth2/auth
+token = {"access_token":"x","token_type":"Bearer","refresh_token":"drivefs-emulator-refresh-token","expiry":"2000-01-01T00:00:00Z"}
+"""
+
+
+class Rclone(MountSystem):
+    def __init__(self, work, name, extra):
+        super().__init__(name, work)
+        self.extra = extra
+
+    def env(self):
+        env = os.environ.copy()
+        env.update(SSL_CERT_FILE=os.path.join(self.work, "tls", "ca.pem"), SSL_CERT_DIR=os.path.join(self.work, "tls", "none"))
+        return env
+
+    def command(self, cache, emulator):
+        conf = os.path.join(cache, "rclone.conf")  # rclone rewrites it after refreshing: a fresh copy each mount
+        with open(conf, "w") as f:
+            f.write(RCLONE_CONF)
+        return ["rclone", "mount", "emu:", self.mnt, "--config", conf, "--cache-dir", os.path.join(cache, "vfs"),
+                "--vfs-cache-mode", "full", "--vfs-write-back", "1s", "--vfs-cache-max-size", CACHE_SIZE,
+                "--poll-interval", POLL_INTERVAL, "--dir-cache-time", DIR_CACHE,
+                "--log-file", self.logfile, "--log-level", "NOTICE"] + self.extra
+
+
+# ---------------------------------------------------------------------------------------------------
+# Measurement
+
+def measure(emulator, system, action, settle=0.3):
+    """Runs action() once; its wall time, the emulator's counters and the daemon's figures."""
+    emulator.reset()
+    pid = system.pid() if system is not None else None
+    _, cpu0 = proc_figures(pid) if pid else (None, None)
+    t0 = now()
+    extra = action()
+    wall = now() - t0
+    time.sleep(settle)  # byte counts trail the answers by a moment
+    stats = emulator.stats()
+    hwm, cpu1 = proc_figures(pid) if pid else (None, None)
+    result = dict(wall=wall, requests=api_requests(stats), bytes=bytes_moved(stats),
+                  rss_kib=hwm, cpu=(cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None)
+    if isinstance(extra, dict):
+        result.update(extra)
+    return result
+
+
+def count_ls(path, expected_entries):
+    out = run(["ls", "-lR", path], 600, stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout
+    # each file and folder shows as one line starting with its type
+    entries = sum(1 for line in out.splitlines() if line[:1] in (b"-", b"d", b"l"))
+    if entries != expected_entries:
+        raise HarnessError("ls -lR %s listed %d entries, expected %d" % (path, entries, expected_entries))
+
+
+def count_find(path, expected_entries):
+    out = run(["find", path, "-ls"], 600, stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout
+    entries = out.count(b"\n") - 1  # the top folder itself
+    if entries != expected_entries:
+        raise HarnessError("find -ls %s listed %d entries, expected %d" % (path, entries, expected_entries))
+
+
+def read_all(path, hasher=None):
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                break
+            if hasher:
+                hasher.update(chunk)
+
+
+def random_offsets(size, count):
+    rng = random.Random(42)
+    return [rng.randrange(0, size // 4096) * 4096 for _ in range(count)]
+
+
+class Context:
+    def __init__(self, args, size, profile_name, work):
+        self.args = args
+        self.size = dict(size, **PROFILES[profile_name]["overrides"].get(args.size, {}))
+        self.profile_name = profile_name
+        self.profile = PROFILES[profile_name]
+        self.work = work
+        self.deadline = time.time() + size["deadline"] if args.size == "smoke" else time.time() + args.budget
+        self.results = {}   # workload id -> system -> [runs]
+        self.notes = {}     # workload id -> system -> note
+        self.failures = []
+
+    def add(self, wid, system, run_result):
+        self.results.setdefault(wid, {}).setdefault(system, []).append(run_result)
+
+    def note(self, wid, system, text):
+        self.notes.setdefault(wid, {})[system] = text
+
+    def out_of_time(self):
+        return time.time() > self.deadline
+
+
+WORKLOADS = [
+    ("1a", "cold ls -lR, 5,000 entries in 250 folders"),
+    ("1b", "warm ls -lR"),
+    ("1c", "ls -lR after a remount"),
+    ("1d", "cold find -ls"),
+    ("1e", "warm find -ls"),
+    ("2", "cold stat of 200 files 5 folders deep"),
+    ("3a", "sequential read of the big file, cold"),
+    ("3b", "sequential read of the big file, warm"),
+    ("4", "1,000 random 4 KiB reads in the big file, cold"),
+    ("5", "cp -r of 1,000 files of 4 KiB into the mount"),
+    ("6", "writing one 1 GiB file"),
+    ("7", "tar x of ~2,000 files, then reading it back"),
+    ("8a", "scale: until ls of the root answers"),
+    ("8b", "scale: until the mount is idle (index built)"),
+]
+WRITE_SKIP = ("skipped: drivefs is read-only in this release; rclone and the limit are left for the write "
+              "release too, so that all three are measured by the same harness steps")
+
+
+def workload_names(size):
+    """The names, with this size's figures."""
+    n_tree, n_stat = tree_entries(size), len(stat_paths(size))
+    folders = size["tree_top"] * (1 + size["tree_sub"])
+    names = dict(WORKLOADS)
+    names["1a"] = "cold ls -lR, %s entries in %d folders" % (format(n_tree, ","), folders)
+    names["2"] = "cold stat of %d files 5 folders deep" % n_stat
+    names["3a"] = "sequential read of %d MiB, cold" % size["big_mib"]
+    names["3b"] = "sequential read of %d MiB, warm" % size["big_mib"]
+    names["4"] = "%s random 4 KiB reads in %d MiB, cold" % (format(size["random_reads"], ","), size["big_mib"])
+    names["8a"] = "scale (%s files): until ls of the root answers" % format(scale_count(size), ",")
+    names["8b"] = "scale (%s files): until the mount is idle" % format(scale_count(size), ",")
+    return names
+
+
+def run_mount_workloads(ctx, emulator, system, seed_dir):
+    """Workloads 1-4 on a mount system, each run on a fresh cache and a fresh mount."""
+    size = ctx.size
+    n_tree, stats_rel = tree_entries(size), stat_paths(size)
+    big = os.path.join(seed_dir, "big", "big.bin")
+    big_size = os.path.getsize(big)
+    runs = size["runs"]
+    name = system.name
+
+    def progress(wid, i, r):
+        log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s" % (
+            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"])))
+
+    for i in range(runs):
+        if ctx.out_of_time():
+            ctx.note("1a", name, "skipped: out of the time budget")
+            break
+        cache = system.fresh_cache()
+        system.mount(cache, emulator)
+        tree = os.path.join(system.mnt, "tree")
+        try:
+            for wid, action in (("1a", lambda: count_ls(tree, n_tree)), ("1b", lambda: count_ls(tree, n_tree)),
+                                ("1e", lambda: count_find(tree, n_tree))):
+                r = measure(emulator, system, action)
+                ctx.add(wid, name, r)
+                progress(wid, i, r)
+        finally:
+            system.unmount()
+        system.mount(cache, emulator)
+        try:
+            r = measure(emulator, system, lambda: count_ls(tree, n_tree))
+            ctx.add("1c", name, r)
+            progress("1c", i, r)
+        finally:
+            system.unmount()
+            system.drop_cache(cache)
+        cache = system.fresh_cache()
+        system.mount(cache, emulator)
+        try:
+            r = measure(emulator, system, lambda: count_find(tree, n_tree))
+            ctx.add("1d", name, r)
+            progress("1d", i, r)
+        finally:
+            system.unmount()
+            system.drop_cache(cache)
+
+    for i in range(runs):
+        if ctx.out_of_time():
+            ctx.note("2", name, "skipped: out of the time budget")
+            break
+        cache = system.fresh_cache()
+        system.mount(cache, emulator)
+        try:
+            paths = [os.path.join(system.mnt, p) for p in stats_rel]
+
+            def stat_all():
+                for p in paths:
+                    st = os.stat(p)
+                    if st.st_size != len(p[len(system.mnt) + 1:]) + 1:
+                        raise HarnessError("stat %s: size %d" % (p, st.st_size))
+            r = measure(emulator, system, stat_all)
+            ctx.add("2", name, r)
+            progress("2", i, r)
+        finally:
+            system.unmount()
+            system.drop_cache(cache)
+
+    want_md5 = None
+    for i in range(runs):
+        if ctx.out_of_time():
+            ctx.note("3a", name, "skipped: out of the time budget")
+            break
+        cache = system.fresh_cache()
+        system.mount(cache, emulator)
+        try:
+            path = os.path.join(system.mnt, "big", "big.bin")
+            for wid in ("3a", "3b"):
+                r = measure(emulator, system, lambda: read_all(path))
+                r["mib_per_s"] = big_size / 1048576 / r["wall"]
+                ctx.add(wid, name, r)
+                progress(wid, i, r)
+            if i == 0:  # the bytes are right (after the timing, from the cache)
+                if want_md5 is None:
+                    h = hashlib.md5()
+                    read_all(big, h)
+                    want_md5 = h.hexdigest()
+                h = hashlib.md5()
+                read_all(path, h)
+                if h.hexdigest() != want_md5:
+                    raise HarnessError("%s: the big file read back differs" % name)
+        finally:
+            system.unmount()
+            system.drop_cache(cache)
+
+    offsets = random_offsets(big_size, size["random_reads"])
+    with open(big, "rb") as f:
+        expected = [os.pread(f.fileno(), 4096, o) for o in offsets]
+    for i in range(runs):
+        if ctx.out_of_time():
+            ctx.note("4", name, "skipped: out of the time budget")
+            break
+        cache = system.fresh_cache()
+        system.mount(cache, emulator)
+        try:
+            path = os.path.join(system.mnt, "big", "big.bin")
+            got = []
+
+            def random_reads():
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    for o in offsets:
+                        got.append(os.pread(fd, 4096, o))
+                finally:
+                    os.close(fd)
+            r = measure(emulator, system, random_reads)
+            if got != expected:
+                raise HarnessError("%s: random reads returned wrong bytes" % name)
+            ctx.add("4", name, r)
+            progress("4", i, r)
+        finally:
+            system.unmount()
+            system.drop_cache(cache)
+
+
+def run_scale(ctx, emulator, system):
+    """Workload 8: a fresh mount of the big drive; until ls of the root answers, then until idle."""
+    size = ctx.size
+    top = size["scale"][0]
+    name = system.name
+    for i in range(size["runs"]):
+        if ctx.out_of_time():
+            ctx.note("8a", name, "skipped: out of the time budget")
+            break
+        cache = system.fresh_cache()
+        emulator.reset()
+        t0 = now()
+        system.mount(cache, emulator, timeout=300)
+        try:
+            names = os.listdir(system.mnt)
+            t_ls = now() - t0
+            if len(names) != top:
+                raise HarnessError("%s: ls of the scale root shows %d names, expected %d" % (name, len(names), top))
+            stats = emulator.stats()
+            hwm, cpu = proc_figures(system.pid())
+            r = dict(wall=t_ls, requests=api_requests(stats), bytes=bytes_moved(stats), rss_kib=hwm, cpu=cpu)
+            ctx.add("8a", name, r)
+            log("[%s] 8a  %-12s run %d/%d: %8.3f s  %5d requests  RSS %s" % (
+                ctx.profile_name, name, i + 1, size["runs"], t_ls, sum(r["requests"].values()), human_kib(hwm)))
+            # Idle: no request for 3 s (bounded). The quiet window is not counted.
+            last, quiet_since, t_idle = -1, now(), None
+            limit = now() + size["scale_settle_max"]
+            while now() < limit:
+                total = emulator.stats().get("totals", {}).get("requests", 0)
+                if total != last:
+                    last, quiet_since = total, now()
+                elif now() - quiet_since >= 3.0:
+                    t_idle = quiet_since - t0
+                    break
+                time.sleep(0.25)
+            stats = emulator.stats()
+            hwm, cpu = proc_figures(system.pid())
+            r = dict(wall=t_idle if t_idle is not None else now() - t0, requests=api_requests(stats),
+                     bytes=bytes_moved(stats), rss_kib=hwm, cpu=cpu, settled=t_idle is not None)
+            ctx.add("8b", name, r)
+            log("[%s] 8b  %-12s run %d/%d: %8.3f s  %5d requests  RSS %s%s" % (
+                ctx.profile_name, name, i + 1, size["runs"], r["wall"], sum(r["requests"].values()), human_kib(hwm),
+                "" if r["settled"] else "  (still busy at the bound)"))
+        finally:
+            system.unmount()
+            system.drop_cache(cache)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The limit: curl straight at the emulator
+
+FIELDS = "nextPageToken,files(id,name,mimeType,parents,size,modifiedTime)"
+FOLDER = "application/vnd.google-apps.folder"
+
+
+def curl_json(emulator, params):
+    cmd = ["curl", "-s", "-f", "-G", "-H", "Authorization: Bearer " + emulator.token, emulator.url + "drive/v3/files"]
+    for k, v in params.items():
+        cmd += ["--data-urlencode", "%s=%s" % (k, v)]
+    return json.loads(run(cmd, 120, stdout=subprocess.PIPE).stdout)
+
+
+def list_query(emulator, q):
+    files, token = [], None
+    for _ in range(10000):
+        params = dict(q=q, fields=FIELDS, pageSize="1000")
+        if token:
+            params["pageToken"] = token
+        page = curl_json(emulator, params)
+        files += page.get("files", [])
+        token = page.get("nextPageToken")
+        if not token:
+            return files
+    raise HarnessError("listing did not end")
+
+
+def walk(emulator, top_name, parallel):
+    """Every entry under the root's folder top_name, level by level, 100 parents per query (Google's
+    budget), one curl at a time or all of a level's queries at once."""
+    top = list_query(emulator, "name = '%s' and 'root' in parents and trashed = false" % top_name)
+    level, seen = [f["id"] for f in top], 0
+    for _ in range(100):
+        if not level:
+            return seen
+        chunks = [level[i:i + 100] for i in range(0, len(level), 100)]
+        queries = ["(%s) and trashed = false" % " or ".join("'%s' in parents" % p for p in c) for c in chunks]
+        results = [None] * len(queries)
+        if parallel:
+            def one(i):
+                results[i] = list_query(emulator, queries[i])
+            threads = [threading.Thread(target=one, args=(i,)) for i in range(len(queries))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(600)
+            if any(r is None for r in results):
+                raise HarnessError("a parallel listing failed")
+        else:
+            results = [list_query(emulator, q) for q in queries]
+        entries = [f for r in results for f in r]
+        seen += len(entries)
+        level = [f["id"] for f in entries if f["mimeType"] == FOLDER]
+    raise HarnessError("walk too deep")
+
+
+def file_id(emulator, folder, name):
+    parent = list_query(emulator, "name = '%s' and 'root' in parents" % folder)[0]["id"]
+    return list_query(emulator, "name = '%s' and '%s' in parents" % (name, parent))[0]["id"]
+
+
+def curl_ranges(emulator, fid, ranges, parallel, timeout=1800):
+    """One curl process fetching the byte ranges of fid: one after the other on a kept-alive connection,
+    or all at once (--parallel)."""
+    url = "%sdrive/v3/files/%s?alt=media" % (emulator.url, fid)
+    lines = []
+    for a, b in ranges:
+        lines += ['url = "%s"' % url, 'header = "Authorization: Bearer %s"' % emulator.token,
+                  'range = "%d-%d"' % (a, b), 'output = "/dev/null"', "next"]
+    config = os.path.join(tempfile.gettempdir(), "drivefs-bench-curl-%d.conf" % os.getpid())
+    with open(config, "w") as f:
+        f.write("\n".join(lines[:-1]) + "\n")
+    cmd = ["curl", "-s", "-f", "-K", config]
+    if parallel:
+        cmd[1:1] = ["--parallel", "--parallel-max", str(len(ranges))]
+    try:
+        run(cmd, timeout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finally:
+        os.unlink(config)
+
+
+def curl_whole(emulator, fid, timeout=1800):
+    run(["curl", "-s", "-f", "-o", "/dev/null", "-H", "Authorization: Bearer " + emulator.token,
+         "%sdrive/v3/files/%s?alt=media" % (emulator.url, fid)], timeout)
+
+
+def run_limit_workloads(ctx, emulator, seed_dir):
+    size = ctx.size
+    runs = size["runs"]
+    n_tree, n_stat_files = tree_entries(size), len(stat_paths(size))
+    big_size = os.path.getsize(os.path.join(seed_dir, "big", "big.bin"))
+    fid = file_id(emulator, "big", "big.bin")
+    streams = size["par_streams"]
+    part = -(-big_size // streams)
+    par_ranges = [(a, min(a + part, big_size) - 1) for a in range(0, big_size, part)]
+    offsets = random_offsets(big_size, size["random_reads"])
+
+    def check_tree(parallel):
+        seen = walk(emulator, "tree", parallel)
+        if seen != n_tree:
+            raise HarnessError("limit: the tree walk saw %d entries, expected %d" % (seen, n_tree))
+
+    def check_stat(parallel):
+        seen = walk(emulator, "stat", parallel)
+        if seen < n_stat_files:
+            raise HarnessError("limit: the stat walk saw %d entries" % seen)
+
+    plan = [
+        ("1a", "limit-1", lambda: check_tree(False)), ("1a", "limit-par", lambda: check_tree(True)),
+        ("2", "limit-1", lambda: check_stat(False)), ("2", "limit-par", lambda: check_stat(True)),
+        ("3a", "limit-1", lambda: curl_whole(emulator, fid)),
+        ("3a", "limit-par", lambda: curl_ranges(emulator, fid, par_ranges, True)),
+        ("4", "limit-1", lambda: curl_ranges(emulator, fid, [(o, o + 4095) for o in offsets], False)),
+    ]
+    for wid, system, action in plan:
+        for i in range(runs):
+            if ctx.out_of_time():
+                ctx.note(wid, system, "skipped: out of the time budget")
+                break
+            r = measure(emulator, None, action)
+            if wid == "3a":
+                r["mib_per_s"] = big_size / 1048576 / r["wall"]
+            ctx.add(wid, system, r)
+            log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s" % (
+                ctx.profile_name, wid, system, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"])))
+    # The same network work stands for the cold listing after a remount and the cold find.
+    for wid in ("1c", "1d"):
+        for system in LIMITS:
+            if "1a" in ctx.results and system in ctx.results["1a"]:
+                ctx.results.setdefault(wid, {})[system] = ctx.results["1a"][system]
+    for wid in ("1b", "1e", "3b"):
+        for system in LIMITS:
+            ctx.note(wid, system, "n/a (no cache)")
+    ctx.note("4", "limit-par", "n/a (one reader waits for each read)")
+
+
+def run_limit_scale(ctx, emulator):
+    top = ctx.size["scale"][0]
+    for system, parallel in (("limit-1", False),):
+        for i in range(ctx.size["runs"]):
+            def ls_root():
+                n = len(list_query(emulator, "'root' in parents and trashed = false"))
+                if n != top:
+                    raise HarnessError("limit: the scale root lists %d names" % n)
+            r = measure(emulator, None, ls_root)
+            ctx.add("8a", system, r)
+            log("[%s] 8a  %-12s run %d/%d: %8.3f s  %5d requests" % (
+                ctx.profile_name, system, i + 1, ctx.size["runs"], r["wall"], sum(r["requests"].values())))
+    ctx.note("8a", "limit-par", "n/a (one request)")
+    ctx.note("8b", "limit-1", "n/a")
+    ctx.note("8b", "limit-par", "n/a")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Formatting
+
+def human_bytes(n):
+    if n is None:
+        return "—"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return "%.1f %s" % (n / scale, unit)
+    return "%d B" % n
+
+
+def human_kib(k):
+    return "—" if k is None else "%.0f MiB" % (k / 1024)
+
+
+def human_s(s):
+    if s is None:
+        return "—"
+    if s < 1:
+        return "%.0f ms" % (s * 1000)
+    return "%.2f s" % s if s < 100 else "%.0f s" % s
+
+
+def summarize(runs):
+    walls = [r["wall"] for r in runs]
+    med = statistics.median(walls)
+    # the run whose wall time is the median (or the one just above) stands for the counters
+    rep = sorted(runs, key=lambda r: r["wall"])[len(runs) // 2]
+    rss = [r["rss_kib"] for r in runs if r.get("rss_kib") is not None]
+    cpu = [r["cpu"] for r in runs if r.get("cpu") is not None]
+    return dict(median=med, min=min(walls), max=max(walls), runs=len(runs), requests=rep["requests"],
+                total_requests=sum(rep["requests"].values()), bytes=rep["bytes"],
+                rss_kib=max(rss) if rss else None, cpu=statistics.median(cpu) if cpu else None,
+                mib_per_s=rep.get("mib_per_s"))
+
+
+SHORT = {"files.list": "list", "files.get": "get", "files.get.media": "media", "changes.list": "changes",
+         "changes.getStartPageToken": "startToken", "about.get": "about", "drives.list": "drives"}
+
+
+def methods_text(requests):
+    if not requests:
+        return "0"
+    parts = ["%s %d" % (SHORT.get(k, k), v) for k, v in sorted(requests.items(), key=lambda kv: -kv[1])]
+    return "%d (%s)" % (sum(requests.values()), ", ".join(parts))
+
+
+def build_report(ctx, machine, rclone_status):
+    names = workload_names(ctx.size)
+    out = dict(profile=ctx.profile_name, shaping=ctx.profile, size=ctx.args.size,
+               date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               machine=machine, rclone=rclone_status,
+               settings=dict(cache_size=CACHE_SIZE, poll_interval=POLL_INTERVAL, dir_cache=DIR_CACHE,
+                             rclone_flags="--vfs-cache-mode full --vfs-write-back 1s --vfs-cache-max-size %s "
+                                          "--poll-interval %s --dir-cache-time %s" % (CACHE_SIZE, POLL_INTERVAL, DIR_CACHE),
+                             rclone_tuned="--drive-pacer-min-sleep 10ms",
+                             drivefs_flags="--cache-size %s --poll-interval %s --dir-cache-ttl %s" % (CACHE_SIZE, POLL_INTERVAL, DIR_CACHE)),
+               failures=ctx.failures, workloads=[])
+    for wid, _ in WORKLOADS:
+        entry = dict(id=wid, name=names[wid], systems={}, ratios={})
+        for system in SYSTEMS:
+            runs = ctx.results.get(wid, {}).get(system)
+            note = ctx.notes.get(wid, {}).get(system)
+            if wid in ("5", "6", "7"):
+                note = WRITE_SKIP if system == "drivefs" else "skipped: measured with drivefs's write release"
+            if system.startswith("rclone") and rclone_status != "ok" and not runs:
+                note = note or "rclone: " + rclone_status
+            entry["systems"][system] = dict(summary=summarize(runs), runs=runs, note=note) if runs else dict(note=note or "—")
+        d = entry["systems"]["drivefs"].get("summary")
+        if d:
+            for other in ("rclone", "rclone-10ms"):
+                o = entry["systems"][other].get("summary")
+                if o and o["median"] > 0:
+                    entry["ratios"]["drivefs/" + other] = d["median"] / o["median"]
+            lims = [entry["systems"][s]["summary"]["median"] for s in LIMITS if entry["systems"][s].get("summary")]
+            if lims and min(lims) > 0:
+                entry["ratios"]["drivefs/limit"] = d["median"] / min(lims)
+        out["workloads"].append(entry)
+    return out
+
+
+def markdown(report, png_name):
+    p = report["profile"]
+    lines = ["### Profile `%s` (%s), %s run of %s" % (p, report["shaping"]["note"], report["size"], report["date"]), ""]
+    m = report["machine"]
+    lines.append("Machine: %s; %s cores, %s memory, Linux %s; %s; %s; %s." % (
+        m["cpu"], m["nproc"], m["memory"], m["kernel"], m["drivefs"], m["rclone"], m["curl"]))
+    lines.append("")
+    lines.append("Wall time, median of the runs (min–max). Ratios: drivefs's median over the other's; below 1, drivefs is faster. "
+                 "`limit` is the better of curl with one stream and curl with several.")
+    lines.append("")
+    head = ["#", "workload", "drivefs", "rclone", "rclone 10ms", "limit, 1 stream", "limit, parallel",
+            "drivefs/rclone", "drivefs/rclone 10ms", "drivefs/limit"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    for w in report["workloads"]:
+        cells = [w["id"], w["name"]]
+        for s in SYSTEMS:
+            e = w["systems"][s]
+            if "summary" in e:
+                x = e["summary"]
+                cell = "%s (%s–%s)" % (human_s(x["median"]), human_s(x["min"]), human_s(x["max"]))
+                if x.get("mib_per_s"):
+                    cell += ", %.0f MiB/s" % x["mib_per_s"]
+            else:
+                cell = e["note"] if w["id"] not in ("5", "6", "7") else "skipped"
+            cells.append(cell)
+        for key in ("drivefs/rclone", "drivefs/rclone-10ms", "drivefs/limit"):
+            v = w["ratios"].get(key)
+            cells.append("—" if v is None else ("**%.2f**" % v if v > 1.0 else "%.2f" % v))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Workloads 5, 6 and 7 (writes): " + WRITE_SKIP + ".")
+    lines.append("")
+    lines.append("API requests by method (the median run), bytes moved, peak RSS and CPU seconds of the filesystem process:")
+    lines.append("")
+    head = ["#", "drivefs", "rclone", "rclone 10ms", "limit, 1 stream", "limit, parallel"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    for w in report["workloads"]:
+        if w["id"] in ("5", "6", "7"):
+            continue
+        cells = [w["id"]]
+        for s in SYSTEMS:
+            e = w["systems"][s]
+            if "summary" not in e:
+                cells.append("—")
+                continue
+            x = e["summary"]
+            cell = "%s; %s" % (methods_text(x["requests"]), human_bytes(x["bytes"]))
+            if x["rss_kib"] is not None:
+                cell += "; RSS %s, CPU %.2f s" % (human_kib(x["rss_kib"]), x["cpu"] or 0.0)
+            cells.append(cell)
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    if png_name:
+        lines.append("![drivefs/rclone and drivefs/limit ratios, profile %s](%s)" % (p, png_name))
+        lines.append("")
+    if report["failures"]:
+        lines.append("Harness failures in this run: " + "; ".join(report["failures"]))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_docs(docs, profile, block):
+    begin, end = "<!-- bench:%s:begin -->" % profile, "<!-- bench:%s:end -->" % profile
+    text = open(docs).read() if os.path.exists(docs) else "# Benchmarks\n"
+    new = begin + "\n" + block + "\n" + end
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + new + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + new + "\n"
+    with open(docs, "w") as f:
+        f.write(text)
+
+
+def machine_description(args):
+    def first_line(cmd):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+            return (out.stdout or out.stderr).strip().splitlines()[0]
+        except (OSError, IndexError, subprocess.TimeoutExpired):
+            return "%s: not available" % cmd[0]
+    cpu = "unknown CPU"
+    try:
+        cpu = re.search(r"model name\s*:\s*(.*)", open("/proc/cpuinfo").read()).group(1).strip()
+    except (OSError, AttributeError):
+        pass
+    mem = int(re.search(r"MemTotal:\s+(\d+)", open("/proc/meminfo").read()).group(1))
+    return dict(cpu=cpu, nproc=os.cpu_count(), memory="%.1f GiB" % (mem / 1048576), kernel=platform.release(),
+                drivefs=first_line([os.path.join(args.bin, "drivefs"), "--version"]),
+                rclone=first_line(["rclone", "version"]) if shutil.which("rclone") else "rclone: not installed",
+                curl=first_line(["curl", "--version"]).split(" (")[0],
+                swift=first_line(["swift", "--version"]))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The rclone side, inside its namespaces
+
+def inner_main(config_path):
+    """PID 1 of a private mount + network + PID namespace: lo up, Google's names on loopback, a CA of
+    our own, the emulator on 127.0.0.1, TLS on 127.0.0.1:443; workloads 1-4 and 8 on rclone."""
+    with open(config_path) as f:
+        cfg = json.load(f)
+    os.environ["PATH"] += ":/usr/sbin:/sbin"
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        os.environ.pop(var, None)
+    work = cfg["work"]
+    tls = os.path.join(work, "tls")
+    os.makedirs(os.path.join(tls, "none"), exist_ok=True)
+    run(["ip", "link", "set", "lo", "up"], 30)
+    q = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=drivefs bench CA",
+         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+         "-keyout", tls + "/ca.key", "-out", tls + "/ca.pem"], 60, **q)
+    run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=www.googleapis.com",
+         "-keyout", tls + "/server.key", "-out", tls + "/server.csr"], 60, **q)
+    with open(tls + "/server.ext", "w") as f:
+        f.write("subjectAltName=DNS:www.googleapis.com,DNS:oauth2.googleapis.com,DNS:accounts.google.com,IP:127.0.0.1\n"
+                "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
+    run(["openssl", "x509", "-req", "-in", tls + "/server.csr", "-CA", tls + "/ca.pem", "-CAkey", tls + "/ca.key",
+         "-CAcreateserial", "-days", "2", "-extfile", tls + "/server.ext", "-out", tls + "/server.pem"], 60, **q)
+    with open(work + "/hosts", "w") as f:
+        f.write("127.0.0.1 localhost\n::1 localhost\n127.0.0.1 www.googleapis.com oauth2.googleapis.com accounts.google.com\n")
+    run(["mount", "--bind", work + "/hosts", "/etc/hosts"], 30)
+
+    args = argparse.Namespace(**cfg["args"])
+    ctx = Context(args, SIZES[args.size], cfg["profile"], work)
+    ctx.deadline = cfg["deadline"]
+    systems = [Rclone(work, "rclone", []), Rclone(work, "rclone-10ms", ["--drive-pacer-min-sleep", "10ms"])]
+    if not cfg.get("tuned", True):
+        systems = systems[:1]
+    emulator = front = None
+
+    def start(state):
+        nonlocal emulator, front
+        emulator = Emulator(cfg["emulator"], state, os.path.join(work, "emulator.log"), profile=PROFILES[cfg["profile"]],
+                            public_url="https://www.googleapis.com")
+        front_log = os.path.join(work, "front.log")
+        fo = open(front_log, "w")
+        front = subprocess.Popen([sys.executable, os.path.join(REPO, "Tests", "interop", "tls_front.py"), "--listen",
+                                  "127.0.0.1:443", "--backend", "127.0.0.1:%d" % emulator.port, "--cert", tls + "/server.pem",
+                                  "--key", tls + "/server.key"], stdout=fo, stderr=subprocess.STDOUT)
+        for _ in range(150):
+            if "tls front listening" in open(front_log).read():
+                return
+            time.sleep(0.1)
+        raise HarnessError("the TLS front did not start: " + tail(front_log))
+
+    def stop():
+        nonlocal emulator, front
+        if front:
+            front.terminate()
+            front.wait(10)
+            front = None
+        if emulator:
+            emulator.stop()
+            emulator = None
+
+    status = 0
+    try:
+        if "main" in cfg["parts"]:
+            start(cfg["main_state"])
+            try:
+                for system in systems:
+                    run_mount_workloads(ctx, emulator, system, cfg["main_seed"])
+            finally:
+                stop()
+        if "scale" in cfg["parts"]:
+            start(cfg["scale_state"])
+            try:
+                for system in systems:
+                    run_scale(ctx, emulator, system)
+            finally:
+                stop()
+    except HarnessError as e:
+        ctx.failures.append("rclone side: %s" % e)
+        log("FAIL " + str(e))
+        status = 1
+    finally:
+        for system in systems:
+            system.unmount()
+        stop()
+        with open(cfg["result"], "w") as f:
+            json.dump(dict(results=ctx.results, notes=ctx.notes, failures=ctx.failures), f)
+    return status
+
+
+def rclone_side(ctx, args, work, main_state, main_seed, scale_state, parts):
+    """Runs inner_main under unshare; merges its results into ctx. Returns a status string."""
+    if not shutil.which("rclone"):
+        return "not installed"
+    for tool in ("unshare", "openssl", "mount"):
+        if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
+            return "%s missing" % tool
+    inner_work = os.path.join(work, "rclone-side")
+    os.makedirs(inner_work, exist_ok=True)
+    result = os.path.join(inner_work, "result.json")
+    cfg = dict(work=inner_work, emulator=os.path.join(args.bin, "drivefs-emulator"), profile=ctx.profile_name,
+               main_state=main_state, main_seed=main_seed, scale_state=scale_state, parts=parts, result=result,
+               deadline=ctx.deadline, tuned=not args.no_tuned, args=dict(size=args.size, bin=args.bin, budget=args.budget))
+    cfg_path = os.path.join(inner_work, "config.json")
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f)
+    userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    cmd = ["unshare"] + userns + ["--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
+                                  "--propagation", "private", sys.executable, os.path.abspath(__file__), "inner", cfg_path]
+    proc = subprocess.Popen(cmd, start_new_session=True)
+    try:
+        proc.wait(max(60, ctx.deadline - time.time() + 240))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        ctx.failures.append("rclone side: timed out")
+    if not os.path.exists(result):
+        ctx.failures.append("rclone side: no result (exit %s)" % proc.returncode)
+        return "failed to run (see the log above)"
+    with open(result) as f:
+        inner = json.load(f)
+    for wid, systems in inner["results"].items():
+        for system, runs in systems.items():
+            ctx.results.setdefault(wid, {})[system] = runs
+    for wid, systems in inner["notes"].items():
+        for system, note in systems.items():
+            ctx.note(wid, system, note)
+    ctx.failures += inner["failures"]
+    return "ok" if not inner["failures"] else "partly failed"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Orchestration
+
+def prepare_data(args, size, data_root, emulator_bin):
+    """Seed trees and emulator state dirs, made once and kept under data_root (reused while DATA_VERSION
+    and the size match: the runs only read)."""
+    made = {}
+    for kind, writer in (("main", write_main_seed), ("scale", write_scale_seed)):
+        base = os.path.join(data_root, "%s-%s" % (args.size, kind))
+        marker = os.path.join(base, "ready")
+        seed, state = os.path.join(base, "seed"), os.path.join(base, "state")
+        shape = {k: size[k] for k in ("tree_top", "tree_sub", "tree_files", "stat_fanout", "stat_files", "big_mib", "scale")}
+        want = "%s %s" % (DATA_VERSION, json.dumps(shape, sort_keys=True))
+        if not (os.path.exists(marker) and open(marker).read() == want):
+            shutil.rmtree(base, ignore_errors=True)
+            os.makedirs(seed)
+            t0 = now()
+            log("seeding %s data (%s) ..." % (kind, args.size))
+            writer(seed, size)
+            emu = Emulator(emulator_bin, state, os.path.join(base, "seed.log"), seed=seed)
+            emu.stop()
+            with open(marker, "w") as f:
+                f.write(want)
+            log("seeded %s data in %.1f s" % (kind, now() - t0))
+        made[kind] = (seed, state)
+    return made
+
+
+def render_png(report, path):
+    """The ratio chart, with the matplotlib of .build/bench-venv (or the system's); False when missing."""
+    candidates = [os.path.join(REPO, ".build", "bench-venv", "bin", "python"), sys.executable]
+    for python in candidates:
+        if not os.path.exists(python):
+            continue
+        if subprocess.run([python, "-c", "import matplotlib"], capture_output=True, timeout=60).returncode == 0:
+            src = path + ".json"
+            with open(src, "w") as f:
+                json.dump(report, f)
+            try:
+                r = subprocess.run([python, os.path.join(HERE, "chart.py"), src, path], capture_output=True, text=True, timeout=120)
+            finally:
+                os.unlink(src)
+            if r.returncode != 0:
+                log("chart: failed: " + r.stderr[-500:])
+                return False
+            return True
+    return False
+
+
+def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "inner":
+        sys.exit(inner_main(sys.argv[2]))
+    ap = argparse.ArgumentParser(description="drivefs vs rclone mount vs the limit")
+    ap.add_argument("--bin", required=True, help="directory of the drivefs and drivefs-emulator release binaries")
+    ap.add_argument("--size", choices=sorted(SIZES), default="full")
+    ap.add_argument("--profiles", default="lan,wan")
+    ap.add_argument("--out", default=None, help="results directory (default bench/results; smoke: .build/bench-smoke)")
+    ap.add_argument("--docs", default=None, help="markdown file to write the tables into (default: none, OUT/*.md)")
+    ap.add_argument("--data", default=os.path.join(REPO, ".build", "bench-data"), help="where seeded data is kept")
+    ap.add_argument("--budget", type=float, default=None, help="seconds for the whole run (full: 1500, smoke: 300)")
+    ap.add_argument("--no-rclone", action="store_true")
+    ap.add_argument("--no-tuned", action="store_true", help="leave out rclone with --drive-pacer-min-sleep 10ms")
+    args = ap.parse_args()
+    args.bin = os.path.abspath(args.bin)
+    size = SIZES[args.size]
+    if args.budget is None:
+        args.budget = size["deadline"]
+    profiles = [p for p in args.profiles.split(",") if p]
+    for p in profiles:
+        if p not in PROFILES:
+            ap.error("unknown profile %s" % p)
+    out_dir = os.path.abspath(args.out or (os.path.join(REPO, "bench", "results") if args.size == "full"
+                                           else os.path.join(REPO, ".build", "bench-smoke")))
+    os.makedirs(out_dir, exist_ok=True)
+    for tool in ("drivefs", "drivefs-emulator"):
+        if not os.access(os.path.join(args.bin, tool), os.X_OK):
+            log("bench: %s is not built in %s" % (tool, args.bin))
+            sys.exit(1)
+    for tool in ("curl", "fusermount"):
+        if not shutil.which(tool) and not shutil.which(tool + "3"):
+            log("bench: %s is needed" % tool)
+            sys.exit(1)
+    if not os.path.exists("/dev/fuse"):
+        log("bench: /dev/fuse is missing: no mount can be measured")
+        sys.exit(1)
+    emulator_bin = os.path.join(args.bin, "drivefs-emulator")
+    machine = machine_description(args)
+    start_all = time.time()
+    weights = [PROFILES[p]["weight"] for p in profiles]
+    status = 0
+    work_root = tempfile.mkdtemp(prefix="drivefs-bench-")
+    cleanups = []
+
+    def on_signal(signum, _frame):
+        raise KeyboardInterrupt()
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        data = prepare_data(args, size, args.data, emulator_bin)
+        (main_seed, main_state), (_, scale_state) = data["main"], data["scale"]
+        # the profiles share what seeding left of the budget
+        args.budget -= time.time() - start_all
+        start_all = time.time()
+        for index, profile in enumerate(profiles):
+            work = os.path.join(work_root, profile)
+            os.makedirs(work)
+            ctx = Context(args, size, profile, work)
+            # each profile may use its share of the budget, plus what the profiles before it left over
+            ctx.deadline = start_all + args.budget * sum(weights[:index + 1]) / sum(weights)
+            log("== profile %s (%s); %s size; budget %.0f s" % (profile, PROFILES[profile]["note"], args.size,
+                                                                ctx.deadline - time.time()))
+            drivefs = Drivefs(work, os.path.join(args.bin, "drivefs"))
+            cleanups.append(drivefs.unmount)
+            # drivefs and the limit, on the host's loopback.
+            for part, state in (("main", main_state), ("scale", scale_state)):
+                emulator = Emulator(emulator_bin, state, os.path.join(work, "emulator-%s.log" % part), profile=PROFILES[profile])
+                cleanups.append(emulator.stop)
+                try:
+                    drivefs.login(emulator)
+                    if part == "main":
+                        run_mount_workloads(ctx, emulator, drivefs, main_seed)
+                        run_limit_workloads(ctx, emulator, main_seed)
+                    else:
+                        run_scale(ctx, emulator, drivefs)
+                        run_limit_scale(ctx, emulator)
+                except HarnessError as e:
+                    ctx.failures.append("drivefs side (%s): %s" % (part, e))
+                    log("FAIL %s" % e)
+                finally:
+                    drivefs.unmount()
+                    emulator.stop()
+            # rclone, in its namespaces.
+            if args.no_rclone:
+                rclone_status = "left out (--no-rclone)"
+            else:
+                log("[%s] rclone side: private namespace, TLS front on 127.0.0.1:443" % profile)
+                rclone_status = rclone_side(ctx, args, work, main_state, main_seed, scale_state, ["main", "scale"])
+            if rclone_status not in ("ok", "left out (--no-rclone)"):
+                log("[%s] rclone: %s" % (profile, rclone_status))
+            for wid in ("5", "6", "7"):
+                log("[%s] %-3s drivefs      %s" % (profile, wid, WRITE_SKIP))
+            report = build_report(ctx, machine, rclone_status)
+            stamp = datetime.date.today().isoformat()
+            base = os.path.join(out_dir, "%s-%s" % (stamp, profile))
+            with open(base + ".json", "w") as f:
+                json.dump(report, f, indent=1)
+            png = None
+            png_path = base + ".png"
+            if render_png(report, png_path):
+                png = png_path
+                if args.docs:
+                    docs_png = os.path.join(os.path.dirname(os.path.abspath(args.docs)), "benchmarks-%s.png" % profile)
+                    shutil.copyfile(png_path, docs_png)
+                    png = docs_png
+            else:
+                log("chart: matplotlib is not available (make bench-venv installs it): no PNG")
+            if args.docs:
+                block = markdown(report, os.path.basename(png) if png else None)
+                write_docs(args.docs, profile, block)
+            else:
+                block = markdown(report, os.path.basename(png) if png else None)
+                with open(base + ".md", "w") as f:
+                    f.write(block + "\n")
+            log("[%s] results: %s.json%s" % (profile, base, " (table in %s)" % args.docs if args.docs else ", %s.md" % base))
+            if ctx.failures:
+                status = 1
+                for failure in ctx.failures:
+                    log("FAIL " + failure)
+    except KeyboardInterrupt:
+        log("bench: interrupted")
+        status = 130
+    except HarnessError as e:
+        log("FAIL " + str(e))
+        status = 1
+    finally:
+        for cleanup in reversed(cleanups):
+            try:
+                cleanup()
+            except Exception as e:  # cleanup must go on
+                log("cleanup: %s" % e)
+        leftover = [line.split()[1] for line in open("/proc/self/mounts") if work_root in line]
+        for path in leftover:
+            subprocess.run(["fusermount", "-uz", path], timeout=15, capture_output=True)
+        shutil.rmtree(work_root, ignore_errors=True)
+    log("bench: done in %.0f s%s" % (time.time() - start_all, "" if status == 0 else " (exit %d)" % status))
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()
