@@ -125,7 +125,7 @@ public final class DriveAPI: Sendable {
     private func createMetadataOnly(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?) throws -> DriveFile {
         let identity = try createIdentity(name: name, parent: parent, mimeType: mimeType, callerID: id)
         let body = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: identity.id)
-        return try create(identity, method: "files.create") {
+        return try create(identity, method: "files.create", expected: CreateExpectation(name: name, parent: parent, mimeType: mimeType)) {
             TransportRequest(method: "POST", url: apiURL("files", scope.fileQuery + [("fields", DriveFile.fieldMask)]), headers: Self.jsonHeaders, body: Self.jsonBody(body))
         }
     }
