@@ -88,7 +88,27 @@ extension DriveAPI {
 
     /// An ID from the pool, for a caller that wants to pass the same `id:` to its own retries of a
     /// create. Every ID must be used for at most one file.
-    public func reserveFileID() throws -> String { try idPool.next(self) }
+    public func reserveFileID() throws -> String { try nextPooledID() }
+
+    /// Starts the ID pool's one background refill thread (idempotent): from then on the pool is
+    /// refilled ahead of need, when it falls below `idLowWater` IDs (default a quarter of
+    /// `idBatchSize`). Until it is called no thread is made and an empty pool is refilled by the
+    /// taker that finds it empty (others wait for that one). Call it after the daemon has forked
+    /// (threads do not survive fork), e.g. once the mount is up.
+    public func startIDPool() {
+        idPool.start { [weak self] count in
+            guard let self else { throw DriveError.cancelled }
+            return try self.generateIds(count: count)
+        }
+    }
+
+    /// Ends the background refill thread (after the refill in flight); takers refill on their own again.
+    public func stopIDPool() { idPool.stop() }
+
+    /// What the ID pool holds and how its refills went (a failed refill is reported here until one succeeds).
+    public var idPoolStats: FileIDPoolStats { idPool.stats }
+
+    func nextPooledID() throws -> String { try idPool.next { try generateIds(count: $0) } }
 
     func createIdentity(name: String, parent: String, mimeType: String?, callerID: String?) throws -> CreateIdentity {
         if let mimeType, !Self.acceptsGeneratedID(mimeType: mimeType) {
@@ -100,7 +120,7 @@ extension DriveAPI {
             return .lookup(name: name, parent: parent, mimeType: mimeType)
         }
         if let callerID { return .caller(callerID) }
-        return .pooled(try idPool.next(self))
+        return .pooled(try nextPooledID())
     }
 
     /// Whether the server may have done the work of a request that failed this way.

@@ -66,7 +66,7 @@ extension DriveAPI {
         let prepared = try PreparedSource(.file(path: path))
         let isUpdate = fileID != nil
         let acceptsID = Self.acceptsGeneratedID(mimeType: mimeType)
-        let id = try fileID ?? (acceptsID ? idPool.next(self) : "")
+        let id = try fileID ?? (acceptsID ? nextPooledID() : "")
         let metadata = Self.metadata(name: name, parents: isUpdate ? nil : parent.map { [$0] }, mimeType: mimeType,
                                      modifiedTime: modifiedTime, id: isUpdate || id.isEmpty ? nil : id)
         var session = try newSession(prepared, fileId: id, isUpdate: isUpdate, metadata: metadata, contentType: mimeType,
