@@ -93,16 +93,20 @@ class Interop:
         # resolved against rootUrl, so uploads reach the server too.
         document["rootUrl"] = self.base + "/"
         document["mtlsRootUrl"] = self.base + "/"
-        self.credentials = google.oauth2.credentials.Credentials(
+        self.document = document
+        self.credentials = self.new_credentials()
+        self.drive = build_from_document(document, credentials=self.credentials)
+        self.state = {}
+
+    def new_credentials(self):
+        return google.oauth2.credentials.Credentials(
             token=None,
-            refresh_token=args.refresh_token,
+            refresh_token=self.args.refresh_token,
             token_uri=self.base + "/token",
             client_id="interop-python.apps.googleusercontent.com",
             client_secret="interop-python-secret",
             scopes=[DRIVE_SCOPE],
         )
-        self.drive = build_from_document(document, credentials=self.credentials)
-        self.state = {}
 
     @staticmethod
     def shipped_discovery_path():
@@ -253,6 +257,68 @@ class Interop:
         self.check_file(empty, "empty.txt", b"", self.state["work"])
         self.state["empty"] = empty["id"]
         return f"{resource['id']} {len(data)} bytes md5 {resource['md5Checksum']}; empty file {empty['id']}"
+
+    def step_upload_random_threads(self):
+        """As a user of the client would: 8 threads (each its own service: httplib2 is not thread-safe)
+        upload random binary files of random sizes, multipart (bare-LF bodies) and resumable; every
+        stored size and md5Checksum, and a download of each, must equal what was sent. Issue 7: a
+        multipart media part ending in CR used to be stored one byte short (one random file in 256);
+        every eighth file here ends in CR so that the case is always met."""
+        import random
+        import threading
+        folder = self.drive.files().create(
+            body={"name": "random-uploads", "mimeType": FOLDER, "parents": [self.state["work"]]}, fields="id").execute()["id"]
+        per_thread, failures, done = 40, [], []
+        lock = threading.Lock()
+
+        def worker(index):
+            rng = random.Random(7000 + index)
+            drive = build_from_document(self.document, credentials=self.new_credentials())
+            for n in range(per_thread):
+                size = rng.choice([0, 1, 2, rng.randrange(64), rng.randrange(4096), rng.randrange(300 * 1024)])
+                data = bytearray(rng.randbytes(size))
+                if n % 8 == 7:
+                    data += b"\r"
+                data = bytes(data)
+                resumable = size > 256 * 1024 and rng.random() < 0.5
+                name = f"t{index}-{n}.bin"
+                try:
+                    media = MediaIoBaseUpload(io.BytesIO(data), mimetype="application/octet-stream",
+                                              chunksize=256 * 1024, resumable=resumable)
+                    request = drive.files().create(body={"name": name, "parents": [folder]}, media_body=media,
+                                                   fields="id, size, md5Checksum")
+                    if resumable:
+                        response = None
+                        while response is None:
+                            _, response = request.next_chunk()
+                    else:
+                        response = request.execute()
+                    stored = drive.files().get_media(fileId=response["id"]).execute()
+                    problems = []
+                    if response.get("size") != str(len(data)):
+                        problems.append(f"size {response.get('size')} != {len(data)}")
+                    if response.get("md5Checksum") != md5_hex(data):
+                        problems.append(f"md5Checksum {response.get('md5Checksum')} != {md5_hex(data)}")
+                    if stored != data:
+                        problems.append(f"downloaded {len(stored)} bytes differ from the {len(data)} sent")
+                    with lock:
+                        done.append(name)
+                        if problems:
+                            failures.append(f"{name} ({'resumable' if resumable else 'multipart'}, "
+                                            f"ends {data[-3:]!r}): " + "; ".join(problems))
+                except Exception as error:  # reported, never swallowed
+                    with lock:
+                        failures.append(f"{name}: {error!r}")
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=240)
+        check(not any(t.is_alive() for t in threads), "an upload thread did not finish within 240 s")
+        check(not failures, f"{len(failures)} of {len(done)} uploads were not stored as sent: " + " | ".join(failures[:10]))
+        self.drive.files().delete(fileId=folder).execute()  # later steps count what the work folder holds
+        return f"{len(done)} random files from 8 threads stored exactly"
 
     def step_upload_resumable(self):
         size = 900 * 1024 + 123  # four 256 KiB chunks, the last one short
@@ -578,6 +644,7 @@ class Interop:
 
 
 STEPS = ["about", "start_page_token", "root", "create_folder", "list_paging", "long_query", "upload_multipart",
+         "upload_random_threads",
          "upload_resumable", "upload_interrupted", "get", "download_chunks", "update_content", "revisions", "rename", "move", "trash",
          "delete", "copy_and_ids", "google_doc", "query", "modified_time", "retryable_errors", "changes", "empty_trash", "token_refresh"]
 

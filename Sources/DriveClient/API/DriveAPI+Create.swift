@@ -11,6 +11,14 @@ import Foundation
 /// - Caller's ID (`id:`, e.g. from `reserveFileID()`): the caller may call again with the same ID
 ///   after any failure of its own; a 409, on any attempt, returns the existing file (which the
 ///   caller's earlier call made). The caller must not use one ID for two different files.
+/// - Either way, a file found under a taken ID is checked to be ours before it is returned: the same
+///   name and parent (unless the parent was given as the `root` alias) and, for an upload, the same
+///   size and md5 (`landedCreate`). Anything else throws `DriveError.conflict` (reason `fileIdInUse`):
+///   the ID names some other file, and nothing is overwritten or returned in its place.
+/// - Resumable creates follow the same rule at their initiation (`DriveAPI+Upload.swift`): a 409
+///   there means that an earlier upload with this ID completed (a lost final answer, a session
+///   that expired after it landed, a caller's retry of a whole `createFile`), so the file is
+///   fetched and checked instead of answering a conflict.
 /// - Drive refuses generated IDs for Google Docs Editors types (`application/vnd.google-apps.*`
 ///   other than folders) and for shortcuts (400, drive-behaviours §2.5). Those creates carry no ID;
 ///   after an attempt whose outcome is unknown (connection lost or timed out, 5xx) the retry first
@@ -34,6 +42,41 @@ extension DriveAPI {
         }
     }
 
+    /// What a create with an ID expects of the file that ID names, if an earlier attempt landed.
+    struct CreateExpectation {
+        /// nil: not checked (a create without a name, which Drive names "Untitled").
+        var name: String?
+        var parent: String?
+        /// nil: not checked (an upload whose type Drive detects).
+        var mimeType: String? = nil
+        /// For uploads: the content's size and md5 (nil: a metadata-only create).
+        var size: Int64?
+        var md5: String?
+    }
+
+    /// The file a taken ID names, when it is the one this create made: fetched, then checked
+    /// against `expected`; a different file throws `DriveError.conflict` (`fileIdInUse`).
+    func landedCreate(_ id: String, expected: CreateExpectation) throws -> DriveFile {
+        let file = try getFile(id)
+        var differences: [String] = []
+        if let name = expected.name, file.name != name { differences.append("name \(file.name)") }
+        if let mimeType = expected.mimeType, file.mimeType != mimeType { differences.append("mimeType \(file.mimeType)") }
+        // What the answer does not report is not held against it (md5 is checked again by the upload).
+        if let parent = expected.parent, parent != "root", !file.parents.isEmpty, !file.parents.contains(parent) {
+            differences.append("parents \(file.parents)")
+        }
+        if let size = expected.size, let reported = file.size, reported != size { differences.append("size \(reported)") }
+        if let md5 = expected.md5, let reported = file.md5Checksum, reported.lowercased() != md5.lowercased() {
+            differences.append("md5Checksum \(reported)")
+        }
+        guard differences.isEmpty else {
+            throw DriveError.conflict(GoogleErrorInfo(
+                status: 409, reason: "fileIdInUse",
+                message: "the ID \(id) is taken by another file (\(differences.joined(separator: ", "))), not by this create's"))
+        }
+        return file
+    }
+
     /// Seconds subtracted from the client's clock when looking for a create that landed unseen.
     static let lookupSkew: Double = 30
 
@@ -45,7 +88,27 @@ extension DriveAPI {
 
     /// An ID from the pool, for a caller that wants to pass the same `id:` to its own retries of a
     /// create. Every ID must be used for at most one file.
-    public func reserveFileID() throws -> String { try idPool.next(self) }
+    public func reserveFileID() throws -> String { try nextPooledID() }
+
+    /// Starts the ID pool's one background refill thread (idempotent): from then on the pool is
+    /// refilled ahead of need, when it falls below `idLowWater` IDs (default a quarter of
+    /// `idBatchSize`). Until it is called no thread is made and an empty pool is refilled by the
+    /// taker that finds it empty (others wait for that one). Call it after the daemon has forked
+    /// (threads do not survive fork), e.g. once the mount is up.
+    public func startIDPool() {
+        idPool.start { [weak self] count in
+            guard let self else { throw DriveError.cancelled }
+            return try self.generateIds(count: count)
+        }
+    }
+
+    /// Ends the background refill thread (after the refill in flight); takers refill on their own again.
+    public func stopIDPool() { idPool.stop() }
+
+    /// What the ID pool holds and how its refills went (a failed refill is reported here until one succeeds).
+    public var idPoolStats: FileIDPoolStats { idPool.stats }
+
+    func nextPooledID() throws -> String { try idPool.next { try generateIds(count: $0) } }
 
     func createIdentity(name: String, parent: String, mimeType: String?, callerID: String?) throws -> CreateIdentity {
         if let mimeType, !Self.acceptsGeneratedID(mimeType: mimeType) {
@@ -57,7 +120,7 @@ extension DriveAPI {
             return .lookup(name: name, parent: parent, mimeType: mimeType)
         }
         if let callerID { return .caller(callerID) }
-        return .pooled(try idPool.next(self))
+        return .pooled(try nextPooledID())
     }
 
     /// Whether the server may have done the work of a request that failed this way.
@@ -74,7 +137,8 @@ extension DriveAPI {
     }
 
     /// Sends a create with retries, resolving lost answers as the type comment says.
-    func create(_ identity: CreateIdentity, method: String, _ makeRequest: () -> TransportRequest) throws -> DriveFile {
+    func create(_ identity: CreateIdentity, method: String, expected: CreateExpectation,
+                _ makeRequest: () -> TransportRequest) throws -> DriveFile {
         enum Outcome {
             case created(TransportResponse)
             case idTaken(String)
@@ -104,7 +168,7 @@ extension DriveAPI {
         }
         switch outcome {
         case .created(let response): return try decode(DriveFile.self, response, method)
-        case .idTaken(let id): return try getFile(id)
+        case .idTaken(let id): return try landedCreate(id, expected: expected)
         case .found(let file): return file
         }
     }

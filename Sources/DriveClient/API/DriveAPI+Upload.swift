@@ -8,7 +8,10 @@ import Foundation
 ///   a difference throws `DriveError.checksumMismatch` (the file then exists on Drive with wrong
 ///   content: the caller decides whether to upload again or trash it).
 /// - Multipart creates carry a pooled ID and are retried whole (a lost answer → 409 → the file is
-///   fetched). Resumable uploads are never replayed blindly: after any failure the client asks the
+///   fetched and checked to be ours). A resumable create's initiation that meets 409 fileIdInUse
+///   means an earlier upload with that ID completed: the file is fetched and checked to be ours
+///   (name, parent, size, md5: `landedCreate`) and returned, never a conflict and never a second
+///   file. Resumable uploads are never replayed blindly: after any failure the client asks the
 ///   server what it holds (`PUT`, `Content-Range: bytes */N`) and continues from there; a session
 ///   that fails with a 4xx (other than 401, 403, 429: see `restartsSession`) starts over, at most twice.
 /// - With a `sessionFile`, the session is persisted after initiation and after every chunk, and
@@ -24,7 +27,8 @@ extension DriveAPI {
         let file: DriveFile
         if prepared.size <= multipartLimit {
             let content = try prepared.readAll()
-            file = try create(identity, method: method) {
+            let expected = CreateExpectation(name: name, parent: parent, mimeType: mimeType, size: prepared.size, md5: prepared.md5)
+            file = try create(identity, method: method, expected: expected) {
                 multipartRequest(method: "POST", path: "files", metadata: metadata, content: content, contentType: mimeType)
             }
         } else {
@@ -62,7 +66,7 @@ extension DriveAPI {
         let prepared = try PreparedSource(.file(path: path))
         let isUpdate = fileID != nil
         let acceptsID = Self.acceptsGeneratedID(mimeType: mimeType)
-        let id = try fileID ?? (acceptsID ? idPool.next(self) : "")
+        let id = try fileID ?? (acceptsID ? nextPooledID() : "")
         let metadata = Self.metadata(name: name, parents: isUpdate ? nil : parent.map { [$0] }, mimeType: mimeType,
                                      modifiedTime: modifiedTime, id: isUpdate || id.isEmpty ? nil : id)
         var session = try newSession(prepared, fileId: id, isUpdate: isUpdate, metadata: metadata, contentType: mimeType,
@@ -150,11 +154,13 @@ extension DriveAPI {
         }
         while true {
             if session.sessionURI.isEmpty {
-                // After a restart, a taken ID means the create landed before the session was lost:
-                // the ID is taken by our own file (accepted, so no failure is counted).
-                let idMayBeOurs = restarts > 0 && !session.isUpdate && !session.fileId.isEmpty
+                // A create's ID is used for one file only (pooled, or the caller's by contract), so a
+                // taken ID means an earlier upload of this file landed: after a restart, or when the
+                // caller retries a whole create whose answer it lost. Accepted (no failure counted),
+                // fetched and checked to be ours.
+                let idMayBeOurs = !session.isUpdate && !session.fileId.isEmpty
                 guard let uri = try initiate(session, acceptIDTaken: idMayBeOurs) else {
-                    let file = try getFile(session.fileId)
+                    let file = try landedCreate(session.fileId, expected: Self.expectation(of: session))
                     if let sessionFile { unlink(sessionFile) }
                     return file
                 }
@@ -192,6 +198,13 @@ extension DriveAPI {
                 }
             }
         }
+    }
+
+    /// What a resumable create's file must look like (from the metadata it was initiated with).
+    static func expectation(of session: ResumableUploadSession) -> CreateExpectation {
+        let metadata = (try? JSONSerialization.jsonObject(with: Data(session.metadataJSON.utf8))) as? [String: Any] ?? [:]
+        return CreateExpectation(name: metadata["name"] as? String, parent: (metadata["parents"] as? [String])?.first,
+                                 mimeType: metadata["mimeType"] as? String, size: session.size, md5: session.md5)
     }
 
     /// Whether a failure during a resumable session means "start a new session" (drive-behaviours

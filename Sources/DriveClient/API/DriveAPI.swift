@@ -24,13 +24,13 @@ public final class DriveAPI: Sendable {
 
     public init(executor: DriveRequestExecutor, endpoints: DriveEndpoints = .google,
                 chunkSize: Int64 = 8 * 1024 * 1024, multipartLimit: Int64 = 5 * 1024 * 1024, idBatchSize: Int = 100,
-                scope: DriveScope = .myDrive) {
+                scope: DriveScope = .myDrive, idLowWater: Int? = nil) {
         self.executor = executor
         self.scope = scope
         self.endpoints = endpoints
         self.chunkSize = max(Self.chunkGranularity, chunkSize / Self.chunkGranularity * Self.chunkGranularity)
         self.multipartLimit = multipartLimit
-        self.idPool = FileIDPool(batchSize: idBatchSize)
+        self.idPool = FileIDPool(batchSize: idBatchSize, lowWater: idLowWater)
     }
 
     /// The usual stack: libcurl, a token manager over `grant`, a 10 req/s pacer, default retries.
@@ -125,7 +125,7 @@ public final class DriveAPI: Sendable {
     private func createMetadataOnly(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?) throws -> DriveFile {
         let identity = try createIdentity(name: name, parent: parent, mimeType: mimeType, callerID: id)
         let body = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: identity.id)
-        return try create(identity, method: "files.create") {
+        return try create(identity, method: "files.create", expected: CreateExpectation(name: name, parent: parent, mimeType: mimeType)) {
             TransportRequest(method: "POST", url: apiURL("files", scope.fileQuery + [("fields", DriveFile.fieldMask)]), headers: Self.jsonHeaders, body: Self.jsonBody(body))
         }
     }

@@ -316,7 +316,7 @@ extension DriveService {
         let type = r.param("type") ?? "files"
         guard ["files", "shortcuts"].contains(type) else { throw GoogleError.invalidValue(location: "type") }
         let ids = (0..<count).map { _ in DriveIDs.newFileID() }
-        store.mutate { $0.issue(ids) }
+        try store.mutate { $0.issue(ids) }
         return respond(200, ["kind": "drive#generatedIds", "space": space, "ids": ids], sel)
     }
 }

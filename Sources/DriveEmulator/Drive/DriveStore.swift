@@ -45,6 +45,23 @@ struct PendingJournal {
     }
 }
 
+/// What the mutation in progress replaced, so that it can be put back when its journal line cannot
+/// be written (or its body throws after a first change): memory never runs ahead of the journal.
+struct UndoLog {
+    /// id → the item before the mutation touched it (nil: it did not exist).
+    var items: [String: DriveItem?] = [:]
+    /// file id → its newest change record before the mutation (nil: none).
+    var changes: [String: ChangeRecord?] = [:]
+    /// Ids issued by this mutation that were not issued before.
+    var issued: Set<String> = []
+    /// Ids this mutation consumed.
+    var consumed: [String] = []
+    var changeCounter: Int64 = 0
+    var nextSeq: Int64 = 0
+
+    var isEmpty: Bool { items.isEmpty && changes.isEmpty && issued.isEmpty && consumed.isEmpty }
+}
+
 /// The metadata under the store's lock: the snapshot, a child index and the pending journal record.
 struct MetadataState {
     var data: DriveSnapshot
@@ -58,6 +75,7 @@ struct MetadataState {
     /// The ids of the shared drives (their root folders). Derived; rebuilt on load.
     var driveRoots: Set<String> = []
     var pending = PendingJournal()
+    var undo = UndoLog()
     /// "Now" for the mutation in progress, in milliseconds.
     var now: Int64 = 0
 
@@ -158,6 +176,7 @@ struct MetadataState {
             if let p = old?.parent { bumpFolderVersion(p) }
             if let p = item.parent { bumpFolderVersion(p) }
         }
+        rememberItem(item.id)
         data.items[item.id] = item
         pending.puts[item.id] = item
         if recordChange { change(item.id, removed: false, driveId: item.driveId) }
@@ -167,6 +186,7 @@ struct MetadataState {
     /// in or out), the root's too, as at Google; this is not a change-feed entry of the folder.
     private mutating func bumpFolderVersion(_ id: String) {
         guard var folder = data.items[id] else { return }
+        rememberItem(id)
         folder.version += 1
         data.items[id] = folder
         pending.puts[id] = folder
@@ -174,6 +194,8 @@ struct MetadataState {
 
     /// Forgets `id` for good and leaves a tombstone in the change feed. Children are the caller's business.
     mutating func remove(_ id: String) {
+        guard data.items[id] != nil else { return }
+        rememberItem(id)
         guard let old = data.items.removeValue(forKey: id) else { return }
         unindex(old)
         if let p = old.parent { bumpFolderVersion(p) }
@@ -186,6 +208,7 @@ struct MetadataState {
     mutating func change(_ id: String, removed: Bool, driveId: String?) {
         data.changeCounter += 1
         let record = ChangeRecord(fileId: id, token: data.changeCounter, time: now, removed: removed, driveId: driveId)
+        if undo.changes.index(forKey: id) == nil { undo.changes.updateValue(data.changes[id], forKey: id) }
         data.changes[id] = record
         changeLog.append((token: record.token, id: id))
         // Superseded entries are skipped when read; drop them once they outnumber the live ones.
@@ -201,13 +224,49 @@ struct MetadataState {
     }
 
     mutating func issue(_ ids: [String]) {
+        for id in ids where !data.issuedIds.contains(id) { undo.issued.insert(id) }
         data.issuedIds.formUnion(ids)
         pending.issue += ids
     }
 
     mutating func consume(_ id: String) {
         guard data.issuedIds.remove(id) != nil else { return }
+        undo.consumed.append(id)
         pending.consume.append(id)
+    }
+
+    /// Records the item's value before this mutation first touches it.
+    private mutating func rememberItem(_ id: String) {
+        if undo.items.index(forKey: id) == nil { undo.items.updateValue(data.items[id], forKey: id) }
+    }
+
+    /// Starts a mutation: nothing pending, nothing to undo.
+    mutating func beginMutation(now: Int64) {
+        self.now = now
+        pending = PendingJournal()
+        undo = UndoLog(changeCounter: data.changeCounter, nextSeq: data.nextSeq)
+    }
+
+    /// Puts back everything the mutation in progress changed and rebuilds the derived indexes
+    /// (linear in the store's size: only on a failure).
+    mutating func rollBackMutation() {
+        let log = undo
+        pending = PendingJournal()
+        undo = UndoLog()
+        guard !log.isEmpty || log.changeCounter != data.changeCounter || log.nextSeq != data.nextSeq else { return }
+        for (id, old) in log.items {
+            if let old { data.items[id] = old } else { data.items.removeValue(forKey: id) }
+        }
+        for (id, old) in log.changes {
+            if let old { data.changes[id] = old } else { data.changes.removeValue(forKey: id) }
+        }
+        data.issuedIds.formUnion(log.consumed)
+        data.issuedIds.subtract(log.issued)
+        data.changeCounter = log.changeCounter
+        data.nextSeq = log.nextSeq
+        let now = self.now
+        self = MetadataState(data: data)
+        self.now = now
     }
 
     /// Re-derives `trashed` below `id` from the explicit flags (trash is inherited from the parent).
@@ -269,7 +328,13 @@ final class DriveStore: @unchecked Sendable {
     private let oldJournalURL: URL
     private let clock: TimeSource
     /// `compacting`: a snapshot write is queued or running on `compaction`.
-    private let metadata: Locked<(state: MetadataState, journalFD: Int32, journalLines: Int, compacting: Bool)>
+    private let metadata: Locked<Guarded>
+    private typealias Guarded = (state: MetadataState, journalFD: Int32, journalLines: Int, compacting: Bool)
+
+    /// Test seam: called with the length of each journal line before it is appended (metadata lock
+    /// held). An answer fails that append as a disk would: the first `written` bytes of the line
+    /// are written for real (a torn line), then write(2) fails with `errno` (ENOSPC, EIO, ...).
+    let journalFault = Locked<(@Sendable (_ length: Int) -> (written: Int, errno: Int32)?)?>(nil)
     private let compaction = DispatchQueue(label: "drivefs-emulator.snapshot")
 
     init(directory: URL, clock: TimeSource) throws {
@@ -328,7 +393,11 @@ final class DriveStore: @unchecked Sendable {
         }
     }
 
-    enum StoreError: Error { case io(String) }
+    enum StoreError: Error {
+        case io(String)
+        /// A mutation's journal line could not be written; the mutation was undone.
+        case journal(String)
+    }
 
     func close() {
         unlinkReleased()
@@ -358,27 +427,30 @@ final class DriveStore: @unchecked Sendable {
     }
 
     /// Mutates the metadata under the lock and journals what changed.
-    /// Contract: `body` validates before its first mutation, so a throw leaves the state untouched.
-    func mutate<R>(_ body: (inout MetadataState) throws -> R) rethrows -> R {
+    ///
+    /// Contract: the mutation happens whole or not at all. When `body` throws, or the journal line
+    /// cannot be written (`StoreError.journal`: a full or failing disk), every change it made is
+    /// undone and nothing of it is on disk, so the caller answers with an error (a 5xx for a journal
+    /// failure) and the store stays as it was. A partly written line is cut off again.
+    func mutate<R>(_ body: (inout MetadataState) throws -> R) throws -> R {
         try metadata.withLock { m in
-            m.state.now = nowMillis
-            m.state.pending = PendingJournal()
-            let result = try body(&m.state)
+            m.state.beginMutation(now: nowMillis)
+            let result: R
+            do { result = try body(&m.state) } catch {
+                m.state.rollBackMutation()
+                throw error
+            }
             let record = m.state.pending.record
             m.state.pending = PendingJournal()
-            guard !record.isEmpty, m.journalFD >= 0 else { return result }
-            if var line = try? JSONEncoder().encode(record) {
-                line.append(UInt8(ascii: "\n"))
-                line.withUnsafeBytes { raw in
-                    var off = 0
-                    while off < raw.count {
-                        let n = write(m.journalFD, raw.baseAddress! + off, raw.count - off)
-                        if n <= 0 { break }
-                        off += n
-                    }
-                }
-                m.journalLines += 1
+            guard !record.isEmpty, m.journalFD >= 0 else { m.state.undo = UndoLog(); return result }
+            do {
+                try appendJournalLine(record, fd: m.journalFD)
+            } catch {
+                m.state.rollBackMutation()
+                throw error
             }
+            m.state.undo = UndoLog()
+            m.journalLines += 1
             if m.journalLines > max(2000, m.state.data.items.count), !m.compacting {
                 compact(&m)
             }
@@ -386,9 +458,39 @@ final class DriveStore: @unchecked Sendable {
         }
     }
 
+    /// Appends one JSON line to the journal (metadata lock held). On failure the journal is cut back
+    /// to where it was, so that a torn line cannot swallow the next record on replay.
+    private func appendJournalLine(_ record: JournalRecord, fd: Int32) throws {
+        var line: Data
+        do { line = try JSONEncoder().encode(record) } catch { throw StoreError.journal("cannot encode a journal record: \(error)") }
+        line.append(UInt8(ascii: "\n"))
+        let start = lseek(fd, 0, SEEK_END)
+        let fault = journalFault.withLock({ $0 })?(line.count)
+        let failure: Int32? = line.withUnsafeBytes { raw -> Int32? in
+            let end = fault.map { min(max(0, $0.written), raw.count) } ?? raw.count
+            var off = 0
+            while off < end {
+                let n = write(fd, raw.baseAddress! + off, end - off)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                if n == 0 { return EIO }
+                off += n
+            }
+            return fault?.errno
+        }
+        guard let failure else { return }
+        if start < 0 || ftruncate(fd, start) != 0 {
+            // Cannot cut it off: end the torn line, which replay then skips as undecodable.
+            _ = write(fd, "\n", 1)
+        }
+        throw StoreError.journal("cannot append to \(journalURL.path): \(String(cString: strerror(failure))) (errno \(failure))")
+    }
+
     /// Starts a compaction (metadata lock held): rotates the journal and queues the snapshot write.
     /// If an old journal is still there (the last snapshot write failed), compacts in place instead.
-    private func compact(_ m: inout (state: MetadataState, journalFD: Int32, journalLines: Int, compacting: Bool)) {
+    private func compact(_ m: inout Guarded) {
         if access(oldJournalURL.path, F_OK) == 0 {
             if (try? DriveStore.writeSnapshot(m.state.data, to: snapshotURL)) != nil {
                 unlink(oldJournalURL.path)

@@ -1,15 +1,28 @@
 import Foundation
 
 /// Streams a `multipart/related` (or `multipart/form-data`) body part by part, never holding more
-/// than one read buffer plus a delimiter. Accepts CRLF and bare-LF line endings (google-api-python-client
-/// sends bare LF), and a preamble before the first boundary.
+/// than one read buffer plus a delimiter. Accepts a preamble before the first boundary.
+///
+/// Delimiters (RFC 2046 §5.1.1): a part ends at a line break followed by `--boundary`, and that line
+/// break belongs to the delimiter, not to the part. RFC 2046 says CRLF; google-api-python-client
+/// sends bare LF everywhere (rclone and Go's mime/multipart send CRLF). Which one a body uses is
+/// read from the line that ends its first boundary (`--boundary` CRLF or LF):
+/// - CRLF body: a part ends before `\r\n--boundary` (and, leniently, before a bare `\n--boundary`).
+/// - LF body: a part ends before `\n--boundary`; a `\r` in front of that is content (the part's
+///   last byte), never part of the delimiter.
+/// Only the delimiter's own line break is removed, never a byte of content: a media part ending in
+/// `\r` from an LF client was once stored one byte short (issue 7).
 final class MultipartReader {
     private let body: HTTPRequestBody
-    /// `\n--boundary`; a `\r` before it belongs to the delimiter too.
+    /// `\n--boundary`.
     private let delimiter: [UInt8]
+    /// Whether a `\r` right before `delimiter` belongs to it: true once the first boundary line
+    /// ended in CRLF. Until then (the preamble, which is discarded) it does not matter.
+    private var crlfDelimiters = false
     /// A virtual newline first, so a body that starts with `--boundary` matches the delimiter.
     private var buffer: [UInt8] = [0x0A]
     private var atEOF = false
+    private var sawFirstBoundary = false
     private var finished = false
 
     enum Failure: Error { case malformed(String) }
@@ -67,17 +80,26 @@ final class MultipartReader {
         while true {
             if let k = find(delimiter) {
                 var end = k
-                if end > 0, buffer[end - 1] == 0x0D { end -= 1 }
+                if crlfDelimiters, end > 0, buffer[end - 1] == 0x0D { end -= 1 }
                 if let sink, end > 0 { try buffer.withUnsafeBytes { try sink(UnsafeRawBufferPointer(rebasing: $0[0..<end])) } }
                 buffer.removeFirst(k + delimiter.count)
                 while buffer.count < 2, try fill() {}
                 if buffer.count >= 2, buffer[0] == 0x2D, buffer[1] == 0x2D { finished = true; return false }
-                // Transport padding up to the end of the delimiter line.
+                // Transport padding up to the end of the delimiter line; the first such line says
+                // which line break this body's delimiters carry.
                 while true {
-                    if let nl = buffer.firstIndex(of: 0x0A) { buffer.removeFirst(nl + 1); return true }
+                    if let nl = buffer.firstIndex(of: 0x0A) {
+                        if !sawFirstBoundary {
+                            sawFirstBoundary = true
+                            crlfDelimiters = nl > 0 && buffer[nl - 1] == 0x0D
+                        }
+                        buffer.removeFirst(nl + 1)
+                        return true
+                    }
                     guard buffer.count < 1024, try fill() else { throw Failure.malformed("bad delimiter line") }
                 }
             }
+            // A delimiter (and the `\r` before it) may start in what is kept.
             let keep = delimiter.count + 1
             if buffer.count > keep {
                 let emit = buffer.count - keep
