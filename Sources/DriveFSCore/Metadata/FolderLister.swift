@@ -159,8 +159,12 @@ final class FolderLister: Sendable {
     /// the listings, and finishes their tickets. Returns each folder's failure, if any.
     private func list(_ group: [Inode], context: RequestContext) -> [Inode: FilesystemError?] {
         var ids: [String: Inode] = [:]
+        var order: [String] = []  // the group's Drive IDs, in the group's order
         for inode in group {
-            if let node = table.node(inode), node.kind == .directory { ids[node.file.id] = inode }
+            if let node = table.node(inode), node.kind == .directory, ids[node.file.id] == nil {
+                ids[node.file.id] = inode
+                order.append(node.file.id)
+            }
         }
         let generation = table.generation
         var results: [Inode: FilesystemError?] = [:]
@@ -169,7 +173,6 @@ final class FolderLister: Sendable {
         let fields = DriveFile.listingFieldMask
         do {
             try context.scope {
-                let order = group.compactMap { inode in ids.first { $0.value == inode }?.key }
                 try backend.listChildren(ofAny: order, fields: fields, pageSize: 1000) { page in
                     for file in page.files {
                         for parent in file.parents where children[parent] != nil { children[parent]!.append(file) }

@@ -110,19 +110,19 @@ final class NodeTable: Sendable {
         let c = configuration
         let modified = node.file.modifiedTime ?? node.file.createdTime ?? 0
         let permissions: UInt32
-        var size: UInt64
+        let size: UInt64
         switch node.kind {
         case .directory:
             permissions = 0o555 & ~c.umask
             size = 0
         case .symbolicLink:
+            // The target's path is resolved only when read (readlink), so no length is known here.
             permissions = 0o777
-            size = UInt64(node.file.shortcutDetails?.targetId.utf8.count ?? 0)
+            size = 0
         case .regular:
             permissions = 0o444 & ~c.umask
             size = UInt64(max(0, node.file.isGoogleWorkspaceDocument ? (node.exportedSize ?? 0) : (node.file.size ?? 0)))
         }
-        if node.kind == .symbolicLink { size = 0 }
         // Directories show one link: find(1) then never assumes it can count subdirectories.
         return FileAttributes(inode: node.inode, kind: node.kind, permissions: permissions, size: size, linkCount: 1,
                               userID: c.userID, groupID: c.groupID, accessedMillis: modified, modifiedMillis: modified,
