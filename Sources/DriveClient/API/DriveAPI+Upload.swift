@@ -19,10 +19,12 @@ import Foundation
 extension DriveAPI {
     /// A new file with content. `id`: see "Creates and IDs" in `DriveAPI+Create.swift`.
     public func createFile(name: String, parent: String, mimeType: String? = nil, source: UploadSource,
-                           modifiedTime: Int64? = nil, sessionFile: String? = nil, id: String? = nil) throws -> DriveFile {
+                           modifiedTime: Int64? = nil, sessionFile: String? = nil, id: String? = nil,
+                           appProperties: [String: String]? = nil) throws -> DriveFile {
         let prepared = try PreparedSource(source)
         let identity = try createIdentity(name: name, parent: parent, mimeType: mimeType, callerID: id)
-        let metadata = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: identity.id)
+        let metadata = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: identity.id,
+                                     appProperties: appProperties)
         let method = "files.create.upload"
         let file: DriveFile
         if prepared.size <= multipartLimit {
@@ -41,9 +43,11 @@ extension DriveAPI {
 
     /// New content (and optionally new metadata) for an existing file.
     public func updateContent(_ id: String, source: UploadSource, mimeType: String? = nil, name: String? = nil,
-                              modifiedTime: Int64? = nil, sessionFile: String? = nil) throws -> DriveFile {
+                              modifiedTime: Int64? = nil, sessionFile: String? = nil,
+                              appProperties: [String: String]? = nil) throws -> DriveFile {
         let prepared = try PreparedSource(source)
-        let metadata = Self.metadata(name: name, parents: nil, mimeType: mimeType, modifiedTime: modifiedTime)
+        let metadata = Self.metadata(name: name, parents: nil, mimeType: mimeType, modifiedTime: modifiedTime,
+                                     appProperties: appProperties)
         let method = "files.update.upload"
         let file: DriveFile
         if prepared.size <= multipartLimit {

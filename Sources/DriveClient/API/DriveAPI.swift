@@ -80,8 +80,10 @@ public final class DriveAPI: Sendable {
     }
 
     /// Metadata for a create or update body.
-    static func metadata(name: String?, parents: [String]?, mimeType: String?, modifiedTime: Int64?, id: String? = nil) -> [String: Any] {
+    static func metadata(name: String?, parents: [String]?, mimeType: String?, modifiedTime: Int64?, id: String? = nil,
+                         appProperties: [String: String]? = nil) -> [String: Any] {
         var object: [String: Any] = [:]
+        if let appProperties, !appProperties.isEmpty { object["appProperties"] = appProperties }
         if let id { object["id"] = id }
         if let name { object["name"] = name }
         if let parents { object["parents"] = parents }
@@ -112,27 +114,35 @@ public final class DriveAPI: Sendable {
     }
 
     /// A folder. `id`: see "Creates and IDs" in `DriveAPI+Create.swift`.
-    public func createFolder(name: String, parent: String, modifiedTime: Int64? = nil, id: String? = nil) throws -> DriveFile {
-        try createMetadataOnly(name: name, parent: parent, mimeType: DriveFile.folderMimeType, modifiedTime: modifiedTime, id: id)
+    public func createFolder(name: String, parent: String, modifiedTime: Int64? = nil, id: String? = nil,
+                             appProperties: [String: String]? = nil) throws -> DriveFile {
+        try createMetadataOnly(name: name, parent: parent, mimeType: DriveFile.folderMimeType, modifiedTime: modifiedTime, id: id,
+                               appProperties: appProperties)
     }
 
     /// A file without content (metadata-only create), e.g. a Google Doc (`application/vnd.google-apps.document`)
     /// or an empty placeholder. `id`: see "Creates and IDs" in `DriveAPI+Create.swift`.
-    public func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64? = nil, id: String? = nil) throws -> DriveFile {
-        try createMetadataOnly(name: name, parent: parent, mimeType: mimeType, modifiedTime: modifiedTime, id: id)
+    public func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64? = nil, id: String? = nil,
+                            appProperties: [String: String]? = nil) throws -> DriveFile {
+        try createMetadataOnly(name: name, parent: parent, mimeType: mimeType, modifiedTime: modifiedTime, id: id,
+                               appProperties: appProperties)
     }
 
-    private func createMetadataOnly(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?) throws -> DriveFile {
+    private func createMetadataOnly(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?,
+                                    appProperties: [String: String]?) throws -> DriveFile {
         let identity = try createIdentity(name: name, parent: parent, mimeType: mimeType, callerID: id)
-        let body = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: identity.id)
+        let body = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: identity.id,
+                                 appProperties: appProperties)
         return try create(identity, method: "files.create", expected: CreateExpectation(name: name, parent: parent, mimeType: mimeType)) {
             TransportRequest(method: "POST", url: apiURL("files", scope.fileQuery + [("fields", DriveFile.fieldMask)]), headers: Self.jsonHeaders, body: Self.jsonBody(body))
         }
     }
 
     /// files.update (metadata only): rename, change MIME type, set modifiedTime.
-    public func updateMetadata(_ id: String, name: String? = nil, mimeType: String? = nil, modifiedTime: Int64? = nil) throws -> DriveFile {
-        try patch(id, Self.metadata(name: name, parents: nil, mimeType: mimeType, modifiedTime: modifiedTime), query: [])
+    public func updateMetadata(_ id: String, name: String? = nil, mimeType: String? = nil, modifiedTime: Int64? = nil,
+                               appProperties: [String: String]? = nil) throws -> DriveFile {
+        try patch(id, Self.metadata(name: name, parents: nil, mimeType: mimeType, modifiedTime: modifiedTime,
+                                    appProperties: appProperties), query: [])
     }
 
     public func setModifiedTime(_ id: String, millis: Int64) throws -> DriveFile {

@@ -24,15 +24,21 @@ public protocol DriveBackend: Sendable {
     /// reuses across its own retries of the same create: a retry whose earlier attempt landed returns
     /// that file. `nil`: the implementation picks an ID itself (still no duplicate on its own retries).
     /// Docs Editors types and shortcuts take no ID (see `DriveAPI+Create.swift`).
-    func createFolder(name: String, parent: String, modifiedTime: Int64?, id: String?) throws -> DriveFile
-    func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?) throws -> DriveFile
+    /// `appProperties` (private to this app: drivefs keeps a file's mode and a symbolic link's
+    /// target there) are set on the new file; nil sets none.
+    func createFolder(name: String, parent: String, modifiedTime: Int64?, id: String?,
+                      appProperties: [String: String]?) throws -> DriveFile
+    func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?,
+                     appProperties: [String: String]?) throws -> DriveFile
     func createFile(name: String, parent: String, mimeType: String?, source: UploadSource, modifiedTime: Int64?,
-                    sessionFile: String?, id: String?) throws -> DriveFile
+                    sessionFile: String?, id: String?, appProperties: [String: String]?) throws -> DriveFile
     /// An ID for `id:` of a later create.
     func reserveFileID() throws -> String
+    /// `appProperties` given are set (others are kept), as in files.update.
     func updateContent(_ id: String, source: UploadSource, mimeType: String?, name: String?, modifiedTime: Int64?,
-                       sessionFile: String?) throws -> DriveFile
-    func updateMetadata(_ id: String, name: String?, mimeType: String?, modifiedTime: Int64?) throws -> DriveFile
+                       sessionFile: String?, appProperties: [String: String]?) throws -> DriveFile
+    func updateMetadata(_ id: String, name: String?, mimeType: String?, modifiedTime: Int64?,
+                        appProperties: [String: String]?) throws -> DriveFile
     func move(_ id: String, addParent: String, removeParent: String?, newName: String?) throws -> DriveFile
     func trash(_ id: String) throws -> DriveFile
     func untrash(_ id: String) throws -> DriveFile

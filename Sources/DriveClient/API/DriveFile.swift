@@ -26,6 +26,8 @@ public struct DriveFile: Codable, Sendable, Equatable {
     public var webViewLink: String?
     /// Who changed the file last; Drive omits it when the user is unknown (a deleted account).
     public var lastModifyingUser: User?
+    /// Properties private to this app (drivefs keeps a file's mode and a symbolic link's target here).
+    public var appProperties: [String: String]?
 
     /// A Drive user as listings carry it (`lastModifyingUser(displayName,emailAddress)`).
     public struct User: Codable, Sendable, Equatable {
@@ -67,28 +69,29 @@ public struct DriveFile: Codable, Sendable, Equatable {
     /// The per-file mask of listings: what the filesystem shows and keys its caches on (no
     /// capabilities or export links, which cost bytes on every entry of every page).
     public static let listingFieldMask = "id,name,mimeType,parents,size,md5Checksum,modifiedTime,createdTime,version,"
-        + "headRevisionId,shortcutDetails(targetId,targetMimeType),driveId,webViewLink,lastModifyingUser(displayName,emailAddress)"
+        + "headRevisionId,shortcutDetails(targetId,targetMimeType),driveId,webViewLink,lastModifyingUser(displayName,emailAddress),appProperties"
 
     /// The `fields` mask that fills this struct.
     public static let fieldMask = "id,name,mimeType,parents,size,md5Checksum,modifiedTime,createdTime,trashed,version,"
-        + "headRevisionId,shortcutDetails,exportLinks,driveId,webViewLink,lastModifyingUser(displayName,emailAddress),"
+        + "headRevisionId,shortcutDetails,exportLinks,driveId,webViewLink,lastModifyingUser(displayName,emailAddress),appProperties,"
         + "capabilities(canEdit,canDownload,canAddChildren,canListChildren,canRename,canTrash,canDelete)"
 
     public init(id: String, name: String, mimeType: String, parents: [String] = [], size: Int64? = nil,
                 md5Checksum: String? = nil, modifiedTime: Int64? = nil, createdTime: Int64? = nil, trashed: Bool = false,
                 version: Int64? = nil, headRevisionId: String? = nil, shortcutDetails: ShortcutDetails? = nil,
                 exportLinks: [String: String]? = nil, capabilities: Capabilities? = nil, driveId: String? = nil,
-                webViewLink: String? = nil, lastModifyingUser: User? = nil) {
+                webViewLink: String? = nil, lastModifyingUser: User? = nil, appProperties: [String: String]? = nil) {
         self.id = id; self.name = name; self.mimeType = mimeType; self.parents = parents; self.size = size
         self.md5Checksum = md5Checksum; self.modifiedTime = modifiedTime; self.createdTime = createdTime
         self.trashed = trashed; self.version = version; self.headRevisionId = headRevisionId
         self.shortcutDetails = shortcutDetails; self.exportLinks = exportLinks; self.capabilities = capabilities
         self.driveId = driveId; self.webViewLink = webViewLink; self.lastModifyingUser = lastModifyingUser
+        self.appProperties = appProperties
     }
 
     enum CodingKeys: String, CodingKey {
         case id, name, mimeType, parents, size, md5Checksum, modifiedTime, createdTime, trashed, version
-        case headRevisionId, shortcutDetails, exportLinks, capabilities, driveId, webViewLink, lastModifyingUser
+        case headRevisionId, shortcutDetails, exportLinks, capabilities, driveId, webViewLink, lastModifyingUser, appProperties
     }
 
     public init(from decoder: any Decoder) throws {
@@ -110,6 +113,7 @@ public struct DriveFile: Codable, Sendable, Equatable {
         driveId = try c.decodeIfPresent(String.self, forKey: .driveId)
         webViewLink = try c.decodeIfPresent(String.self, forKey: .webViewLink)
         lastModifyingUser = try c.decodeIfPresent(User.self, forKey: .lastModifyingUser)
+        appProperties = try c.decodeIfPresent([String: String].self, forKey: .appProperties)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -131,6 +135,7 @@ public struct DriveFile: Codable, Sendable, Equatable {
         try c.encodeIfPresent(driveId, forKey: .driveId)
         try c.encodeIfPresent(webViewLink, forKey: .webViewLink)
         try c.encodeIfPresent(lastModifyingUser, forKey: .lastModifyingUser)
+        try c.encodeIfPresent(appProperties, forKey: .appProperties)
     }
 
     /// int64 as Drive sends it (a JSON string), tolerating a bare number.

@@ -255,14 +255,17 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     }
 
     // Writes are not part of the read side; the core never calls them yet.
-    func createFolder(name: String, parent: String, modifiedTime: Int64?, id: String?) throws -> DriveFile { throw readOnly() }
-    func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?) throws -> DriveFile { throw readOnly() }
+    func createFolder(name: String, parent: String, modifiedTime: Int64?, id: String?,
+                      appProperties: [String: String]?) throws -> DriveFile { throw readOnly() }
+    func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?,
+                     appProperties: [String: String]?) throws -> DriveFile { throw readOnly() }
     func createFile(name: String, parent: String, mimeType: String?, source: UploadSource, modifiedTime: Int64?,
-                    sessionFile: String?, id: String?) throws -> DriveFile { throw readOnly() }
+                    sessionFile: String?, id: String?, appProperties: [String: String]?) throws -> DriveFile { throw readOnly() }
     func reserveFileID() throws -> String { throw readOnly() }
     func updateContent(_ id: String, source: UploadSource, mimeType: String?, name: String?, modifiedTime: Int64?,
-                       sessionFile: String?) throws -> DriveFile { throw readOnly() }
-    func updateMetadata(_ id: String, name: String?, mimeType: String?, modifiedTime: Int64?) throws -> DriveFile { throw readOnly() }
+                       sessionFile: String?, appProperties: [String: String]?) throws -> DriveFile { throw readOnly() }
+    func updateMetadata(_ id: String, name: String?, mimeType: String?, modifiedTime: Int64?,
+                        appProperties: [String: String]?) throws -> DriveFile { throw readOnly() }
     func move(_ id: String, addParent: String, removeParent: String?, newName: String?) throws -> DriveFile { throw readOnly() }
     func trash(_ id: String) throws -> DriveFile { throw readOnly() }
     func untrash(_ id: String) throws -> DriveFile { throw readOnly() }
