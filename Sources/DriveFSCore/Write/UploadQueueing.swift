@@ -1,0 +1,168 @@
+import DriveClient
+import DriveSupport
+
+/// One file's content bound for Drive, as the filesystem core hands it to the upload queue and the
+/// journal keeps it (Codable: it is what a record holds).
+public struct UploadRequest: Codable, Sendable, Equatable {
+    /// The file's Drive ID: an existing file's, or the pre-generated ID (`reserveFileID`) of a new one.
+    public var fileID: String
+    /// True: create the file under `fileID` (one multipart request when small); false: new content
+    /// for the existing file.
+    public var isNew: Bool
+    /// Where it goes and under which name (Drive's name, not the shown one).
+    public var parentID: String
+    public var name: String
+    public var mimeType: String?
+    /// Kept as Drive's modifiedTime (milliseconds since the epoch).
+    public var modifiedTime: Int64?
+    /// Set on the file with its content (drivefs's mode and symbolic-link keys).
+    public var appProperties: [String: String]
+    /// What the local copy was based on: Drive's head revision and md5 when it was copied (nil for
+    /// a new file). If Drive's head differs when the upload starts, the content is uploaded beside
+    /// it as a conflicted copy instead of over it.
+    public var baseRevision: String?
+    public var baseMD5: String?
+    /// The path in the mount, for logs and `drivefs status` (it may be out of date after renames).
+    public var displayPath: String
+
+    public init(fileID: String, isNew: Bool, parentID: String, name: String, mimeType: String? = nil,
+                modifiedTime: Int64? = nil, appProperties: [String: String] = [:], baseRevision: String? = nil,
+                baseMD5: String? = nil, displayPath: String) {
+        self.fileID = fileID
+        self.isNew = isNew
+        self.parentID = parentID
+        self.name = name
+        self.mimeType = mimeType
+        self.modifiedTime = modifiedTime
+        self.appProperties = appProperties
+        self.baseRevision = baseRevision
+        self.baseMD5 = baseMD5
+        self.displayPath = displayPath
+    }
+}
+
+/// How one upload ended, told to the core once per finished job (never for a job that was
+/// superseded, reclaimed or cancelled before it started).
+public struct UploadOutcome: Sendable {
+    /// The request as the job ended (metadata changes made while it ran included).
+    public var request: UploadRequest
+    /// The file that was written, when the job succeeded: normally `request.fileID` with its new
+    /// revision; on a conflict, the conflicted copy (a new ID) while `request.fileID` keeps Drive's
+    /// version; when the file had been deleted on Drive, the file recreated under a new ID.
+    public var file: DriveFile?
+    /// True when `file` is a conflicted copy beside the original (`name (conflicted copy …).ext`).
+    public var wasConflict: Bool
+    /// The content file the job sent (the core compares it with what it shows now).
+    public var contentPath: String
+    /// Set when the job failed for good (the content was moved aside: `preservedAt`); transient
+    /// failures are retried by the queue and never reported.
+    public var error: FilesystemError?
+    public var preservedAt: String?
+
+    public init(request: UploadRequest, file: DriveFile?, wasConflict: Bool, contentPath: String,
+                error: FilesystemError? = nil, preservedAt: String? = nil) {
+        self.request = request
+        self.file = file
+        self.wasConflict = wasConflict
+        self.contentPath = contentPath
+        self.error = error
+        self.preservedAt = preservedAt
+    }
+}
+
+/// One upload as `drivefs status` shows it.
+public struct UploadProgress: Codable, Sendable, Equatable {
+    public var path: String
+    public var size: Int64
+    public var bytesDone: Int64
+
+    public init(path: String, size: Int64, bytesDone: Int64) {
+        self.path = path
+        self.size = size
+        self.bytesDone = bytesDone
+    }
+}
+
+public struct UploadQueueStatus: Codable, Sendable, Equatable {
+    /// Ready and waiting for a transfer slot.
+    public var queued: Int
+    public var running: [UploadProgress]
+    /// Jobs that failed for good since the mount started (their content kept, see `UploadOutcome`).
+    public var failed: Int
+    public var lastError: String?
+
+    public init(queued: Int = 0, running: [UploadProgress] = [], failed: Int = 0, lastError: String? = nil) {
+        self.queued = queued
+        self.running = running
+        self.failed = failed
+        self.lastError = lastError
+    }
+
+    public var isIdle: Bool { queued == 0 && running.isEmpty }
+}
+
+/// What the filesystem core asks of the upload queue (implemented by `UploadQueue`, over a
+/// `DriveBackend` and the journal in the cache directory).
+///
+/// Contracts:
+/// - Content files are files the core wrote, in the cache directory's `staging/` folder. Once a
+///   `commit(ready: true)` returned, the queue owns that file: the core never writes it again
+///   (to write the file anew it calls `reclaim`, or copies the content), and the queue deletes it
+///   once the upload landed (or moves it aside if the job fails for good).
+/// - `commit` returns only once the content and its journal record are durable (fdatasync on the
+///   content file, then on the journal, one open descriptor): after that a crash or `kill -9` of
+///   the daemon loses nothing; the next start's queue holds the job again (`recovered`).
+/// - Per file (by `fileID`) jobs run in order, one at a time; a job committed while another of the
+///   same file is queued replaces it (only the newest content is sent); one committed while
+///   another runs waits for it, then runs with the first one's result as its base (so our own
+///   earlier upload is never taken for a conflict, and a create is followed by an update).
+/// - Every method but `waitUntilUploaded` and `drain` returns at once (no network): they are
+///   called on the kernel's threads.
+public protocol UploadQueueing: AnyObject, Sendable {
+    /// Jobs the journal held when the queue was made (an earlier run's, not yet on Drive), in commit
+    /// order: the core shows them as local files until they land. They run after `start`.
+    var recovered: [(request: UploadRequest, contentPath: String)] { get }
+
+    /// Makes `contentPath` and `request` durable in the journal. `ready == false`: the file is
+    /// still open for writing (a `flush` that is not the last close): not uploaded now, but
+    /// recovered (and then uploaded) after a crash; a later commit of the same file replaces it.
+    /// `ready == true`: queued for upload; the queue owns the file from now on.
+    func commit(_ request: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError)
+
+    /// Takes back a queued job that has not started (the file is open for writing again): its
+    /// content file and request are returned to the core, and the journal keeps it as not ready.
+    /// nil when no job of the file is queued or its upload has started (the core then copies the
+    /// content from `contentPath(of:)`).
+    func reclaim(_ fileID: String) -> (request: UploadRequest, contentPath: String)?
+
+    /// The newest content the queue holds for the file (queued or running), for reads and copies.
+    func contentPath(of fileID: String) -> String?
+
+    /// Changes the metadata of the file's queued or running job (a rename of a file not yet on
+    /// Drive, a chmod, a utimens): a queued job is sent with the change; a running one is followed
+    /// by a metadata update once it landed. False when the queue holds no job of the file (the
+    /// core then makes the change on Drive itself).
+    func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) -> Bool
+
+    /// The file was removed: a queued job is dropped (a new file that never started costs no
+    /// request at all); a running one is trashed (or deleted, as the mount is configured) once it
+    /// landed. False when the queue holds no job of the file.
+    func cancel(_ fileID: String) -> Bool
+
+    /// Waits until every job of the file committed so far has landed (fsync), and throws the
+    /// error of one that failed for good; returns at once when there is none. Stops waiting at
+    /// `deadline` (the core's clock, seconds) or on `cancellation`, with `EIO`/`EINTR`.
+    func waitUntilUploaded(_ fileID: String, deadline: Double, cancellation: CancellationFlag?) throws(FilesystemError)
+
+    /// Waits until no job is queued or running (unmount), calling `progress` about once a second;
+    /// false at `timeout` seconds with jobs left (they stay in the journal for the next start).
+    func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool
+
+    var status: UploadQueueStatus { get }
+
+    /// Starts the transfer threads (after daemonizing). `onFinished` is called on a queue thread
+    /// for each job that ended (see `UploadOutcome`); it must not block on the queue.
+    func start(onFinished: @escaping @Sendable (UploadOutcome) -> Void)
+    /// Stops after the transfers in flight end or are interrupted; what is left stays in the journal.
+    func stop()
+}
