@@ -1,7 +1,12 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <unistd.h>
 #include "csystem.h"
 
 int csystem_punch_hole(int fd, off_t offset, off_t length) {
     return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
+}
+
+ssize_t csystem_copy_file_range(int in, off_t *inOffset, int out, off_t *outOffset, size_t length) {
+    return copy_file_range(in, inOffset, out, outOffset, length, 0);
 }

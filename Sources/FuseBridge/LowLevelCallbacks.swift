@@ -17,10 +17,10 @@ import Glibc
 //   worker threads.
 
 enum LowLevelCallbacks {
-    /// The operation table passed to `fuse_session_new`. Operations left nil get ENOSYS from libfuse
-    /// (every write operation, today: the mount is read-only, so the kernel answers EROFS first).
-    /// Extended attributes are all set, writes included: an ENOSYS there would turn into
-    /// EOPNOTSUPP for the rest of the mount.
+    /// The operation table passed to `fuse_session_new`. Operations left nil get ENOSYS from libfuse.
+    /// Every write operation is set (a read-only mount answers EROFS from the kernel first, or from
+    /// the filesystem); extended attributes too: an ENOSYS there would turn into EOPNOTSUPP for
+    /// the rest of the mount.
     static func operations() -> fuse_lowlevel_ops {
         var ops = fuse_lowlevel_ops()
         ops.`init` = drivefsInit
@@ -42,6 +42,19 @@ enum LowLevelCallbacks {
         ops.listxattr = drivefsListxattr
         ops.setxattr = drivefsSetxattr
         ops.removexattr = drivefsRemovexattr
+        ops.create = drivefsCreate
+        ops.mknod = drivefsMknod
+        ops.mkdir = drivefsMkdir
+        ops.symlink = drivefsSymlink
+        ops.link = drivefsLink
+        ops.unlink = drivefsUnlink
+        ops.rmdir = drivefsRmdir
+        ops.rename = drivefsRename
+        ops.setattr = drivefsSetattr
+        ops.write = drivefsWrite
+        ops.flush = drivefsFlush
+        ops.fsync = drivefsFsync
+        ops.fsyncdir = drivefsFsyncdir
         return ops
     }
 }
@@ -101,8 +114,10 @@ func drivefsInit(_ userdata: UnsafeMutableRawPointer?, _ connection: UnsafeMutab
         // Reads may be sent in parallel and out of order; lookups and listings of one folder too.
         // readdirplus always (attributes come with every listing: `ls -l` costs no lookups);
         // replies from the cache file are spliced when the kernel can.
+        // O_TRUNC comes with the open (not as a separate truncate first), so a file opened to be
+        // rewritten is never fetched or uploaded twice.
         for flag in [FUSE_CAP_ASYNC_READ, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_READDIRPLUS, FUSE_CAP_SPLICE_WRITE,
-                     FUSE_CAP_SPLICE_MOVE] where capable & UInt32(flag) != 0 {
+                     FUSE_CAP_SPLICE_MOVE, FUSE_CAP_ATOMIC_O_TRUNC] where capable & UInt32(flag) != 0 {
             want |= UInt32(flag)
         }
         // The filesystem decides when content changed (kernel notifications); mtime alone must not.
@@ -398,4 +413,144 @@ func drivefsRemovexattr(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ name: Uns
                                                reply: makeReply(request, context, interruptible: false) { request, _ in
         replyError(request, 0)
     })
+}
+
+// MARK: Writes
+
+/// A name from the kernel: names that are not UTF-8 cannot be kept on Drive (its names are Unicode).
+private func utf8Name(_ name: UnsafePointer<CChar>?) -> String? {
+    guard let name else { return nil }
+    return String(validatingCString: name)
+}
+
+/// A `Reply<FileAttributes>` for operations that make a name: an entry reply, whose failure gives
+/// back the lookup the filesystem counted.
+private func entryReply(_ request: fuse_req_t?, _ context: FuseSessionContext) -> Reply<FileAttributes> {
+    let fs = context.filesystem
+    return makeReply(request, context, interruptible: true) { (request, attributes: FileAttributes) in
+        var entry = entryParam(attributes, fs)
+        if fuse_reply_entry(request, &entry) != 0 { fs.forget(attributes.inode, count: 1) }
+    }
+}
+
+private func voidReply(_ request: fuse_req_t?, _ context: FuseSessionContext, interruptible: Bool = true) -> Reply<Void> {
+    makeReply(request, context, interruptible: interruptible) { (request, _: Void) in replyError(request, 0) }
+}
+
+func drivefsCreate(_ request: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ mode: mode_t,
+                   _ info: UnsafeMutablePointer<fuse_file_info>?) {
+    guard let context = FuseSessionContext.from(request: request), let info else { return replyError(request, EIO) }
+    guard let text = utf8Name(name) else { return replyError(request, EILSEQ) }
+    let fs = context.filesystem
+    let directIO = context.directIO
+    let copy = FileInfoCopy(info.pointee)
+    fs.create(parent: Inode(parent), name: text, mode: UInt32(mode), flags: info.pointee.flags,
+              reply: makeReply(request, context, interruptible: true) { request, created in
+        var entry = entryParam(created.attributes, fs)
+        var fi = copy.value
+        fi.fh = created.opened.handle
+        if directIO || created.opened.directIO { cfuse_fi_set_direct_io(&fi, 1) }
+        if fuse_reply_create(request, &entry, &fi) != 0 {
+            fs.release(created.attributes.inode, handle: created.opened.handle)
+            fs.forget(created.attributes.inode, count: 1)
+        }
+    })
+}
+
+func drivefsMknod(_ request: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ mode: mode_t, _ rdev: dev_t) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let text = utf8Name(name) else { return replyError(request, EILSEQ) }
+    context.filesystem.makeNode(parent: Inode(parent), name: text, mode: UInt32(mode), reply: entryReply(request, context))
+}
+
+func drivefsMkdir(_ request: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ mode: mode_t) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let text = utf8Name(name) else { return replyError(request, EILSEQ) }
+    context.filesystem.makeDirectory(parent: Inode(parent), name: text, mode: UInt32(mode), reply: entryReply(request, context))
+}
+
+func drivefsSymlink(_ request: fuse_req_t?, _ target: UnsafePointer<CChar>?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let text = utf8Name(name), let link = utf8Name(target) else { return replyError(request, EILSEQ) }
+    context.filesystem.symbolicLink(parent: Inode(parent), name: text, target: link, reply: entryReply(request, context))
+}
+
+func drivefsLink(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ newParent: fuse_ino_t, _ newName: UnsafePointer<CChar>?) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let text = utf8Name(newName) else { return replyError(request, EILSEQ) }
+    context.filesystem.link(Inode(inode), newParent: Inode(newParent), newName: text, reply: entryReply(request, context))
+}
+
+func drivefsUnlink(_ request: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let text = utf8Name(name) else { return replyError(request, ENOENT) }
+    context.filesystem.removeFile(parent: Inode(parent), name: text, reply: voidReply(request, context))
+}
+
+func drivefsRmdir(_ request: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let text = utf8Name(name) else { return replyError(request, ENOENT) }
+    context.filesystem.removeDirectory(parent: Inode(parent), name: text, reply: voidReply(request, context))
+}
+
+func drivefsRename(_ request: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ newParent: fuse_ino_t,
+                   _ newName: UnsafePointer<CChar>?, _ flags: UInt32) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let from = utf8Name(name) else { return replyError(request, ENOENT) }
+    guard let to = utf8Name(newName) else { return replyError(request, EILSEQ) }
+    context.filesystem.rename(parent: Inode(parent), name: from, newParent: Inode(newParent), newName: to, flags: flags,
+                              reply: voidReply(request, context))
+}
+
+func drivefsSetattr(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ attr: UnsafeMutablePointer<stat>?, _ toSet: Int32,
+                    _ info: UnsafeMutablePointer<fuse_file_info>?) {
+    guard let context = FuseSessionContext.from(request: request), let attr else { return replyError(request, EIO) }
+    let fs = context.filesystem
+    let st = attr.pointee
+    var changes = AttributeChanges()
+    func has(_ flag: Int32) -> Bool { toSet & flag != 0 }
+    if has(FUSE_SET_ATTR_SIZE) { changes.size = Int64(st.st_size) }
+    if has(FUSE_SET_ATTR_MODE) { changes.permissions = UInt32(st.st_mode) & 0o7777 }
+    if has(FUSE_SET_ATTR_UID) { changes.userID = st.st_uid }
+    if has(FUSE_SET_ATTR_GID) { changes.groupID = st.st_gid }
+    func millis(_ t: timespec) -> Int64 { Int64(t.tv_sec) * 1000 + Int64(t.tv_nsec) / 1_000_000 }
+    if has(FUSE_SET_ATTR_ATIME_NOW) { changes.accessed = .now } else if has(FUSE_SET_ATTR_ATIME) { changes.accessed = .millis(millis(st.st_atim)) }
+    if has(FUSE_SET_ATTR_MTIME_NOW) { changes.modified = .now } else if has(FUSE_SET_ATTR_MTIME) { changes.modified = .millis(millis(st.st_mtim)) }
+    let timeout = fs.attributeTimeout
+    fs.setAttributes(Inode(inode), changes, handle: info.map { $0.pointee.fh },
+                     reply: makeReply(request, context, interruptible: true) { request, attributes in
+        var out = StatConversion.stat(attributes)
+        _ = fuse_reply_attr(request, &out, timeout)
+    })
+}
+
+func drivefsWrite(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ buffer: UnsafePointer<CChar>?, _ size: Int, _ offset: off_t,
+                  _ info: UnsafeMutablePointer<fuse_file_info>?) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let info else { return replyError(request, EBADF) }
+    let data = buffer.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
+    context.filesystem.write(Inode(inode), handle: info.pointee.fh, offset: Int64(offset), data: data,
+                             reply: makeReply(request, context, interruptible: true) { request, count in
+        _ = fuse_reply_write(request, count)
+    })
+}
+
+func drivefsFlush(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let info else { return replyError(request, EBADF) }
+    // Not interruptible: what close(2) accepted must be made durable even if the caller is killed.
+    context.filesystem.flush(Inode(inode), handle: info.pointee.fh, reply: voidReply(request, context, interruptible: false))
+}
+
+func drivefsFsync(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ datasync: Int32, _ info: UnsafeMutablePointer<fuse_file_info>?) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let info else { return replyError(request, EBADF) }
+    context.filesystem.synchronize(Inode(inode), handle: info.pointee.fh, dataOnly: datasync != 0,
+                                   reply: voidReply(request, context))
+}
+
+func drivefsFsyncdir(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ datasync: Int32, _ info: UnsafeMutablePointer<fuse_file_info>?) {
+    guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
+    guard let info else { return replyError(request, EBADF) }
+    context.filesystem.synchronizeDirectory(Inode(inode), handle: info.pointee.fh, reply: voidReply(request, context))
 }

@@ -8,4 +8,8 @@
 // of a range, which then reads as zeros. 0, or -1 with errno set.
 int csystem_punch_hole(int fd, off_t offset, off_t length);
 
+// copy_file_range(in, &inOffset, out, &outOffset, length, 0): copies in the kernel (a reflink
+// where the filesystem can). Bytes copied, or -1 with errno set.
+ssize_t csystem_copy_file_range(int in, off_t *inOffset, int out, off_t *outOffset, size_t length);
+
 #endif

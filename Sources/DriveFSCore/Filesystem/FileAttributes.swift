@@ -96,3 +96,41 @@ public struct FilesystemStatistics: Sendable, Equatable {
         self.maximumNameLength = maximumNameLength
     }
 }
+
+/// What `setattr` changes (each field nil when unchanged): truncate, chmod, chown, utimens.
+public struct AttributeChanges: Sendable, Equatable {
+    public enum Time: Sendable, Equatable {
+        /// `UTIME_NOW`: the filesystem's clock.
+        case now
+        case millis(Int64)
+    }
+
+    public var size: Int64?
+    /// Permission bits (`0o7777`).
+    public var permissions: UInt32?
+    public var userID: UInt32?
+    public var groupID: UInt32?
+    public var accessed: Time?
+    public var modified: Time?
+
+    public init(size: Int64? = nil, permissions: UInt32? = nil, userID: UInt32? = nil, groupID: UInt32? = nil,
+                accessed: Time? = nil, modified: Time? = nil) {
+        self.size = size
+        self.permissions = permissions
+        self.userID = userID
+        self.groupID = groupID
+        self.accessed = accessed
+        self.modified = modified
+    }
+}
+
+/// What `create` answers: the new file's attributes (counted as one lookup) and its open handle.
+public struct CreatedFile: Sendable, Equatable {
+    public var attributes: FileAttributes
+    public var opened: OpenedFile
+
+    public init(attributes: FileAttributes, opened: OpenedFile) {
+        self.attributes = attributes
+        self.opened = opened
+    }
+}

@@ -19,6 +19,11 @@ public struct FilesystemError: Error, Equatable, Sendable, CustomStringConvertib
     /// An extended attribute the inode does not have (`getxattr`, `removexattr`).
     public static let noAttribute = FilesystemError(errno: ENODATA)
     public static let notPermitted = FilesystemError(errno: EPERM)
+    public static let exists = FilesystemError(errno: EEXIST)
+    public static let notEmpty = FilesystemError(errno: ENOTEMPTY)
+    public static let noSpace = FilesystemError(errno: ENOSPC)
+    public static let accessDenied = FilesystemError(errno: EACCES)
+    public static let stale = FilesystemError(errno: ESTALE)
 
     public var description: String { String(cString: strerror(errno)) }
 }

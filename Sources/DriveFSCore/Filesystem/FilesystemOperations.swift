@@ -56,6 +56,33 @@ public protocol FilesystemOperations: AnyObject, Sendable {
     /// The target of a symbolic link.
     func readLink(_ inode: Inode, reply: Reply<String>)
 
+    // Writes. Every operation that makes a name (`create`, `makeNode`, `makeDirectory`,
+    // `symbolicLink`, `link`) counts one lookup of the result on success, like `lookup`. A
+    // read-only filesystem answers `EROFS` (the defaults below).
+
+    /// Makes and opens a regular file (`open(2)` with `O_CREAT`): `mode`'s permission bits, `flags` as `open`'s.
+    func create(parent: Inode, name: String, mode: UInt32, flags: Int32, reply: Reply<CreatedFile>)
+    /// `mknod(2)`: regular files only (anything else answers `EPERM`).
+    func makeNode(parent: Inode, name: String, mode: UInt32, reply: Reply<FileAttributes>)
+    func makeDirectory(parent: Inode, name: String, mode: UInt32, reply: Reply<FileAttributes>)
+    func symbolicLink(parent: Inode, name: String, target: String, reply: Reply<FileAttributes>)
+    /// A hard link.
+    func link(_ inode: Inode, newParent: Inode, newName: String, reply: Reply<FileAttributes>)
+    /// `unlink(2)` and `rmdir(2)`.
+    func removeFile(parent: Inode, name: String, reply: Reply<Void>)
+    func removeDirectory(parent: Inode, name: String, reply: Reply<Void>)
+    /// `renameat2(2)`: `flags` may hold `RENAME_NOREPLACE` (1) or `RENAME_EXCHANGE` (2).
+    func rename(parent: Inode, name: String, newParent: Inode, newName: String, flags: UInt32, reply: Reply<Void>)
+    /// truncate, chmod, chown, utimens; `handle` when the call came through an open file.
+    func setAttributes(_ inode: Inode, _ changes: AttributeChanges, handle: UInt64?, reply: Reply<FileAttributes>)
+    /// Writes `data` at `offset` (the whole of it, or fails); answers the count written.
+    func write(_ inode: Inode, handle: UInt64, offset: Int64, data: [UInt8], reply: Reply<Int>)
+    /// One `close(2)` of a descriptor of the handle (there may be several, and more writes after it).
+    func flush(_ inode: Inode, handle: UInt64, reply: Reply<Void>)
+    /// `fsync(2)` / `fdatasync(2)`.
+    func synchronize(_ inode: Inode, handle: UInt64, dataOnly: Bool, reply: Reply<Void>)
+    func synchronizeDirectory(_ inode: Inode, handle: UInt64, reply: Reply<Void>)
+
     func statistics(reply: Reply<FilesystemStatistics>)
 
     /// Extended attributes. `extendedAttribute` answers the value of `name` (`ENODATA` when the
@@ -74,6 +101,24 @@ extension FilesystemOperations {
     public func start(notifier: any KernelNotifier) {}
     public func stop() {}
     public func readLink(_ inode: Inode, reply: Reply<String>) { reply.fail(.invalidArgument) }
+    /// A read-only filesystem: every write answers `EROFS`; flush and fsync have nothing to do.
+    public func create(parent: Inode, name: String, mode: UInt32, flags: Int32, reply: Reply<CreatedFile>) { reply.fail(.readOnly) }
+    public func makeNode(parent: Inode, name: String, mode: UInt32, reply: Reply<FileAttributes>) { reply.fail(.readOnly) }
+    public func makeDirectory(parent: Inode, name: String, mode: UInt32, reply: Reply<FileAttributes>) { reply.fail(.readOnly) }
+    public func symbolicLink(parent: Inode, name: String, target: String, reply: Reply<FileAttributes>) { reply.fail(.readOnly) }
+    public func link(_ inode: Inode, newParent: Inode, newName: String, reply: Reply<FileAttributes>) { reply.fail(.readOnly) }
+    public func removeFile(parent: Inode, name: String, reply: Reply<Void>) { reply.fail(.readOnly) }
+    public func removeDirectory(parent: Inode, name: String, reply: Reply<Void>) { reply.fail(.readOnly) }
+    public func rename(parent: Inode, name: String, newParent: Inode, newName: String, flags: UInt32, reply: Reply<Void>) {
+        reply.fail(.readOnly)
+    }
+    public func setAttributes(_ inode: Inode, _ changes: AttributeChanges, handle: UInt64?, reply: Reply<FileAttributes>) {
+        reply.fail(.readOnly)
+    }
+    public func write(_ inode: Inode, handle: UInt64, offset: Int64, data: [UInt8], reply: Reply<Int>) { reply.fail(.readOnly) }
+    public func flush(_ inode: Inode, handle: UInt64, reply: Reply<Void>) { reply.succeed() }
+    public func synchronize(_ inode: Inode, handle: UInt64, dataOnly: Bool, reply: Reply<Void>) { reply.succeed() }
+    public func synchronizeDirectory(_ inode: Inode, handle: UInt64, reply: Reply<Void>) { reply.succeed() }
     /// A filesystem without extended attributes: none to read or list, none may be written.
     public func extendedAttribute(_ inode: Inode, named name: String, reply: Reply<[UInt8]>) { reply.fail(.noAttribute) }
     public func extendedAttributeNames(_ inode: Inode, reply: Reply<[String]>) { reply.succeed([]) }

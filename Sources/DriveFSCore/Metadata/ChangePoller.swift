@@ -73,11 +73,13 @@ final class ChangePoller: Sendable {
         pollLock.lock()
         defer { pollLock.unlock() }
         var changed = 0
+        let firstRead = table.generation
         try RequestContext(priority: .background).scope {
             var pages = 0
             while pages < 10_000 {
                 pages += 1
                 let page: DriveChangePage
+                let readFrom = table.generation
                 do {
                     page = try backend.changes(pageToken: token.withLock { $0 }, pageSize: 1000)
                 } catch let error as DriveError where Self.isTokenRefused(error) {
@@ -94,7 +96,7 @@ final class ChangePoller: Sendable {
                 }
                 if !page.changes.isEmpty {
                     changed += page.changes.count
-                    invalidator.apply(table.apply(page.changes))
+                    invalidator.apply(table.apply(page.changes, readFrom: readFrom))
                 }
                 if let next = page.nextPageToken {
                     token.withLock { $0 = next }
@@ -104,6 +106,9 @@ final class ChangePoller: Sendable {
                 break
             }
         }
+        // Marks of changes made here before this poll began can no longer stop anything: every later
+        // page is read after them.
+        table.pruneChangesHere(before: firstRead)
         if changed > 0 {
             Log.shared.info("changes", "applied \(changed) change(s)")
             index.save(table, changeToken: token.withLock { $0 })

@@ -78,7 +78,9 @@ final class IndexStore: Sendable {
         let file = table.withState { s -> File in
             var items: [Item] = []
             items.reserveCapacity(s.nodes.count)
-            for node in s.nodes.values where node.inode == .root || node.parent != nil {
+            // Files not on Drive yet are left out: the upload journal brings them back at the next
+            // start, and an index must only hold what the change feed can correct.
+            for node in s.nodes.values where (node.inode == .root || node.parent != nil) && node.local?.isNew != true {
                 items.append(Item(inode: node.inode.rawValue, file: node.file, parent: node.parent?.rawValue, name: node.name,
                                   listed: node.listing?.trusted == true, exportedSize: node.exportedSize))
             }

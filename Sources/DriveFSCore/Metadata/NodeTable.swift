@@ -23,11 +23,41 @@ struct Node: Sendable {
     /// the size may still hold (see `noteOpen`).
     var openedVersion: String?
     var openedSize: Int64?
+    /// What was written here and is not on Drive yet (nil: Drive's state is the file's).
+    var local: LocalState?
 
     var kind: FileKind {
         if file.isFolder { return .directory }
-        if file.isShortcut { return .symbolicLink }
+        if file.isShortcut || file.appProperties?[AppPropertyKeys.link] != nil { return .symbolicLink }
         return .regular
+    }
+}
+
+/// A file's state while what was written here is not yet on Drive: it overrides what listings and
+/// the change feed say of its size, times and mode until its upload landed.
+struct LocalState: Sendable, Equatable {
+    /// Made here and not on Drive at all yet: `file.id` is its reserved ID; listings of its folder
+    /// keep it although Drive does not list it.
+    var isNew: Bool
+    var size: Int64
+    var modifiedMillis: Int64
+    /// Set by chmod (nil: as Drive's appProperties say).
+    var permissions: UInt32?
+}
+
+/// The appProperties drivefs keeps on files (private to the app; key and value together at most
+/// 124 bytes, Drive's limit).
+enum AppPropertyKeys {
+    /// The permission bits, in octal (`755`), as chmod set them.
+    static let mode = "drivefs.mode"
+    /// A symbolic link's target; empty when it did not fit (the target is then the file's content).
+    static let link = "drivefs.link"
+    /// The longest target kept in the property itself.
+    static let maximumInlineLinkBytes = 124 - link.utf8.count
+
+    static func permissions(_ file: DriveFile) -> UInt32? {
+        guard let text = file.appProperties?[mode], let value = UInt32(text, radix: 8), value <= 0o7777 else { return nil }
+        return value
     }
 }
 
@@ -74,6 +104,13 @@ final class NodeTable: Sendable {
         var generation: UInt64 = 0
         /// The generation at which the change feed last touched each folder.
         var touched: [Inode: UInt64] = [:]
+        /// The generation of the last change made here (a create, rename, removal) to each folder
+        /// and to each item (by Drive ID): a listing or a page of changes read before it is older
+        /// than the table and must not undo it.
+        var changedHere: [Inode: UInt64] = [:]
+        var itemsChangedHere: [String: UInt64] = [:]
+        /// Nodes made here and not on Drive yet (`local.isNew`): listings of their folder keep them.
+        var localNew: Set<Inode> = []
     }
 
     let configuration: DriveFSConfiguration
@@ -108,20 +145,29 @@ final class NodeTable: Sendable {
 
     func attributes(_ node: Node) -> FileAttributes {
         let c = configuration
-        let modified = node.file.modifiedTime ?? node.file.createdTime ?? 0
+        let modified = node.local?.modifiedMillis ?? node.file.modifiedTime ?? node.file.createdTime ?? 0
+        let writable = !c.readOnly && node.file.capabilities?.canEdit != false
+        let kept = node.local?.permissions ?? AppPropertyKeys.permissions(node.file)
+        // What chmod kept, else the defaults; no write bits where writing cannot succeed.
+        func shown(_ defaultBits: UInt32) -> UInt32 { (kept ?? defaultBits) & (writable ? 0o7777 : 0o7555) & ~c.umask }
         let permissions: UInt32
         let size: UInt64
         switch node.kind {
         case .directory:
-            permissions = 0o555 & ~c.umask
+            permissions = shown(0o755)
             size = 0
         case .symbolicLink:
-            // The target's path is resolved only when read (readlink), so no length is known here.
+            // A shortcut's target path is resolved only when read (readlink), so no length is
+            // known; a link made here has its target's length.
             permissions = 0o777
-            size = 0
+            size = UInt64(max(0, node.local?.size ?? (node.file.isShortcut ? 0 : node.file.size ?? 0)))
         case .regular:
-            permissions = 0o444 & ~c.umask
-            size = UInt64(max(0, node.file.isGoogleWorkspaceDocument ? (node.exportedSize ?? 0) : (node.file.size ?? 0)))
+            permissions = shown(0o644)
+            if let local = node.local {
+                size = UInt64(max(0, local.size))
+            } else {
+                size = UInt64(max(0, node.file.isGoogleWorkspaceDocument ? (node.exportedSize ?? 0) : (node.file.size ?? 0)))
+            }
         }
         // Directories show one link: find(1) then never assumes it can count subdirectories.
         return FileAttributes(inode: node.inode, kind: node.kind, permissions: permissions, size: size, linkCount: 1,
@@ -254,9 +300,10 @@ final class NodeTable: Sendable {
     }
 
     /// A detached node nobody holds is forgotten (its inode number is never reused).
-    private static func dropIfUnreferenced(_ inode: Inode, _ s: inout State) {
+    static func dropIfUnreferenced(_ inode: Inode, _ s: inout State) {
         guard inode != .root, let node = s.nodes[inode], node.parent == nil, node.lookups == 0, node.openHandles == 0 else { return }
         s.nodes[inode] = nil
+        s.localNew.remove(inode)
         if s.byID[node.file.id] == inode { s.byID[node.file.id] = nil }
         // Its children lose their place too.
         if let listing = node.listing {
@@ -300,7 +347,12 @@ final class NodeTable: Sendable {
         let now = time.now()
         return state.withLock { s in
             guard s.nodes[folder]?.kind == .directory else { return Invalidations() }
-            var out = setChildren(folder, files, &s)
+            // Started before a change made here: it may not show it (a folder made, a file moved
+            // in); the listing held already does, and the change feed brings what else changed.
+            if let changed = s.changedHere[folder], changed > generation, s.nodes[folder]?.listing != nil {
+                return Invalidations()
+            }
+            let out = setChildren(folder, files, &s)
             let trusted = (s.touched[folder] ?? 0) <= generation
             s.nodes[folder]!.listing!.listedAt = now
             s.nodes[folder]!.listing!.trusted = trusted
@@ -311,8 +363,16 @@ final class NodeTable: Sendable {
 
     /// Sets the children of `folder` to `files` (creating its listing if needed), with every
     /// kernel invalidation the difference implies.
-    private func setChildren(_ folder: Inode, _ files: [DriveFile], _ s: inout State) -> Invalidations {
+    func setChildren(_ folder: Inode, _ incoming: [DriveFile], _ s: inout State) -> Invalidations {
         var out = Invalidations()
+        // Files made here and not on Drive yet stay: Drive cannot list them.
+        var files = incoming
+        let incomingIDs = Set(incoming.map(\.id))
+        for inode in s.localNew {
+            if let node = s.nodes[inode], node.local?.isNew == true, node.parent == folder, !incomingIDs.contains(node.file.id) {
+                files.append(node.file)
+            }
+        }
         // A folder never listed has nothing in the kernel's name cache to correct (drivefs answers
         // names, even "no such name", only from listings).
         let hadListing = s.nodes[folder]!.listing != nil
@@ -387,12 +447,15 @@ final class NodeTable: Sendable {
     /// Applies one page of the change feed: each change is the item's current state (or its
     /// removal). Folders whose listing is held are updated in place (names recomputed), so they
     /// stay as current as a fresh listing; items under folders not listed are dropped from view.
-    func apply(_ changes: [DriveChange]) -> Invalidations {
+    func apply(_ changes: [DriveChange], readFrom: UInt64 = .max) -> Invalidations {
         state.withLock { s in
             var out = Invalidations()
             s.generation += 1
             let generation = s.generation
             for change in changes {
+                // Read before a change made here to the same item: older than what the table shows
+                // (the next poll brings the item's state after that change).
+                if let changed = s.itemsChangedHere[change.fileId], changed > readFrom { continue }
                 let visible = change.file.flatMap { $0.trashed ? nil : $0 }
                 let oldInode = s.byID[change.fileId]
                 let oldParent = oldInode.flatMap { s.nodes[$0]?.parent }

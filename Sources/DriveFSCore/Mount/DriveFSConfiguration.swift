@@ -16,8 +16,17 @@ public struct DriveFSConfiguration: Sendable {
     /// Seconds between two reads of the change feed.
     public var pollInterval: Double
     public var exportFormats: ExportFormats
-    /// Read-only mount (every write fails with EROFS). The write side is not built yet, so true.
+    /// Read-only mount (every write fails with EROFS).
     public var readOnly: Bool
+    /// Uploads that run at once (`--transfers`).
+    public var transfers: Int
+    /// `close` waits until the file is on Drive and reports an upload's failure (`--sync-close`).
+    public var syncClose: Bool
+    /// Removals delete for good instead of moving to Drive's trash (`--delete-permanently`).
+    public var deletePermanently: Bool
+    /// At unmount, how long the daemon goes on uploading what was closed before it exits (what is
+    /// left stays in the journal for the next mount).
+    public var drainTimeout: Double
 
     /// The block cache's unit, in bytes: a cold random read fetches whole blocks, never less.
     public var blockSize: Int
@@ -42,7 +51,8 @@ public struct DriveFSConfiguration: Sendable {
                 exportFormats: ExportFormats = ExportFormats(), readOnly: Bool = true, blockSize: Int = 128 << 10,
                 maxReadAhead: Int64 = 32 << 20, readAheadChunk: Int64 = 4 << 20, readAheadStreams: Int = 4,
                 listingGroupSize: Int = 50, interactiveThreads: Int = 16, backgroundListingThreads: Int = 4,
-                requestDeadline: Double = 60, kernelCacheTimeout: Double = 30) {
+                requestDeadline: Double = 60, kernelCacheTimeout: Double = 30, transfers: Int = 4, syncClose: Bool = false,
+                deletePermanently: Bool = false, drainTimeout: Double = 3600) {
         self.userID = userID
         self.groupID = groupID
         self.umask = umask
@@ -61,5 +71,9 @@ public struct DriveFSConfiguration: Sendable {
         self.backgroundListingThreads = backgroundListingThreads
         self.requestDeadline = requestDeadline
         self.kernelCacheTimeout = kernelCacheTimeout
+        self.transfers = max(1, transfers)
+        self.syncClose = syncClose
+        self.deletePermanently = deletePermanently
+        self.drainTimeout = drainTimeout
     }
 }

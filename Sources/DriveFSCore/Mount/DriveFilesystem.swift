@@ -3,7 +3,7 @@ import DriveSupport
 import Foundation
 import Glibc
 
-/// The Drive filesystem: `FilesystemOperations` over a `DriveBackend`, read-only for now.
+/// The Drive filesystem: `FilesystemOperations` over a `DriveBackend`.
 ///
 /// How it answers (docs/architecture.md, "The filesystem core"):
 /// - From memory whenever it can, on the kernel's thread: names and attributes come from the node
@@ -17,9 +17,13 @@ import Glibc
 /// - The change feed (ChangePoller) keeps listings and attributes current and tells the kernel
 ///   what to forget.
 ///
-/// Lock order, written once: `DriveFilesystem.handles` → `NodeTable.state`; `FolderLister.state`,
-/// `BlockCache.condition` and `Invalidator`'s lock are leaves taken alone. No lock is held while
-/// calling Drive, waiting, or replying.
+/// - Writes go to a local copy (`LocalContent`) and reach Drive through the upload queue when the
+///   file is closed (`DriveFilesystem+Write.swift`).
+///
+/// Lock order, written once: `LocalContent.lock` → `DriveFilesystem.handles` → `NodeTable.state`;
+/// `locals`, `FolderLister.state`, `BlockCache.condition`, the upload queue's and `Invalidator`'s
+/// locks are leaves taken alone. No lock but one file's `LocalContent.lock` (which serialises that
+/// file's writes, fills and commits) is held while calling Drive, waiting, or replying.
 public final class DriveFilesystem: FilesystemOperations {
     public let configuration: DriveFSConfiguration
     let backend: any DriveBackend
@@ -37,8 +41,18 @@ public final class DriveFilesystem: FilesystemOperations {
     let readAhead: WorkPool
     let backgroundListing: WorkPool
     let notifications: WorkPool
+    /// Commits of closed files (they fsync, so not on the kernel's threads).
+    let commits: WorkPool
 
-    private let handles = Locked(Handles())
+    let uploads: any UploadQueueing
+    /// Files with a local copy (being written, or uploaded and still open), by inode.
+    let locals = Locked<[Inode: LocalContent]>([:])
+    /// New files removed while their upload may be landing: trashed once it landed.
+    let removedHere = Locked<Set<String>>([])
+    let stagingDirectory: URL
+    let stagingCounter = Locked<UInt64>(0)
+
+    let handles = Locked(Handles())
     private let about = Locked<(value: DriveAbout?, fetchedAt: Double)>((nil, 0))
 
     struct Handles {
@@ -49,7 +63,10 @@ public final class DriveFilesystem: FilesystemOperations {
 
     struct OpenFile {
         let inode: Inode
-        let content: BlockCache.Handle
+        /// Drive's content (nil when the handle reads and writes `local`).
+        let content: BlockCache.Handle?
+        var local: LocalContent? = nil
+        var writable = false
         var readAhead = ReadAheadState()
     }
 
@@ -69,8 +86,9 @@ public final class DriveFilesystem: FilesystemOperations {
     ///   - root: the folder mounted (My Drive's root, from files.get("root")).
     ///   - startPageToken: the change feed's position taken before anything was listed, so no
     ///     change between the first listing and the first poll is missed.
+    ///   - uploads: the upload queue (nil: an `UploadQueue` over `backend` in `<cache>/uploads`).
     public init(backend: any DriveBackend, root: DriveFile, startPageToken: String, configuration: DriveFSConfiguration,
-                time: any TimeSource = SystemTimeSource()) throws(FilesystemError) {
+                time: any TimeSource = SystemTimeSource(), uploads: (any UploadQueueing)? = nil) throws(FilesystemError) {
         self.configuration = configuration
         self.backend = backend
         self.time = time
@@ -83,6 +101,22 @@ public final class DriveFilesystem: FilesystemOperations {
         readAhead = WorkPool(name: "drivefs-readahead", threads: configuration.readAheadStreams)
         backgroundListing = WorkPool(name: "drivefs-prefetch", threads: configuration.backgroundListingThreads)
         notifications = WorkPool(name: "drivefs-notify", threads: 1)
+        commits = WorkPool(name: "drivefs-commit", threads: 2)
+        stagingDirectory = cacheDirectory.appendingPathComponent("staging")
+        do {
+            try FileManager.default.createDirectory(at: stagingDirectory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            if let uploads {
+                self.uploads = uploads
+            } else {
+                self.uploads = try UploadQueue(directory: cacheDirectory.appendingPathComponent("uploads"), backend: backend,
+                                               transfers: configuration.transfers,
+                                               deletePermanently: configuration.deletePermanently, time: time)
+            }
+        } catch {
+            Log.shared.error("write", "cannot prepare the upload journal in \(cacheDirectory.path): \(error)")
+            throw FilesystemError.from(error)
+        }
         invalidator = Invalidator(cache: cache, queue: notifications)
         var token = startPageToken
         if let restored = index.load(rootID: root.id, configuration: configuration) {
@@ -97,20 +131,37 @@ public final class DriveFilesystem: FilesystemOperations {
                               background: backgroundListing, time: time)
         poller = ChangePoller(backend: backend, table: table, invalidator: invalidator, index: index, token: token,
                               interval: configuration.pollInterval)
+        restoreUploads()
     }
 
     // MARK: Lifecycle
 
     public func start(notifier: any KernelNotifier) {
         invalidator.attach(notifier)
-        for pool in [interactive, readAhead, backgroundListing, notifications] { pool.start() }
+        for pool in [interactive, readAhead, backgroundListing, notifications, commits] { pool.start() }
+        uploads.start { [weak self] outcome in self?.uploadFinished(outcome) }
+        // New files' IDs come from a pool refilled ahead of need by one thread (after the fork).
+        (backend as? DriveAPI)?.startIDPool()
         poller.start()
         cache.startFlushing(interval: BlockCache.flushInterval)
     }
 
     public func stop() {
+        // Unmounted (fusermount -u, drivefs unmount, a signal): what was closed goes to Drive first;
+        // what cannot go in time stays in the journal for the next mount.
+        let drained = drainUploads(timeout: configuration.drainTimeout) { status in
+            Log.shared.info("write", "unmounting: \(status.queued) upload(s) queued, \(status.running.count) running")
+        }
+        if !drained {
+            Log.shared.warning("write", "unmounting with uploads left (\(uploads.status.queued) queued): "
+                               + "they stay in the journal and the next mount sends them")
+        }
         poller.stop()
         for pool in [interactive, readAhead, backgroundListing] { pool.stop() }
+        // Closed files still being committed reach the journal before the queue stops.
+        commits.stop()
+        uploads.stop()
+        (backend as? DriveAPI)?.stopIDPool()
         notifications.stop()
         cache.stopFlushing()
         cache.flush()
@@ -134,7 +185,7 @@ public final class DriveFilesystem: FilesystemOperations {
     }
 
     /// Runs `body` on an interactive thread, with the request's cancellation and deadline.
-    private func onIOThread<T: Sendable>(_ reply: Reply<T>, _ what: String = "request", _ inode: Inode = .root,
+    func onIOThread<T: Sendable>(_ reply: Reply<T>, _ what: String = "request", _ inode: Inode = .root,
                                          _ body: @escaping @Sendable () throws(FilesystemError) -> T) {
         let deadline = time.now() + configuration.requestDeadline
         interactive.submit {
@@ -274,7 +325,15 @@ public final class DriveFilesystem: FilesystemOperations {
         case .symbolicLink: return reply.fail(FilesystemError(errno: ELOOP))
         case .regular: break
         }
-        if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 { return reply.fail(.readOnly) }
+        if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
+            guard !configuration.readOnly else { return reply.fail(.readOnly) }
+            return reply.answer { () throws(FilesystemError) in try openForWriting(node, flags: flags) }
+        }
+        do throws(FilesystemError) {
+            if let opened = try openLocalForReading(node) { return reply.succeed(opened) }
+        } catch {
+            return reply.fail(error)
+        }
         guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats) else {
             Log.shared.warning("fs", "'\(node.name)' (\(node.file.mimeType)) cannot be downloaded or exported by Drive")
             return reply.fail(FilesystemError(errno: EOPNOTSUPP))
@@ -322,12 +381,16 @@ public final class DriveFilesystem: FilesystemOperations {
 
     public func read(_ inode: Inode, handle: UInt64, offset: Int64, size: Int, reply: Reply<ReadData>) {
         guard offset >= 0, size >= 0 else { return reply.fail(.invalidArgument) }
+        guard let open = handles.withLock({ $0.files[handle] }), open.inode == inode else { return reply.fail(.badHandle) }
+        if let local = localForReading(inode, handle: open) {
+            return readLocal(inode, local, offset: offset, size: size, reply: reply)
+        }
         guard let plan = handles.withLock({ h -> (BlockCache.Handle, [ReadAheadState.Span], Bool)? in
-            guard var file = h.files[handle], file.inode == inode else { return nil }
-            let spans = file.readAhead.advance(offset: offset, size: Int64(size), fileSize: file.content.size,
+            guard var file = h.files[handle], file.inode == inode, let content = file.content else { return nil }
+            let spans = file.readAhead.advance(offset: offset, size: Int64(size), fileSize: content.size,
                                                maximum: configuration.maxReadAhead, chunk: configuration.readAheadChunk)
             h.files[handle] = file
-            return (file.content, spans, file.readAhead.isSequential)
+            return (content, spans, file.readAhead.isSequential)
         }) else { return reply.fail(.badHandle) }
         let (content, spans, sequential) = plan
         // Read-ahead claims its blocks now, before this read looks for them: a reader never
@@ -374,7 +437,8 @@ public final class DriveFilesystem: FilesystemOperations {
 
     public func release(_ inode: Inode, handle: UInt64) {
         guard let file = handles.withLock({ $0.files.removeValue(forKey: handle) }) else { return }
-        cache.release(file.content)
+        if let content = file.content { cache.release(content) }
+        releaseLocal(inode, file)
         table.closeHandle(inode)
     }
 
@@ -382,6 +446,15 @@ public final class DriveFilesystem: FilesystemOperations {
 
     public func readLink(_ inode: Inode, reply: Reply<String>) {
         guard let node = table.node(inode) else { return reply.fail(FilesystemError(errno: ESTALE)) }
+        if let kept = node.file.appProperties?[AppPropertyKeys.link], !node.file.isShortcut {
+            // A link made here: its target in the property, or (too long for one) its content.
+            if !kept.isEmpty { return reply.succeed(kept) }
+            return onIOThread(reply, "reading the link", inode) { [self] () throws(FilesystemError) in
+                let bytes = try linkContent(node, cancellation: reply.cancellation)
+                guard let target = String(validating: bytes, as: UTF8.self), !target.isEmpty else { throw .ioError }
+                return target
+            }
+        }
         guard node.kind == .symbolicLink, let target = node.file.shortcutDetails?.targetId else { return reply.fail(.invalidArgument) }
         onIOThread(reply, "resolving the shortcut", inode) { [self] () throws(FilesystemError) in
             try ShortcutResolver(backend: backend, table: table, lister: lister).relativeTarget(of: node, targetID: target,

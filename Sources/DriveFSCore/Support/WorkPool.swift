@@ -63,6 +63,18 @@ public final class WorkPool: Sendable {
         return queue.count - head
     }
 
+    /// Waits until nothing is queued or running (bounded: false after `timeout` seconds).
+    public func waitUntilIdle(timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while head < queue.count || running > 0 {
+            if state != .started { return head == queue.count }
+            if !condition.wait(until: min(deadline, Date().addingTimeInterval(0.1))) && Date() >= deadline { return false }
+        }
+        return true
+    }
+
     /// Lets queued work finish, then ends the threads (bounded: at most `timeout` seconds).
     public func stop(timeout: Double = 30) {
         condition.lock()
@@ -90,8 +102,13 @@ public final class WorkPool: Sendable {
                 queue.removeFirst(head)
                 head = 0
             }
+            running += 1
             condition.unlock()
             work()
+            condition.lock()
+            running -= 1
+            condition.broadcast()
+            condition.unlock()
         }
     }
 }

@@ -19,9 +19,12 @@ enum MountCommand {
                 the filesystem running in the background (--foreground keeps it attached; Ctrl-C then
                 unmounts). Unmount with 'drivefs unmount MOUNTPOINT' or 'fusermount -u MOUNTPOINT'.
 
-                The mount is read-only for now (writing arrives with its own release). Google Docs,
-                Sheets, Slides and Drawings appear as exported files (--export-formats); shortcuts as
-                symbolic links. Listings and file blocks are cached under --cache-dir and survive
+                Files written are kept in the cache directory and uploaded when closed, in the
+                background (--transfers at a time); what close accepted survives crashes and is
+                uploaded by the next mount if need be. fsync returns once the file is on Drive;
+                'drivefs unmount' returns once every upload is. rm moves files to Drive's trash
+                (--delete-permanently deletes them). Google Docs, Sheets, Slides and Drawings appear
+                as exported files (--export-formats), read-only; shortcuts as symbolic links. Listings and file blocks are cached under --cache-dir and survive
                 remounts; the change feed is read every --poll-interval.
 
                 A mount point left behind by a killed drivefs ("Transport endpoint is not connected")
@@ -33,7 +36,11 @@ enum MountCommand {
                 """,
             options: [
                 .flag("foreground", short: "f", help: "Stay in the foreground; log to standard error"),
-                .flag("read-only", help: "Mount read-only (always the case in this release)"),
+                .flag("read-only", help: "Mount read-only"),
+                .value("transfers", valueName: "N", help: "Uploads run at once (default 4)",
+                       validate: { Int($0).map { (1...64).contains($0) } == true ? nil : "expected a number from 1 to 64" }),
+                .flag("sync-close", help: "close() waits until the file is on Drive and reports\nan upload's failure"),
+                .flag("delete-permanently", help: "rm deletes for good instead of moving to Drive's trash"),
                 .flag("allow-other", help: "Let other users see the mount (needs user_allow_other\nin /etc/fuse.conf when not root)"),
                 .value("uid", valueName: "UID", help: "Owner shown for every file (default: yours)", validate: validateID),
                 .value("gid", valueName: "GID", help: "Group shown for every file (default: yours)", validate: validateID),
@@ -79,7 +86,7 @@ enum MountCommand {
     }
 
     static func validateMountOptions(_ text: String) -> String? {
-        FuseMountOptions.validate(text, readOnlyReason: "the mount is read-only in this release")
+        FuseMountOptions.validate(text, readOnlyReason: nil)
     }
 
     static func run(_ invocation: Invocation) throws -> Int32 {
@@ -143,6 +150,11 @@ enum MountCommand {
         if let formats = invocation.value("export-formats").flatMap({ ExportFormats.parse($0).formats }) {
             configuration.exportFormats = formats
         }
+        let readOnly = invocation.flag("read-only") || FuseMountOptions.asksReadOnly(invocation.values("options"))
+        configuration.readOnly = readOnly
+        if let transfers = invocation.value("transfers").flatMap(Int.init) { configuration.transfers = transfers }
+        configuration.syncClose = invocation.flag("sync-close")
+        configuration.deletePermanently = invocation.flag("delete-permanently")
 
         let filesystem: DriveFilesystem
         do {
@@ -159,12 +171,13 @@ enum MountCommand {
         if invocation.flag("allow-other") { options.append("allow_other") }
         let account = connection.account ?? choice.profile
         let mount = FuseMountConfiguration(
-            mountpoint: mountpoint, options: options, readOnly: true, foreground: foreground,
+            mountpoint: mountpoint, options: options, readOnly: readOnly, foreground: foreground,
             debug: invocation.flag("debug"), maxThreads: 16, fsName: "drivefs:\(account)")
         Log.shared.info("mount", "mounting \(what) of \(account) (profile \(choice.profile)) at \(mountpoint), cache \(cacheDirectory.path)")
         do {
             try FuseMount.run(filesystem, configuration: mount) {
-                Output.standardError("drivefs: \(what) mounted at \(mountpoint) (read-only); unmount with 'drivefs unmount \(mountpoint)'\n")
+                Output.standardError("drivefs: \(what) mounted at \(mountpoint)\(readOnly ? " (read-only)" : ""); "
+                                     + "unmount with 'drivefs unmount \(mountpoint)'\n")
                 // Under systemd (Type=notify, docs/systemd.md): the mount is live, say so once.
                 if ServiceNotification.send("READY=1\nSTATUS=\(what) mounted at \(mountpoint)", environment: environment) {
                     Log.shared.info("mount", "told the service manager the mount is ready")

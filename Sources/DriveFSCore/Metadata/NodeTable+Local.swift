@@ -1,0 +1,168 @@
+import DriveClient
+import DriveSupport
+
+/// Changes made here (creates, renames, removals, writes) applied to the table at once, before
+/// Drive's listings or change feed show them.
+///
+/// Each marks the folders and items it touched with a new generation (`changedHere`): a listing
+/// or a page of changes read before that is older than the table and does not undo it.
+extension NodeTable {
+    private static func noteChangeHere(_ s: inout State, folders: [Inode], ids: [String]) {
+        s.generation += 1
+        for folder in folders { s.changedHere[folder] = s.generation }
+        for id in ids { s.itemsChangedHere[id] = s.generation }
+    }
+
+    /// Forgets marks older than `generation` on items: every page of changes read from now on is newer.
+    func pruneChangesHere(before generation: UInt64) {
+        withState { s in s.itemsChangedHere = s.itemsChangedHere.filter { $0.value >= generation } }
+    }
+
+    func node(forID id: String) -> Node? {
+        withState { s in s.byID[id].flatMap { s.nodes[$0] } }
+    }
+
+    /// Adds `file` (made here) to `parent` under `name`, counted as one lookup. A new folder gets an
+    /// empty listing (it is known to be empty). `EEXIST` when the name is taken, `ESTALE` when the
+    /// parent is gone, `EIO` when its listing is not held (the caller lists it first).
+    func insertChild(parent: Inode, name: String, file: DriveFile, local: LocalState?,
+                     countLookup: Bool = true) throws(FilesystemError) -> Node {
+        let now = time.now()
+        return try withState { s -> Result<Node, FilesystemError> in
+            guard let folder = s.nodes[parent] else { return .failure(.stale) }
+            guard folder.kind == .directory else { return .failure(.notADirectory) }
+            guard folder.listing != nil else { return .failure(.ioError) }
+            if folder.listing!.children[name] != nil { return .failure(.exists) }
+            guard s.byID[file.id] == nil else { return .failure(.exists) }
+            let inode = Inode(s.nextInode)
+            s.nextInode += 1
+            var node = Node(inode: inode, file: file, parent: parent, name: name)
+            node.lookups = countLookup ? 1 : 0
+            node.local = local
+            if file.isFolder { node.listing = Listing(children: [:], listedAt: now, trusted: true) }
+            s.nodes[inode] = node
+            s.byID[file.id] = inode
+            if local?.isNew == true { s.localNew.insert(inode) }
+            s.nodes[parent]!.listing!.children[name] = inode
+            Self.noteChangeHere(&s, folders: [parent], ids: [file.id])
+            assert(Self.invariantsHold(s))
+            return .success(node)
+        }.get()
+    }
+
+    /// The child `name` of `parent` from its listing (which must be held), without counting a lookup.
+    func listedChild(_ parent: Inode, _ name: String) throws(FilesystemError) -> Node? {
+        try withState { s -> Result<Node?, FilesystemError> in
+            guard let folder = s.nodes[parent] else { return .failure(.stale) }
+            guard folder.kind == .directory else { return .failure(.notADirectory) }
+            guard let listing = folder.listing else { return .failure(.ioError) }
+            return .success(listing.children[name].flatMap { s.nodes[$0] })
+        }.get()
+    }
+
+    /// Takes `name` out of `parent`'s listing (a removal, or the target a rename replaced). The node
+    /// lives on while the kernel or an open handle holds it.
+    @discardableResult
+    func detachChild(parent: Inode, name: String) -> Node? {
+        withState { s in
+            guard let inode = s.nodes[parent]?.listing?.children[name], var node = s.nodes[inode] else { return nil }
+            s.nodes[parent]!.listing!.children[name] = nil
+            node.parent = nil
+            s.nodes[inode] = node
+            s.localNew.remove(inode)
+            Self.noteChangeHere(&s, folders: [parent], ids: [node.file.id])
+            Self.dropIfUnreferenced(inode, &s)
+            assert(Self.invariantsHold(s))
+            return node
+        }
+    }
+
+    /// Moves `name` of `parent` to `newName` of `newParent` (a rename), replacing what was there;
+    /// `file` is the item as Drive now has it (nil: unchanged but for name and parent). The inode
+    /// stays the same.
+    func moveChild(parent: Inode, name: String, newParent: Inode, newName: String, file: DriveFile?) {
+        withState { s in
+            guard let inode = s.nodes[parent]?.listing?.children[name], var node = s.nodes[inode],
+                  let parentID = s.nodes[newParent]?.file.id, s.nodes[newParent]?.listing != nil else { return }
+            var touchedIDs = [node.file.id]
+            if let replaced = s.nodes[newParent]!.listing!.children[newName], replaced != inode, var old = s.nodes[replaced] {
+                old.parent = nil
+                s.nodes[replaced] = old
+                s.nodes[newParent]!.listing!.children[newName] = nil
+                touchedIDs.append(old.file.id)
+                Self.dropIfUnreferenced(replaced, &s)
+            }
+            s.nodes[parent]!.listing!.children[name] = nil
+            if let file {
+                node.file = file
+            } else {
+                node.file.name = newName
+                node.file.parents = [parentID]
+            }
+            node.parent = newParent
+            node.name = newName
+            s.nodes[inode] = node
+            s.nodes[newParent]!.listing!.children[newName] = inode
+            Self.noteChangeHere(&s, folders: [parent, newParent], ids: touchedIDs)
+            assert(Self.invariantsHold(s))
+        }
+    }
+
+    /// Changes one node in place (its local state, its Drive metadata after an update).
+    @discardableResult
+    func update(_ inode: Inode, _ change: (inout Node) -> Void) -> Node? {
+        withState { s in
+            guard var node = s.nodes[inode] else { return nil }
+            let id = node.file.id
+            change(&node)
+            precondition(node.file.id == id || s.byID[node.file.id] == nil, "an update gave \(inode) the ID of another item")
+            if node.file.id != id {
+                s.byID[id] = nil
+                s.byID[node.file.id] = inode
+            }
+            s.nodes[inode] = node
+            if node.local?.isNew == true && node.parent != nil { s.localNew.insert(inode) } else { s.localNew.remove(inode) }
+            Self.noteChangeHere(&s, folders: node.parent.map { [$0] } ?? [], ids: [id, node.file.id])
+            assert(Self.invariantsHold(s))
+            return node
+        }
+    }
+
+    /// Whether `ancestor` is `inode` or one of the folders above it (a folder cannot move into itself).
+    func isAncestor(_ ancestor: Inode, of inode: Inode) -> Bool {
+        withState { s in
+            var current: Inode? = inode
+            var steps = 0
+            while let c = current, steps < 10_000 {
+                if c == ancestor { return true }
+                current = s.nodes[c]?.parent
+                steps += 1
+            }
+            return false
+        }
+    }
+}
+
+extension NodeTable {
+    /// A new file an earlier run wrote and the journal still holds: shown in its folder (when the
+    /// folder is known) until its upload lands. Nothing when the item is known already.
+    func restoreLocalNew(_ file: DriveFile, local: LocalState) {
+        withState { s in
+            guard s.byID[file.id] == nil, let parentID = file.parents.first, let parent = s.byID[parentID],
+                  s.nodes[parent]?.kind == .directory else { return }
+            let inode = Inode(s.nextInode)
+            s.nextInode += 1
+            // Placed by name when the folder's listing is next set (names computed with its siblings').
+            var node = Node(inode: inode, file: file, parent: parent, name: file.name)
+            node.local = local
+            s.nodes[inode] = node
+            s.byID[file.id] = inode
+            s.localNew.insert(inode)
+            if s.nodes[parent]?.listing != nil {
+                let files = s.nodes[parent]!.listing!.children.values.compactMap { s.nodes[$0]?.file }
+                _ = setChildren(parent, files, &s)
+            }
+            assert(Self.invariantsHold(s))
+        }
+    }
+}

@@ -1,0 +1,739 @@
+import DriveClient
+import DriveSupport
+import Foundation
+import Glibc
+
+/// The write side (docs/semantics.md, "Writing"; docs/architecture.md, "The write path").
+///
+/// - File content: writes go to a local copy (`LocalContent`) in `<cache>/staging/`, filled from
+///   Drive only where a partial write or a read needs it. The last close of a changed file
+///   (`flush` of its only writer, or the `release` after) completes the copy and commits it to
+///   the upload queue, which makes it durable (fdatasync of the copy and the journal) before
+///   `close` returns; the upload runs in the background. A file opened again while its upload is
+///   queued takes the copy back; while it runs, writes go to a fresh copy and are uploaded after.
+/// - Names: `mkdir`, `rmdir`, `unlink`, `rename`, `chmod` and `utimens` of files on Drive are
+///   made on Drive before they answer (one request each). On a file not on Drive yet they change
+///   only its queued upload: a file made, renamed, chmodded and removed before its upload started
+///   costs no request at all.
+/// - New files carry a reserved ID from the start: the node is keyed by it, the upload creates the
+///   file under it (never twice), and the change feed then finds the same node.
+extension DriveFilesystem {
+    // MARK: Helpers
+
+    private var canWrite: Bool { !configuration.readOnly }
+
+    private func checkName(_ name: String) throws(FilesystemError) {
+        if name.utf8.count > NameMapper.maximumNameBytes { throw .nameTooLong }
+        if name.isEmpty || name == "." || name == ".." || name.contains("/") { throw .invalidArgument }
+    }
+
+    /// A fresh path for a local copy.
+    func newStagingPath(for fileID: String) -> String {
+        let n = stagingCounter.withLock { c -> UInt64 in c += 1; return c }
+        let suffix = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+        return stagingDirectory.appendingPathComponent("\(fileID).\(n).\(suffix)").path
+    }
+
+    private func nowMillis() -> Int64 { Int64((time.now() * 1000).rounded()) }
+
+    /// The folder `parent` with a listing held (listed now if needed, on this thread).
+    private func listedFolder(_ parent: Inode, cancellation: CancellationFlag?) throws(FilesystemError) -> Node {
+        guard let node = table.node(parent) else { throw .stale }
+        guard node.kind == .directory else { throw .notADirectory }
+        if table.freshListing(parent) == nil { try lister.ensureListed(parent, cancellation: cancellation) }
+        guard let listed = table.node(parent), listed.listing != nil else { throw .ioError }
+        return listed
+    }
+
+    private func requireEditable(_ node: Node) throws(FilesystemError) {
+        guard canWrite else { throw .readOnly }
+        if node.file.capabilities?.canEdit == false { throw .accessDenied }
+    }
+
+    private func requireAddable(_ folder: Node) throws(FilesystemError) {
+        guard canWrite else { throw .readOnly }
+        if folder.file.capabilities?.canAddChildren == false { throw .accessDenied }
+    }
+
+    /// The appProperties a file's upload carries: its mode when chmod set one, a link's target.
+    private func appProperties(_ node: Node) -> [String: String] {
+        var properties: [String: String] = [:]
+        if let permissions = node.local?.permissions { properties[AppPropertyKeys.mode] = String(permissions, radix: 8) }
+        if let link = node.file.appProperties?[AppPropertyKeys.link] { properties[AppPropertyKeys.link] = link }
+        return properties
+    }
+
+    private func uploadRequest(_ node: Node, _ content: LocalContent) -> UploadRequest {
+        UploadRequest(fileID: node.file.id, isNew: node.local?.isNew ?? false, parentID: node.file.parents.first ?? table.rootID,
+                      name: node.file.name, mimeType: nil, modifiedTime: node.local?.modifiedMillis ?? node.file.modifiedTime,
+                      appProperties: appProperties(node), baseRevision: content.baseRevision, baseMD5: content.baseMD5,
+                      displayPath: describe(node.inode))
+    }
+
+    /// Records what a write or truncate did to the file's size and time.
+    private func noteLocal(_ inode: Inode, size: Int64, touch: Bool = true) {
+        let now = nowMillis()
+        table.update(inode) { node in
+            var local = node.local ?? LocalState(isNew: false, size: size, modifiedMillis: node.file.modifiedTime ?? now)
+            local.size = size
+            if touch { local.modifiedMillis = now }
+            node.local = local
+        }
+    }
+
+    /// The local copy of `node`'s content: the one held (being written or still open), the queue's
+    /// (a closed file not uploaded yet), or, with `create`, a new lazy copy of Drive's version.
+    private func localContent(_ node: Node, create: Bool) throws(FilesystemError) -> LocalContent? {
+        if let held = locals.withLock({ $0[node.inode] }) { return held }
+        var made: LocalContent?
+        if let queued = uploads.contentPath(of: node.file.id) {
+            made = try LocalContent(queuedAt: queued, blockSize: configuration.blockSize)
+        } else if create {
+            if node.local?.isNew == true {
+                // A new file whose content nobody holds (an earlier run's upload failed for good).
+                made = try LocalContent(newAt: newStagingPath(for: node.file.id), blockSize: configuration.blockSize)
+            } else {
+                guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats), key.exportMimeType == nil else {
+                    throw .accessDenied
+                }
+                let remote = try cache.open(key, size: max(0, node.file.size ?? 0))
+                let fetch = SendableFetcher(fetcher(for: key))
+                let cache = self.cache
+                do throws(FilesystemError) {
+                    made = try LocalContent(copying: remote, at: newStagingPath(for: node.file.id), blockSize: configuration.blockSize,
+                                            baseRevision: node.file.headRevisionId, baseMD5: node.file.md5Checksum,
+                                            ensure: { handle, offset, length, cancellation throws(FilesystemError) in
+                                                try cache.ensure(handle, offset: offset, length: length, cancellation: cancellation,
+                                                                 fetch: fetch.value)
+                                            },
+                                            release: { cache.release($0) })
+                } catch {
+                    cache.release(remote)
+                    throw error
+                }
+            }
+        }
+        guard let made else { return nil }
+        // Two opens racing: the first one's copy wins.
+        return locals.withLock { l -> LocalContent in
+            if let other = l[node.inode] { return other }
+            l[node.inode] = made
+            return made
+        }
+    }
+
+    private func registerLocal(_ inode: Inode, _ content: LocalContent, writable: Bool) -> OpenedFile {
+        table.openHandle(inode)
+        let handle = handles.withLock { h -> UInt64 in
+            let handle = h.next
+            h.next += 1
+            h.files[handle] = OpenFile(inode: inode, content: nil, local: content, writable: writable)
+            return handle
+        }
+        // Local content changes under the kernel's feet only through this mount: no stale pages
+        // to keep, but none to trust from an earlier version either.
+        return OpenedFile(handle: handle, keepCache: false, directIO: false)
+    }
+
+    /// Opens `node` for writing (`open` with write access or O_TRUNC); the caller replies.
+    func openForWriting(_ node: Node, flags: Int32) throws(FilesystemError) -> OpenedFile {
+        try requireEditable(node)
+        guard node.kind == .regular else { throw node.kind == .directory ? .isADirectory : FilesystemError(errno: ELOOP) }
+        if node.file.isGoogleWorkspaceDocument {
+            Log.shared.warning("write", "'\(node.name)' is a Google \(node.file.mimeType) file: it can only be edited in Drive")
+            throw .accessDenied
+        }
+        guard let content = try localContent(node, create: true) else { throw .ioError }
+        content.lock.lock()
+        defer { content.lock.unlock() }
+        try content.makeWritable(reclaim: { uploads.reclaim(node.file.id)?.contentPath },
+                                 newPath: { newStagingPath(for: node.file.id) })
+        if flags & O_TRUNC != 0 && content.size != 0 {
+            try content.truncate(to: 0)
+            noteLocal(node.inode, size: 0)
+        }
+        content.handles += 1
+        content.writers += 1
+        return registerLocal(node.inode, content, writable: true)
+    }
+
+    /// A read-only open of a file that has a local copy (being written, or not uploaded yet): nil
+    /// when Drive's content is current.
+    func openLocalForReading(_ node: Node) throws(FilesystemError) -> OpenedFile? {
+        guard let content = try localContent(node, create: false) else { return nil }
+        content.lock.lock()
+        content.handles += 1
+        content.lock.unlock()
+        return registerLocal(node.inode, content, writable: false)
+    }
+
+    /// The local copy `inode`'s reads come from, if any (handles opened before a writer came read it too).
+    func localForReading(_ inode: Inode, handle: OpenFile) -> LocalContent? {
+        handle.local ?? locals.withLock { $0[inode] }
+    }
+
+    func readLocal(_ inode: Inode, _ content: LocalContent, offset: Int64, size: Int, reply: Reply<ReadData>) {
+        content.lock.lock()
+        if content.needsNoFetch(offset: offset, length: Int64(size)) {
+            let answer = Result { () throws(FilesystemError) in try content.read(offset: offset, length: size, cancellation: nil) }
+            content.lock.unlock()
+            return reply.complete(answer)
+        }
+        content.lock.unlock()
+        onIOThread(reply, "reading", inode) { () throws(FilesystemError) in
+            content.lock.lock()
+            defer { content.lock.unlock() }
+            return try content.read(offset: offset, length: size, cancellation: reply.cancellation)
+        }
+    }
+
+    /// The content of a link made here whose target did not fit in its property (at most 4 KiB).
+    func linkContent(_ node: Node, cancellation: CancellationFlag?) throws(FilesystemError) -> [UInt8] {
+        if let content = try localContent(node, create: false) {
+            content.lock.lock()
+            defer { content.lock.unlock() }
+            let data = try content.read(offset: 0, length: 4096, cancellation: cancellation)
+            return Self.bytes(data)
+        }
+        guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats) else { throw .ioError }
+        let handle = try cache.open(key, size: max(0, node.file.size ?? 0))
+        defer { cache.release(handle) }
+        let length = Int(min(4096, handle.size))
+        try cache.ensure(handle, offset: 0, length: length, cancellation: cancellation, fetch: fetcher(for: key))
+        return Self.bytes(.file(descriptor: handle.descriptor, offset: 0, length: length))
+    }
+
+    static func bytes(_ data: ReadData) -> [UInt8] {
+        switch data {
+        case .bytes(let b): return b
+        case .file(let fd, let offset, let length):
+            var buffer = [UInt8](repeating: 0, count: length)
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
+            return Array(buffer.prefix(max(0, n)))
+        }
+    }
+
+    // MARK: Commit
+
+    /// Completes the copy and hands it to the queue (`ready`: for upload now). Durable when it returns.
+    private func commit(_ inode: Inode, _ content: LocalContent, ready: Bool,
+                        cancellation: CancellationFlag?) throws(FilesystemError) {
+        content.lock.lock()
+        defer { content.lock.unlock() }
+        try commitLocked(inode, content, ready: ready, cancellation: cancellation)
+    }
+
+    private func commitLocked(_ inode: Inode, _ content: LocalContent, ready: Bool,
+                              cancellation: CancellationFlag?) throws(FilesystemError) {
+        guard !content.removed, !content.sealed else { return }
+        guard content.isDirty || content.hasUnreadyCommit || ready && content.committed != 0 else { return }
+        guard let node = table.node(inode) else { return }
+        try content.complete(cancellation: cancellation)
+        let generation = content.generation
+        try uploads.commit(uploadRequest(node, content), contentPath: content.path, ready: ready)
+        content.markCommitted(generation, ready: ready)
+    }
+
+    /// The last handle of a local copy closed: commit what is left, and forget the copy when the
+    /// queue owns it (reads then open the queue's file) or nothing was written.
+    private func closeLocal(_ inode: Inode, _ content: LocalContent) {
+        commits.submit { [self] in
+            content.lock.lock()
+            if content.handles == 0 && content.writers == 0 {
+                do throws(FilesystemError) {
+                    if content.isDirty || content.hasUnreadyCommit {
+                        try commitLocked(inode, content, ready: true, cancellation: nil)
+                    }
+                } catch {
+                    Log.shared.error("write", "\(describe(inode)): the last close could not keep what was written (\(error)); "
+                                     + "the local copy stays at \(content.path)")
+                }
+                if content.committed == 0 && !content.sealed || content.removed { content.discardFile() }
+                let forget = content.handles == 0 && (content.sealed || content.removed || content.committed == 0)
+                content.lock.unlock()
+                if forget { locals.withLock { l in if l[inode] === content { l[inode] = nil } } }
+            } else {
+                content.lock.unlock()
+            }
+        }
+    }
+
+    func releaseLocal(_ inode: Inode, _ file: OpenFile) {
+        guard let content = file.local else { return }
+        content.lock.lock()
+        content.handles -= 1
+        if file.writable { content.writers -= 1 }
+        let last = content.handles == 0
+        content.lock.unlock()
+        if last { closeLocal(inode, content) }
+    }
+
+    // MARK: Operations
+
+    public func create(parent: Inode, name: String, mode: UInt32, flags: Int32, reply: Reply<CreatedFile>) {
+        do throws(FilesystemError) { try checkName(name) } catch { return reply.fail(error) }
+        guard canWrite else { return reply.fail(.readOnly) }
+        onIOThread(reply, "creating", parent) { [self] () throws(FilesystemError) in
+            let (node, content) = try makeLocalFile(parent: parent, name: name, permissions: mode & 0o7777, link: nil,
+                                                    cancellation: reply.cancellation)
+            content.lock.lock()
+            content.handles += 1
+            content.writers += 1
+            content.lock.unlock()
+            let opened = registerLocal(node.inode, content, writable: true)
+            return CreatedFile(attributes: table.attributes(node), opened: opened)
+        }
+    }
+
+    /// A new regular file (or a link made here) in `parent`: a reserved ID, an empty local copy,
+    /// a node counted as one lookup. Nothing reaches Drive until it is committed.
+    private func makeLocalFile(parent: Inode, name: String, permissions: UInt32, link: String?,
+                               cancellation: CancellationFlag?) throws(FilesystemError) -> (Node, LocalContent) {
+        let folder = try listedFolder(parent, cancellation: cancellation)
+        try requireAddable(folder)
+        if try table.listedChild(parent, name) != nil { throw .exists }
+        let id: String
+        do { id = try backend.reserveFileID() } catch { throw FilesystemError.from(error) }
+        let now = nowMillis()
+        var properties: [String: String] = [:]
+        if let link {
+            properties[AppPropertyKeys.link] = link.utf8.count <= AppPropertyKeys.maximumInlineLinkBytes ? link : ""
+        }
+        let file = DriveFile(id: id, name: name, mimeType: "application/octet-stream", parents: [folder.file.id], size: 0,
+                             modifiedTime: now, createdTime: now, appProperties: properties.isEmpty ? nil : properties)
+        let content = try LocalContent(newAt: newStagingPath(for: id), blockSize: configuration.blockSize)
+        let defaultBits: UInt32 = link == nil ? 0o644 : 0o777
+        let local = LocalState(isNew: true, size: 0, modifiedMillis: now, permissions: permissions == defaultBits || link != nil ? nil : permissions)
+        let node: Node
+        do { node = try table.insertChild(parent: parent, name: name, file: file, local: local) } catch {
+            content.discardFile()
+            throw error
+        }
+        locals.withLock { $0[node.inode] = content }
+        return (node, content)
+    }
+
+    public func makeNode(parent: Inode, name: String, mode: UInt32, reply: Reply<FileAttributes>) {
+        do throws(FilesystemError) { try checkName(name) } catch { return reply.fail(error) }
+        guard canWrite else { return reply.fail(.readOnly) }
+        guard mode & 0o170000 == 0o100000 || mode & 0o170000 == 0 else { return reply.fail(.notPermitted) }
+        onIOThread(reply, "creating", parent) { [self] () throws(FilesystemError) in
+            let (node, content) = try makeLocalFile(parent: parent, name: name, permissions: mode & 0o7777, link: nil,
+                                                    cancellation: reply.cancellation)
+            try commit(node.inode, content, ready: true, cancellation: reply.cancellation)
+            closeLocal(node.inode, content)
+            return table.attributes(table.node(node.inode) ?? node)
+        }
+    }
+
+    public func symbolicLink(parent: Inode, name: String, target: String, reply: Reply<FileAttributes>) {
+        do throws(FilesystemError) { try checkName(name) } catch { return reply.fail(error) }
+        guard canWrite else { return reply.fail(.readOnly) }
+        guard !target.isEmpty, target.utf8.count <= 4095 else { return reply.fail(.invalidArgument) }
+        onIOThread(reply, "linking", parent) { [self] () throws(FilesystemError) in
+            let (node, content) = try makeLocalFile(parent: parent, name: name, permissions: 0o777, link: target,
+                                                    cancellation: reply.cancellation)
+            // The target is also the file's content: links too long for a property keep it there.
+            content.lock.lock()
+            do throws(FilesystemError) {
+                try content.write(offset: 0, data: Array(target.utf8), cancellation: nil)
+                content.lock.unlock()
+            } catch {
+                content.lock.unlock()
+                throw error
+            }
+            noteLocal(node.inode, size: Int64(target.utf8.count), touch: false)
+            try commit(node.inode, content, ready: true, cancellation: reply.cancellation)
+            closeLocal(node.inode, content)
+            return table.attributes(table.node(node.inode) ?? node)
+        }
+    }
+
+    public func link(_ inode: Inode, newParent: Inode, newName: String, reply: Reply<FileAttributes>) {
+        // Drive has no hard links (a file in two folders is not one: removing it removes both).
+        reply.fail(canWrite ? .notPermitted : .readOnly)
+    }
+
+    public func makeDirectory(parent: Inode, name: String, mode: UInt32, reply: Reply<FileAttributes>) {
+        do throws(FilesystemError) { try checkName(name) } catch { return reply.fail(error) }
+        guard canWrite else { return reply.fail(.readOnly) }
+        onIOThread(reply, "making the folder", parent) { [self] () throws(FilesystemError) in
+            let folder = try listedFolder(parent, cancellation: reply.cancellation)
+            try requireAddable(folder)
+            if try table.listedChild(parent, name) != nil { throw .exists }
+            let permissions = mode & 0o7777
+            let properties = permissions == 0o755 || permissions == 0 ? nil : [AppPropertyKeys.mode: String(permissions, radix: 8)]
+            let made: DriveFile
+            do {
+                let id = try backend.reserveFileID()
+                made = try backend.createFolder(name: name, parent: folder.file.id, modifiedTime: nowMillis(), id: id,
+                                                appProperties: properties)
+            } catch { throw FilesystemError.from(error) }
+            let node = try table.insertChild(parent: parent, name: name, file: made, local: nil)
+            return table.attributes(node)
+        }
+    }
+
+    /// Takes `node` off Drive (to the trash, or for good): nothing to do for a file not on Drive
+    /// yet, whose queued upload is dropped (or, if it is landing, trashed once it landed).
+    private func removeFromDrive(_ node: Node) throws(FilesystemError) {
+        if let content = locals.withLock({ $0[node.inode] }) {
+            content.lock.lock()
+            content.removed = true
+            content.lock.unlock()
+        }
+        if node.local?.isNew == true { removedHere.withLock { _ = $0.insert(node.file.id) } }
+        _ = uploads.cancel(node.file.id)
+        if node.local?.isNew == true { return }
+        do {
+            if configuration.deletePermanently {
+                try backend.delete(node.file.id)
+            } else {
+                _ = try backend.trash(node.file.id)
+            }
+        } catch DriveError.notFound {
+            // Gone already (removed elsewhere): what the caller wanted.
+        } catch {
+            throw FilesystemError.from(error)
+        }
+    }
+
+    public func removeFile(parent: Inode, name: String, reply: Reply<Void>) {
+        guard canWrite else { return reply.fail(.readOnly) }
+        onIOThread(reply, "removing", parent) { [self] () throws(FilesystemError) in
+            _ = try listedFolder(parent, cancellation: reply.cancellation)
+            guard let node = try table.listedChild(parent, name) else { throw .notFound }
+            guard node.kind != .directory else { throw .isADirectory }
+            if node.file.capabilities?.canTrash == false && node.local?.isNew != true { throw .accessDenied }
+            try removeFromDrive(node)
+            table.detachChild(parent: parent, name: name)
+        }
+    }
+
+    public func removeDirectory(parent: Inode, name: String, reply: Reply<Void>) {
+        guard canWrite else { return reply.fail(.readOnly) }
+        onIOThread(reply, "removing the folder", parent) { [self] () throws(FilesystemError) in
+            _ = try listedFolder(parent, cancellation: reply.cancellation)
+            guard let node = try table.listedChild(parent, name) else { throw .notFound }
+            guard node.kind == .directory else { throw .notADirectory }
+            _ = try listedFolder(node.inode, cancellation: reply.cancellation)
+            if let children = table.entries(of: node.inode), !children.isEmpty { throw .notEmpty }
+            if node.file.capabilities?.canTrash == false { throw .accessDenied }
+            try removeFromDrive(node)
+            table.detachChild(parent: parent, name: name)
+        }
+    }
+
+    public func rename(parent: Inode, name: String, newParent: Inode, newName: String, flags: UInt32, reply: Reply<Void>) {
+        guard canWrite else { return reply.fail(.readOnly) }
+        let noReplace: UInt32 = 1, exchange: UInt32 = 2
+        if flags & exchange != 0 || flags & ~(noReplace | exchange) != 0 { return reply.fail(.invalidArgument) }
+        do throws(FilesystemError) { try checkName(newName) } catch { return reply.fail(error) }
+        onIOThread(reply, "renaming", parent) { [self] () throws(FilesystemError) in
+            _ = try listedFolder(parent, cancellation: reply.cancellation)
+            let destination = try listedFolder(newParent, cancellation: reply.cancellation)
+            guard let source = try table.listedChild(parent, name) else { throw .notFound }
+            if parent == newParent && name == newName { return }
+            if source.file.capabilities?.canRename == false && source.local?.isNew != true { throw .accessDenied }
+            if source.kind == .directory && table.isAncestor(source.inode, of: newParent) { throw .invalidArgument }
+            if let target = try table.listedChild(newParent, newName) {
+                if flags & noReplace != 0 { throw .exists }
+                if source.kind == .directory && target.kind != .directory { throw .notADirectory }
+                if source.kind != .directory && target.kind == .directory { throw .isADirectory }
+                if target.kind == .directory {
+                    _ = try listedFolder(target.inode, cancellation: reply.cancellation)
+                    if let children = table.entries(of: target.inode), !children.isEmpty { throw .notEmpty }
+                }
+                // POSIX: the target is replaced; on Drive it goes to the trash.
+                if target.inode != source.inode {
+                    try removeFromDrive(target)
+                    table.detachChild(parent: newParent, name: newName)
+                }
+            }
+            let parentID = source.file.parents.first
+            let newParentID = destination.file.id
+            let queued = uploads.updateMetadata(of: source.file.id) { request in
+                request.name = newName
+                request.parentID = newParentID
+            }
+            let unsent = locals.withLock { $0[source.inode] }.map { c -> Bool in
+                c.lock.lock(); defer { c.lock.unlock() }
+                return !c.sealed && c.committed == 0
+            } ?? false
+            var moved: DriveFile?
+            if source.local?.isNew == true && (queued || unsent) {
+                moved = nil  // not on Drive yet: its upload carries the new name and folder
+            } else {
+                do {
+                    if parentID == newParentID || parentID == nil {
+                        moved = try backend.updateMetadata(source.file.id, name: newName, mimeType: nil, modifiedTime: nil,
+                                                           appProperties: nil)
+                    } else {
+                        moved = try backend.move(source.file.id, addParent: newParentID, removeParent: parentID,
+                                                 newName: newName == source.file.name ? nil : newName)
+                    }
+                } catch { throw FilesystemError.from(error) }
+            }
+            if var file = moved {
+                // Keep only one parent in view: the one it now shows in.
+                file.parents = [newParentID]
+                moved = file
+            }
+            table.moveChild(parent: parent, name: name, newParent: newParent, newName: newName, file: moved)
+        }
+    }
+
+    public func setAttributes(_ inode: Inode, _ changes: AttributeChanges, handle: UInt64?, reply: Reply<FileAttributes>) {
+        guard let node = table.node(inode) else { return reply.fail(.stale) }
+        // Ownership stays the mounting user's: chown to them is accepted (cp -p, tar, rsync do it).
+        if let uid = changes.userID, uid != configuration.userID, uid != UInt32.max { return reply.fail(.notPermitted) }
+        if let gid = changes.groupID, gid != configuration.groupID, gid != UInt32.max { return reply.fail(.notPermitted) }
+        let changesSomething = changes.size != nil || changes.permissions != nil || changes.modified != nil
+        guard changesSomething else { return reply.succeed(table.attributes(node)) }
+        guard canWrite else { return reply.fail(.readOnly) }
+        onIOThread(reply, "changing", inode) { [self] () throws(FilesystemError) in
+            try setAttributesNow(node, changes, handle: handle, cancellation: reply.cancellation)
+            guard let current = table.node(inode) else { throw .stale }
+            return table.attributes(current)
+        }
+    }
+
+    private func setAttributesNow(_ node: Node, _ changes: AttributeChanges, handle: UInt64?,
+                                  cancellation: CancellationFlag?) throws(FilesystemError) {
+        let inode = node.inode
+        if let size = changes.size {
+            guard size >= 0 else { throw .invalidArgument }
+            guard node.kind == .regular else { throw node.kind == .directory ? .isADirectory : .invalidArgument }
+            try requireEditable(node)
+            let viaHandle = handle.flatMap { h in handles.withLock { $0.files[h] } }.flatMap { $0.writable ? $0.local : nil }
+            let content: LocalContent
+            if let viaHandle {
+                content = viaHandle
+            } else if let made = try localContent(node, create: true) {
+                content = made
+            } else {
+                throw .ioError
+            }
+            content.lock.lock()
+            do throws(FilesystemError) {
+                try content.makeWritable(reclaim: { uploads.reclaim(node.file.id)?.contentPath },
+                                         newPath: { newStagingPath(for: node.file.id) })
+                try content.truncate(to: size)
+                content.lock.unlock()
+            } catch {
+                content.lock.unlock()
+                throw error
+            }
+            noteLocal(inode, size: size)
+            // truncate(2) without an open file: it is a whole change of its own.
+            if viaHandle == nil {
+                content.lock.lock()
+                let idle = content.writers == 0
+                content.lock.unlock()
+                if idle {
+                    try commit(inode, content, ready: true, cancellation: cancellation)
+                    closeLocal(inode, content)
+                }
+            }
+        }
+        guard changes.permissions != nil || changes.modified != nil else { return }
+        let permissions = changes.permissions
+        let modified: Int64? = changes.modified.map { time in
+            switch time {
+            case .now: return nowMillis()
+            case .millis(let m): return m
+            }
+        }
+        guard let current = table.node(inode) else { throw .stale }
+        if current.file.capabilities?.canEdit == false && current.local?.isNew != true { throw .accessDenied }
+        // Not on Drive yet, or with content still to go: the upload carries the change.
+        let unsent = locals.withLock { $0[inode] }.map { c -> Bool in
+            c.lock.lock(); defer { c.lock.unlock() }
+            return !c.sealed && !c.removed
+        } ?? false
+        let modeText = permissions.map { String($0, radix: 8) }
+        let queued = uploads.updateMetadata(of: current.file.id) { request in
+            if let modeText { request.appProperties[AppPropertyKeys.mode] = modeText }
+            if let modified { request.modifiedTime = modified }
+        }
+        if unsent || queued {
+            table.update(inode) { node in
+                var local = node.local ?? LocalState(isNew: false, size: node.file.size ?? 0,
+                                                     modifiedMillis: node.file.modifiedTime ?? 0)
+                if let permissions { local.permissions = permissions }
+                if let modified { local.modifiedMillis = modified }
+                node.local = local
+            }
+            return
+        }
+        let updated: DriveFile
+        do {
+            updated = try backend.updateMetadata(current.file.id, name: nil, mimeType: nil, modifiedTime: modified,
+                                                 appProperties: modeText.map { [AppPropertyKeys.mode: $0] })
+        } catch { throw FilesystemError.from(error) }
+        table.update(inode) { node in
+            let parents = node.file.parents
+            let name = node.file.name
+            node.file = updated
+            node.file.parents = parents
+            node.file.name = name
+        }
+    }
+
+    public func write(_ inode: Inode, handle: UInt64, offset: Int64, data: [UInt8], reply: Reply<Int>) {
+        guard offset >= 0 else { return reply.fail(.invalidArgument) }
+        guard let file = handles.withLock({ $0.files[handle] }), file.inode == inode else { return reply.fail(.badHandle) }
+        guard file.writable, let content = file.local else { return reply.fail(.badHandle) }
+        guard let node = table.node(inode) else { return reply.fail(.stale) }
+        let work = { @Sendable [self] (cancellation: CancellationFlag?) throws(FilesystemError) -> Int in
+            content.lock.lock()
+            defer { content.lock.unlock() }
+            try content.makeWritable(reclaim: { uploads.reclaim(node.file.id)?.contentPath },
+                                     newPath: { newStagingPath(for: node.file.id) })
+            try content.write(offset: offset, data: data, cancellation: cancellation)
+            noteLocal(inode, size: content.size)
+            return data.count
+        }
+        content.lock.lock()
+        let quick = !content.sealed && content.needsNoFetch(offset: offset, length: 1)
+            && content.needsNoFetch(offset: offset + Int64(max(0, data.count - 1)), length: 1)
+        content.lock.unlock()
+        if quick { return reply.answer { () throws(FilesystemError) in try work(nil) } }
+        onIOThread(reply, "writing", inode) { () throws(FilesystemError) in try work(reply.cancellation) }
+    }
+
+    public func flush(_ inode: Inode, handle: UInt64, reply: Reply<Void>) {
+        guard let file = handles.withLock({ $0.files[handle] }), file.inode == inode else { return reply.fail(.badHandle) }
+        guard file.writable, let content = file.local else { return reply.succeed() }
+        content.lock.lock()
+        let needed = !content.removed && !content.sealed && (content.isDirty || content.hasUnreadyCommit)
+        content.lock.unlock()
+        guard needed || configuration.syncClose else { return reply.succeed() }
+        let fileID = table.node(inode)?.file.id
+        // What close(2) accepted is durable when it returns: the copy and its journal record.
+        onIOThread(reply, "saving", inode) { [self] () throws(FilesystemError) in
+            content.lock.lock()
+            let only = content.writers <= 1
+            content.lock.unlock()
+            try commit(inode, content, ready: only, cancellation: nil)
+            if configuration.syncClose, let fileID {
+                try uploads.waitUntilUploaded(fileID, deadline: time.now() + 86_400, cancellation: reply.cancellation)
+            }
+        }
+    }
+
+    public func synchronize(_ inode: Inode, handle: UInt64, dataOnly: Bool, reply: Reply<Void>) {
+        guard let node = table.node(inode) else { return reply.fail(.stale) }
+        let file = handles.withLock { $0.files[handle] }
+        onIOThread(reply, "syncing", inode) { [self] () throws(FilesystemError) in
+            if let content = file?.local ?? locals.withLock({ $0[inode] }) {
+                try commit(inode, content, ready: true, cancellation: reply.cancellation)
+            }
+            // fsync answers once the file is on Drive (or with its upload's failure).
+            try uploads.waitUntilUploaded(node.file.id, deadline: time.now() + 86_400, cancellation: reply.cancellation)
+        }
+    }
+
+    public func synchronizeDirectory(_ inode: Inode, handle: UInt64, reply: Reply<Void>) {
+        // Names are made on Drive before they answer (or kept in the journal with their file).
+        reply.succeed()
+    }
+
+    // MARK: Uploads
+
+    /// What the journal held at start: new files shown in their folders until they land.
+    func restoreUploads() {
+        for (request, path) in uploads.recovered where request.isNew {
+            var info = stat()
+            let size = stat(path, &info) == 0 ? Int64(info.st_size) : 0
+            let now = nowMillis()
+            let file = DriveFile(id: request.fileID, name: request.name, mimeType: "application/octet-stream",
+                                 parents: [request.parentID], size: size, modifiedTime: request.modifiedTime ?? now,
+                                 createdTime: now, appProperties: request.appProperties.isEmpty ? nil : request.appProperties)
+            table.restoreLocalNew(file, local: LocalState(isNew: true, size: size, modifiedMillis: request.modifiedTime ?? now,
+                                                          permissions: AppPropertyKeys.permissions(file)))
+        }
+        if !uploads.recovered.isEmpty {
+            Log.shared.info("write", "\(uploads.recovered.count) upload(s) from the last run are queued again")
+        }
+    }
+
+    /// An upload ended: the node shows Drive's new version (unless newer content waits), a
+    /// conflicted copy appears beside it, a failure is logged.
+    func uploadFinished(_ outcome: UploadOutcome) {
+        let id = outcome.request.fileID
+        let pendingNewer = uploads.contentPath(of: id) != nil
+        guard let inode = table.inode(forID: id) else { return trashIfRemoved(outcome) }
+        let heldCopy = locals.withLock { $0[inode] }.map { c -> Bool in
+            c.lock.lock(); defer { c.lock.unlock() }
+            return !c.sealed || c.path != outcome.contentPath
+        } ?? false
+        if let error = outcome.error {
+            Log.shared.error("write", "uploading \(outcome.request.displayPath) failed for good: \(error)"
+                             + (outcome.preservedAt.map { "; its content is kept at \($0)" } ?? ""))
+            guard !pendingNewer && !heldCopy, let node = table.node(inode) else { return }
+            if node.local?.isNew == true, let parent = node.parent {
+                // Never reached Drive: it cannot be shown as if it had.
+                table.detachChild(parent: parent, name: node.name)
+            } else {
+                table.update(inode) { $0.local = nil }
+                invalidator.apply(Invalidations(inodes: [inode]))
+            }
+            return
+        }
+        guard let landed = outcome.file else { return }
+        if outcome.wasConflict {
+            Log.shared.warning("write", "\(outcome.request.displayPath) changed on Drive since it was opened here: "
+                               + "what was written here is uploaded beside it as '\(landed.name)'")
+            if let node = table.node(inode), let parent = node.parent {
+                _ = try? table.insertChild(parent: parent, name: landed.name, file: landed, local: nil, countLookup: false)
+            }
+            if !pendingNewer && !heldCopy { table.update(inode) { $0.local = nil } }
+            invalidator.apply(Invalidations(inodes: [inode]))
+            return
+        }
+        table.update(inode) { node in
+            let name = node.file.name
+            let parents = node.file.parents
+            node.file = landed
+            node.file.name = name
+            if !parents.isEmpty { node.file.parents = parents }
+            if !pendingNewer && !heldCopy { node.local = nil }
+        }
+        trashIfRemoved(outcome)
+    }
+
+    /// A new file removed while its upload was landing: it goes where removals go.
+    private func trashIfRemoved(_ outcome: UploadOutcome) {
+        guard let file = outcome.file else { return }
+        let removed = removedHere.withLock { $0.remove(outcome.request.fileID) != nil }
+        guard removed else { return }
+        commits.submit { [self] in
+            do {
+                if configuration.deletePermanently { try backend.delete(file.id) } else { _ = try backend.trash(file.id) }
+            } catch {
+                Log.shared.warning("write", "\(outcome.request.displayPath) was removed while it uploaded, "
+                                   + "but removing it from Drive failed: \(error)")
+            }
+        }
+    }
+
+    // MARK: Introspection (tests, status)
+
+    public var uploadStatus: UploadQueueStatus { uploads.status }
+
+    /// Waits until no upload is queued or running (`drivefs unmount`), reporting progress.
+    public func drainUploads(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void = { _ in }) -> Bool {
+        let deadline = time.now() + timeout
+        // Closed files still being committed first: their uploads are not queued yet.
+        guard commits.waitUntilIdle(timeout: timeout) else { return false }
+        return uploads.drain(timeout: max(0, deadline - time.now()), progress: progress)
+    }
+}
+
+/// A block fetcher carried into a `@Sendable` closure: it captures only the backend (Sendable) and
+/// a content key.
+struct SendableFetcher: @unchecked Sendable {
+    let value: BlockCache.Fetcher
+    init(_ value: @escaping BlockCache.Fetcher) { self.value = value }
+}

@@ -1,0 +1,285 @@
+import CSystem
+import DriveClient
+import DriveSupport
+import Foundation
+import Glibc
+
+/// One file's content as written here: a staging file in `<cache>/staging/` that holds Drive's
+/// bytes only where they were needed, copied block by block from the block cache (a partial
+/// write's edge blocks, reads, and everything at commit), and what was written.
+///
+/// Invariants (under `lock`, which is held across fills, so writes and commits of one file are
+/// serialised while other files go on):
+/// - A block below `remoteLimit` that is not `present` holds no written byte: a write that only
+///   partly covers such a block fetches it first; one that covers it whole marks it present.
+/// - Bytes at or past `remoteLimit` never come from Drive (they were written, or are zeros of a
+///   truncate that grew the file).
+/// - Once `sealed` (committed ready), the queue owns the file: a write first takes it back
+///   (`reclaim`) or moves to a copy.
+final class LocalContent: @unchecked Sendable {
+    // @unchecked: every mutable field is guarded by `lock`.
+    let lock = NSLock()
+    private(set) var path: String
+    private(set) var descriptor: Int32
+    /// Descriptors of files this content moved away from: closed when it dies, so a read reply in
+    /// flight never sees its descriptor number reused.
+    private var retired: [Int32] = []
+    private(set) var size: Int64
+    private var remoteLimit: Int64
+    private var present: [UInt64]
+    let blockSize: Int
+    /// Drive's version this copy started from (nil: a new file, or content the queue held).
+    let remote: BlockCache.Handle?
+    private let ensureRemote: (@Sendable (BlockCache.Handle, Int64, Int, CancellationFlag?) throws(FilesystemError) -> Void)?
+    private let release: (@Sendable (BlockCache.Handle) -> Void)?
+    let baseRevision: String?
+    let baseMD5: String?
+    /// Bumped by every change; `committed` is the generation last handed to the queue.
+    private(set) var generation: UInt64
+    private(set) var committed: UInt64 = 0
+    private(set) var sealed: Bool
+    /// Open handles on it, and how many of them write.
+    var handles = 0
+    var writers = 0
+    /// The file was removed while open: it is never committed again.
+    var removed = false
+
+    /// An empty new file.
+    init(newAt path: String, blockSize: Int) throws(FilesystemError) {
+        self.path = path
+        descriptor = try Self.openFile(path, create: true)
+        size = 0
+        remoteLimit = 0
+        present = []
+        self.blockSize = blockSize
+        remote = nil
+        ensureRemote = nil
+        release = nil
+        baseRevision = nil
+        baseMD5 = nil
+        generation = 1  // a new file must reach Drive even if nothing is written
+        sealed = false
+    }
+
+    /// A copy of Drive's version `remote`, filled lazily.
+    init(copying remote: BlockCache.Handle, at path: String, blockSize: Int, baseRevision: String?, baseMD5: String?,
+         ensure: @escaping @Sendable (BlockCache.Handle, Int64, Int, CancellationFlag?) throws(FilesystemError) -> Void,
+         release: @escaping @Sendable (BlockCache.Handle) -> Void) throws(FilesystemError) {
+        self.path = path
+        descriptor = try Self.openFile(path, create: true)
+        size = remote.size
+        remoteLimit = remote.size
+        self.blockSize = blockSize
+        present = [UInt64](repeating: 0, count: Int((remote.size + Int64(blockSize) - 1) / Int64(blockSize) + 63) / 64)
+        self.remote = remote
+        ensureRemote = ensure
+        self.release = release
+        self.baseRevision = baseRevision
+        self.baseMD5 = baseMD5
+        generation = 0
+        sealed = false
+        if ftruncate(descriptor, off_t(size)) != 0 {
+            let error = Self.error(errno)
+            close(descriptor)
+            unlink(path)
+            release(remote)
+            throw error
+        }
+    }
+
+    /// Content the upload queue holds (complete, owned by the queue).
+    init(queuedAt path: String, blockSize: Int) throws(FilesystemError) {
+        self.path = path
+        descriptor = try Self.openFile(path, create: false)
+        var info = stat()
+        size = fstat(descriptor, &info) == 0 ? Int64(info.st_size) : 0
+        remoteLimit = 0
+        present = []
+        self.blockSize = blockSize
+        remote = nil
+        ensureRemote = nil
+        release = nil
+        baseRevision = nil
+        baseMD5 = nil
+        generation = 0
+        sealed = true
+    }
+
+    deinit {
+        close(descriptor)
+        for fd in retired { close(fd) }
+        if let remote { release?(remote) }
+    }
+
+    var isDirty: Bool { generation != committed }
+    /// The journal holds a record of this file that is not ready: the last writer must commit it.
+    var hasUnreadyCommit: Bool { !sealed && committed != 0 }
+
+    private static func openFile(_ path: String, create: Bool) throws(FilesystemError) -> Int32 {
+        let fd = Glibc.open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            Log.shared.warning("write", "cannot open the local copy \(path): \(String(cString: strerror(code)))")
+            throw error(code)
+        }
+        return fd
+    }
+
+    static func error(_ code: Int32) -> FilesystemError {
+        switch code {
+        case ENOSPC, EDQUOT: return .noSpace
+        case EINTR: return FilesystemError(errno: EINTR)
+        default: return .ioError
+        }
+    }
+
+    // MARK: Blocks (lock held)
+
+    private func isPresent(_ b: Int) -> Bool { b >> 6 < present.count && present[b >> 6] & (1 << UInt64(b & 63)) != 0 }
+    private func setPresent(_ b: Int) { if b >> 6 < present.count { present[b >> 6] |= 1 << UInt64(b & 63) } }
+
+    /// The last block that still has bytes from Drive, or -1.
+    private var lastRemoteBlock: Int { remoteLimit > 0 ? Int((remoteLimit - 1) / Int64(blockSize)) : -1 }
+
+    /// Whether `[offset, offset + length)` needs no fetch.
+    func needsNoFetch(offset: Int64, length: Int64) -> Bool {
+        guard length > 0, offset < remoteLimit else { return true }
+        let first = Int(offset / Int64(blockSize)), last = min(lastRemoteBlock, Int((offset + length - 1) / Int64(blockSize)))
+        guard first <= last else { return true }
+        return (first...last).allSatisfy(isPresent)
+    }
+
+    /// Copies Drive's bytes of the missing blocks in `first...last` into the staging file.
+    private func fill(_ first: Int, _ last: Int, cancellation: CancellationFlag?) throws(FilesystemError) {
+        guard let remote, let ensureRemote else { return }
+        let hi = min(last, lastRemoteBlock)
+        var b = max(0, first)
+        while b <= hi {
+            if isPresent(b) { b += 1; continue }
+            var e = b
+            while e + 1 <= hi && !isPresent(e + 1) { e += 1 }
+            let start = Int64(b) * Int64(blockSize)
+            let end = min(Int64(e + 1) * Int64(blockSize), remoteLimit)
+            try ensureRemote(remote, start, Int(end - start), cancellation)
+            try Self.copy(from: remote.descriptor, to: descriptor, offset: start, length: end - start)
+            for x in b...e { setPresent(x) }
+            b = e + 1
+        }
+    }
+
+    /// Copies `[offset, offset + length)` of one file to the same place in another.
+    static func copy(from source: Int32, to target: Int32, offset: Int64, length: Int64) throws(FilesystemError) {
+        var inOffset = off_t(offset), outOffset = off_t(offset)
+        var left = length
+        while left > 0 {
+            let n = csystem_copy_file_range(source, &inOffset, target, &outOffset, Int(min(left, 1 << 30)))
+            if n > 0 { left -= Int64(n); continue }
+            if n < 0 && errno == EINTR { continue }
+            if n == 0 || errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP { break }
+            throw error(errno)
+        }
+        // Fallback (a filesystem without copy_file_range, or a short source).
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while left > 0 {
+            let want = Int(min(left, Int64(buffer.count)))
+            let got = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, want, inOffset) }
+            if got < 0 { if errno == EINTR { continue }; throw error(errno) }
+            if got == 0 { break }  // past the source's end: the target keeps its zeros
+            try writeAll(target, buffer, count: got, at: Int64(outOffset))
+            inOffset += off_t(got); outOffset += off_t(got); left -= Int64(got)
+        }
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8], count: Int, at offset: Int64) throws(FilesystemError) {
+        var done = 0
+        while done < count {
+            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, count - done, off_t(offset + Int64(done))) }
+            if n < 0 { if errno == EINTR { continue }; throw error(errno) }
+            done += n
+        }
+    }
+
+    // MARK: Operations (the caller holds `lock`)
+
+    /// `[offset, offset + length)` as a reply from the staging file, fetching what is missing.
+    func read(offset: Int64, length: Int, cancellation: CancellationFlag?) throws(FilesystemError) -> ReadData {
+        let count = Int(max(0, min(Int64(length), size - offset)))
+        guard count > 0 else { return .bytes([]) }
+        try fill(Int(offset / Int64(blockSize)), Int((offset + Int64(count) - 1) / Int64(blockSize)), cancellation: cancellation)
+        return .file(descriptor: descriptor, offset: offset, length: count)
+    }
+
+    func write(offset: Int64, data: [UInt8], cancellation: CancellationFlag?) throws(FilesystemError) {
+        precondition(!sealed, "a write to content the queue owns")
+        guard !data.isEmpty else { return }
+        let end = offset + Int64(data.count)
+        let B = Int64(blockSize)
+        let first = Int(offset / B), last = Int((end - 1) / B)
+        // Edge blocks only partly covered keep Drive's other bytes: fetched first.
+        for b in Set([first, last]) where b <= lastRemoteBlock && !isPresent(b) {
+            let covered = Int64(b) * B >= offset && min(Int64(b + 1) * B, remoteLimit) <= end
+            if !covered { try fill(b, b, cancellation: cancellation) }
+        }
+        try Self.writeAll(descriptor, data, count: data.count, at: offset)
+        for b in first...last where Int64(b) * B >= offset && min(Int64(b + 1) * B, remoteLimit) <= end { setPresent(b) }
+        size = max(size, end)
+        generation += 1
+    }
+
+    func truncate(to length: Int64) throws(FilesystemError) {
+        precondition(!sealed, "a truncate of content the queue owns")
+        guard length != size else { return }
+        if ftruncate(descriptor, off_t(length)) != 0 { throw Self.error(errno) }
+        remoteLimit = min(remoteLimit, length)
+        size = length
+        generation += 1
+    }
+
+    /// Fetches everything still missing: the staging file then holds the whole content.
+    func complete(cancellation: CancellationFlag?) throws(FilesystemError) {
+        try fill(0, lastRemoteBlock, cancellation: cancellation)
+    }
+
+    func markCommitted(_ generation: UInt64, ready: Bool) {
+        committed = generation
+        if ready { sealed = true }
+    }
+
+    /// Makes the content writable again after the queue took it: `reclaim` gives the same file
+    /// back when its upload has not started; otherwise the content moves to a copy at `newPath`.
+    func makeWritable(reclaim: () -> String?, newPath: () -> String) throws(FilesystemError) {
+        guard sealed else { return }
+        if let reclaimed = reclaim() {
+            if reclaimed != path {
+                let fd = try Self.openFile(reclaimed, create: false)
+                retired.append(descriptor)
+                descriptor = fd
+                path = reclaimed
+            }
+            sealed = false
+            committed = generation &- 1  // the journal keeps it as not ready: it must be committed again
+            return
+        }
+        let copyPath = newPath()
+        let fd = try Self.openFile(copyPath, create: true)
+        do throws(FilesystemError) {
+            if ftruncate(fd, off_t(size)) != 0 { throw Self.error(errno) }
+            try Self.copy(from: descriptor, to: fd, offset: 0, length: size)
+        } catch {
+            close(fd)
+            unlink(copyPath)
+            throw error
+        }
+        retired.append(descriptor)
+        descriptor = fd
+        path = copyPath
+        sealed = false
+        committed = 0
+        generation = 0  // the queue has this content already: clean until written
+    }
+
+    /// Removes the staging file when nobody but this object knows it (never committed, or removed).
+    func discardFile() {
+        if !sealed { unlink(path) }
+    }
+}
