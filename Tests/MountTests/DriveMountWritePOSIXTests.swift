@@ -100,10 +100,13 @@ final class DriveMountWritePOSIXTests: XCTestCase {
         XCTAssertTrue(problems.isEmpty, "Drive after the renames and removals:\n" + WriteTests.describe(problems))
         XCTAssertEqual(remote.folders.map(\.path).sorted(), expectedFolders, "the folders on Drive")
         let api = try drive.api()
-        XCTAssertEqual(try api.getFile(oldTarget.id).trashed, true, "the file replaced by a rename must be in Drive's trash")
-        XCTAssertEqual(try api.getFile(gone.id).trashed, true, "a folder removed with rm -r must be in Drive's trash, not deleted")
-        XCTAssertEqual(try api.getFile(x1.id).trashed, true, "a file removed with rm -r must be in Drive's trash")
-        XCTAssertEqual(try api.getFile(x2.id).trashed, true, "a nested file removed with rm -r must be in Drive's trash")
+        func trashState(_ id: String) -> String {
+            do { return try api.getFile(id).trashed ? "in the trash" : "not trashed" } catch { return "not on Drive any more (\(error))" }
+        }
+        XCTAssertEqual(trashState(oldTarget.id), "in the trash", "the file replaced by a rename must go to Drive's trash")
+        XCTAssertEqual(trashState(gone.id), "in the trash", "a folder removed with rm -r must go to Drive's trash (not be deleted)")
+        XCTAssertEqual(trashState(x1.id), "in the trash", "a file removed with rm -r must go to Drive's trash")
+        XCTAssertEqual(trashState(x2.id), "in the trash", "a nested file removed with rm -r must go to Drive's trash")
         XCTAssertFalse(remote.entries.contains { $0.path.hasSuffix("scratch") }, "the folder created and removed is not on Drive")
     }
 
@@ -354,7 +357,7 @@ final class DriveMountWritePOSIXTests: XCTestCase {
         defer { drive.stop() }
         let mount = try drive.mount()
         let l = mount.path("l")
-        try ExternalCommand.shell("printf '#!/bin/sh\\necho new runs\\n' > '\(l)/new.sh' && chmod +x '\(l)/new.sh' '\(l)/seeded.sh'"
+        try ExternalCommand.shell("umask 022 && printf '#!/bin/sh\\necho new runs\\n' > '\(l)/new.sh' && chmod +x '\(l)/new.sh' '\(l)/seeded.sh'"
                                   + " && chmod 600 '\(l)/seeded.sh' && chmod 750 '\(l)/seeded.sh'")
             .requireSuccess("write new.sh, chmod +x it and the seeded file")
         try ExternalCommand.tool("ln", ["-s", "new.sh", "\(l)/link-to-new"]).requireSuccess("ln -s new.sh link-to-new")
@@ -394,11 +397,12 @@ final class DriveMountWritePOSIXTests: XCTestCase {
         // Another machine, while this mount is live: the change feed brings the links and modes.
         let other = try drive.mountFresh()
         let seen = waitUntil(timeout: 60, interval: 0.2) {
-            let r = try? ExternalCommand.runTool("readlink", [other.path("l/link-to-new")], timeout: 10)
-            return r?.output == "new.sh\n"
+            let links = try? ExternalCommand.runTool("readlink", [other.path("l/link-to-new"), other.path("l/dangling")], timeout: 10)
+            let modes = try? ExternalCommand.runTool("stat", ["-c", "%a", other.path("l/new.sh"), other.path("l/seeded.sh")], timeout: 10)
+            return links?.output == "new.sh\n../elsewhere/missing.txt\n" && modes?.output == "755\n750\n"
         }
-        XCTAssertTrue(seen, "another mount must see the symlink within 60 s (uploads in the background, 1 s polls)")
-        if seen { try check(other.path("l"), "on another mount") }
+        XCTAssertTrue(seen, "another mount must see both symlinks and both modes within 60 s (uploaded in the background, 1 s polls)")
+        try check(other.path("l"), "on another mount")
 
         try drive.drivefsUnmount(mount)
         try drive.drivefsUnmount(other)

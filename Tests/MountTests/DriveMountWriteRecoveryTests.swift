@@ -78,8 +78,6 @@ final class DriveMountWriteRecoveryTests: XCTestCase {
 
         // The same profile and cache directory, on the same mount point once the dead mount is cleaned up.
         let second = try drive.mount(mountpoint: first.mountpoint)
-        let listing = try ExternalCommand.tool("ls", [second.path("queued")], timeout: 30)
-        XCTAssertEqual(listing.output.split(separator: "\n").count, 100, "the remount lists the 100 accepted files: \(listing.summary.prefix(300))")
         try drive.drivefsUnmount(second)
         try assertArrivedOnce(drive, "queued", expected, "after kill -9 and a new mount")
     }
@@ -136,7 +134,7 @@ final class DriveMountWriteRecoveryTests: XCTestCase {
             """
         let deadline = Date().addingTimeInterval(120)
         var round = 0
-        while drive.requests("token") - tokensAtStart < 3 && round < 60 && Date() < deadline {
+        while drive.requests("token") - tokensAtStart < 3 && round < 80 && Date() < deadline {
             if round == 2 {
                 // The server refuses the current token (as after an expiry it did not foresee).
                 drive.emulator.addFaults([FaultRule.status(401, method: "files.create.upload", times: 2)])

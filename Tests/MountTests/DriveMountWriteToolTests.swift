@@ -194,8 +194,11 @@ final class DriveMountWriteToolTests: XCTestCase {
         let run = try ExternalCommand.run(dir + "/hello", [], timeout: 30)
         XCTAssertEqual(run.status, 0, "the program built on the mount must run from it: \(run.summary)")
         XCTAssertEqual(run.output, expected, "its output")
+        let mask = umask(0)
+        umask(mask)
         let mode = try ExternalCommand.tool("stat", ["-c", "%a", dir + "/hello"])
-        XCTAssertEqual(mode.output, "755\n", "the linker's output is executable (0777 minus umask 022): \(mode.summary)")
+        XCTAssertEqual(mode.output, String(0o777 & ~Int(mask), radix: 8) + "\n",
+                       "the linker's output is executable (0777 minus the umask): \(mode.summary)")
         let leftovers = try ExternalCommand.tool("find", [mount.path("tmp"), "-mindepth", "1"])
         XCTAssertEqual(leftovers.output, "", "the compiler removed its temporary files: \(leftovers.summary)")
         let md5 = try ExternalCommand.tool("md5sum", [dir + "/hello"]).output.prefix(32)
@@ -223,6 +226,7 @@ final class DriveMountWriteToolTests: XCTestCase {
         let mount = try drive.mount()
         try ExternalCommand.tool("mkdir", [mount.path("db")]).requireSuccess("mkdir db on the mount")
         let db = mount.path("db/app.sqlite")
+        @discardableResult
         func sql(_ statements: String, on path: String, _ step: String) throws -> ExternalCommand.Result {
             try ExternalCommand.run(sqlite, ["-bail", path, statements], timeout: 120).requireSuccess(step)
         }
