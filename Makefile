@@ -4,9 +4,9 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 CONFIG ?= debug
 BIN := .build/$(CONFIG)
-# Debian packages: build (libraries), mount (fuse3), extended attributes (attr: getfattr), man page and completion checks (man-db, zsh), demo (curl), interop tests (rclone, iproute2, openssl, python3-venv).
+# Debian packages: build (libraries), mount (fuse3), extended attributes (attr: getfattr), man page and completion checks (man-db, zsh), demo (curl), interop tests (rclone, iproute2, openssl, python3-venv), write-side mount tests (sqlite3, rsync).
 DEB_PACKAGES := fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev pkg-config openssl ca-certificates curl attr man-db zsh \
-	rclone iproute2 util-linux python3-venv
+	rclone iproute2 util-linux python3-venv sqlite3 rsync
 # google-api-python-client for the interop tests, in a venv of our own.
 VENV := .build/interop-venv
 PY_PACKAGES := google-api-python-client==2.* google-auth==2.*

@@ -14,7 +14,9 @@ import XCTest
 final class EmulatedDrive {
     let temp: URL
     let seed: URL
-    let emulator: Emulator
+    /// Replaced by `restartEmulator()` (same port, same state directory).
+    private(set) var emulator: Emulator
+    private let emulatorConfig: EmulatorConfig
     /// The child's environment: this process's, without `DRIVEFS_*` settings, plus the XDG tree.
     let environment: [String: String]
     private var mounts: [MountedDriveFS] = []
@@ -34,6 +36,8 @@ final class EmulatedDrive {
         configure(&config)
         emulator = try Emulator(config: config)
         try emulator.start()
+        config.port = emulator.port
+        emulatorConfig = config
 
         var env = ProcessInfo.processInfo.environment
         for key in env.keys where key.hasPrefix("DRIVEFS_") && key != "DRIVEFS_BIN" { env[key] = nil }
@@ -158,6 +162,20 @@ final class EmulatedDrive {
         }
     }
 
+    /// Stops the emulator and starts a new one on the same port over the same state directory (what
+    /// a server restart looks like to a client: its connections are cut, then the same Drive answers
+    /// again). `configure` may change what the new instance does (latency, bandwidth), not where it
+    /// listens or what it stores. The new instance's stats start at zero.
+    func restartEmulator(configure: (inout EmulatorConfig) -> Void = { _ in }) throws {
+        emulator.stop()
+        var config = emulatorConfig
+        configure(&config)
+        config.port = emulatorConfig.port
+        config.stateDirectory = emulatorConfig.stateDirectory
+        emulator = try Emulator(config: config)
+        try emulator.start()
+    }
+
     func stop() {
         for mount in mounts.reversed() { mount.tearDown() }
         emulator.stop()
@@ -165,13 +183,13 @@ final class EmulatedDrive {
     }
 }
 
-/// Polls `condition` every 20 ms until it holds or `timeout` passes.
-func waitUntil(timeout: TimeInterval, _ condition: () throws -> Bool) rethrows -> Bool {
+/// Polls `condition` every `interval` (20 ms) until it holds or `timeout` passes.
+func waitUntil(timeout: TimeInterval, interval: TimeInterval = 0.02, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while true {
         if try condition() { return true }
         if Date() > deadline { return false }
-        usleep(20_000)
+        usleep(useconds_t(interval * 1_000_000))
     }
 }
 
