@@ -131,7 +131,7 @@ final class DriveMountWritePOSIXTests: XCTestCase {
                 os.rename(tmp, path)
             """
         let second = "second draft\n" + String(repeating: "a line of the second draft\n", count: 4_000)
-        let third = "third draft\n" + String(repeating: "a line of the third draft, saved right after the second\n", count: 3_000)
+        let third = "third draft\n" + String(repeating: "a line of the third draft, saved right after the second\n", count: 2_000)
         let notes = mount.path("docs/notes.txt"), tmp = mount.path("docs/.notes.txt.swp")
 
         // fsync returns once the file is on Drive: the temporary file is there, whole, before its rename.

@@ -249,7 +249,9 @@ extension DriveFilesystem {
                                      + "the local copy stays at \(content.path)")
                 }
                 if content.committed == 0 && !content.sealed || content.removed { content.discardFile() }
-                let forget = content.handles == 0 && (content.sealed || content.removed || content.committed == 0)
+                // A copy the queue owns stays until its upload landed: the queue deletes its file
+                // then, and until the node shows Drive's new version reads must come from here.
+                let forget = content.handles == 0 && (content.landed || content.removed || content.committed == 0 && !content.sealed)
                 content.lock.unlock()
                 if forget { locals.withLock { l in if l[inode] === content { l[inode] = nil } } }
             } else {
@@ -664,10 +666,22 @@ extension DriveFilesystem {
         let id = outcome.request.fileID
         let pendingNewer = uploads.contentPath(of: id) != nil
         guard let inode = table.inode(forID: id) else { return trashIfRemoved(outcome) }
-        let heldCopy = locals.withLock { $0[inode] }.map { c -> Bool in
+        // The copy this upload sent is done with; a copy written since (reclaimed, or made while
+        // the upload ran) is newer than Drive and keeps the node local.
+        let held = locals.withLock { $0[inode] }
+        let heldCopy = held.map { c -> Bool in
             c.lock.lock(); defer { c.lock.unlock() }
-            return !c.sealed || c.path != outcome.contentPath
+            if c.sealed && c.path == outcome.contentPath { c.landed = true }
+            return !c.landed
         } ?? false
+        defer {
+            if let held {
+                held.lock.lock()
+                let forget = held.landed && held.handles == 0
+                held.lock.unlock()
+                if forget { locals.withLock { l in if l[inode] === held { l[inode] = nil } } }
+            }
+        }
         if let error = outcome.error {
             Log.shared.error("write", "uploading \(outcome.request.displayPath) failed for good: \(error)"
                              + (outcome.preservedAt.map { "; its content is kept at \($0)" } ?? ""))

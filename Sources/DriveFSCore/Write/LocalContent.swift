@@ -43,6 +43,9 @@ final class LocalContent: @unchecked Sendable {
     var writers = 0
     /// The file was removed while open: it is never committed again.
     var removed = false
+    /// Its upload landed: Drive's new version is the file's content, and the copy is forgotten
+    /// once its last handle closes.
+    var landed = false
 
     /// An empty new file.
     init(newAt path: String, blockSize: Int) throws(FilesystemError) {

@@ -156,6 +156,14 @@ enum MountCommand {
         configuration.syncClose = invocation.flag("sync-close")
         configuration.deletePermanently = invocation.flag("delete-permanently")
 
+        // Every file closed but not yet on Drive keeps its local copy open (reads are served from
+        // it until the upload lands): allow as many descriptors as the system lets us.
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+
         let filesystem: DriveFilesystem
         do {
             filesystem = try DriveFilesystem(backend: api, root: root, startPageToken: startToken, configuration: configuration)
