@@ -3,19 +3,34 @@ import DriveSupport
 import Foundation
 
 /// An in-memory Drive for the core's tests: folders, files with content, Docs, shortcuts, a
-/// change feed, and a request counter per method (named as the emulator names them). Listings
+/// change feed, and a request counter per method (named as the emulator names them). Writes
+/// behave as DriveAPI's do against Drive: creates under a reserved ID (a repeated create with the
+/// same ID answers the file it made), appProperties merged by updates, trash inherited by the
+/// items below, a new revision (headRevisionId) per content change, uploads checked by md5. Tests
+/// inject faults per method (`failNext`, also after the request landed: a lost answer) and run a
+/// hook around every write (`writeHook`). Listings
 /// follow Google's rules that matter to the core: non-trashed children, at most 460 files a page
 /// when `parents` is in the mask, 400 "The query is too complex." past 100 parents, and an optional
 /// grouped-query bug (every multi-parent query answers nothing).
 final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
-    // @unchecked: all state is behind `lock`.
+    // @unchecked: all state is behind `lock`. Lock order: `reserveLock` → `lock`; hooks run with neither held.
     private let lock = NSLock()
+    private let reserveLock = NSLock()
     private var files: [String: DriveFile] = [:]
     private var contents: [String: [UInt8]] = [:]
     private var changeLog: [(seq: Int, id: String)] = []
     private var nextID = 1
     private var counts: [String: Int] = [:]
     private var mediaBytes: Int64 = 0
+    private var faults: [Fault] = []
+    private var hook: WriteHook?
+    private var corruptUploads = 0
+    /// Unused IDs of the last files.generateIds batch, and every ID issued and not yet used.
+    private var idPool: [String] = []
+    private var issued: Set<String> = []
+    private var generatedIDs = 0
+    private var explicitlyTrashed: Set<String> = []
+    private var clock: Int64 = 1_700_000_000_000
     let rootID = "root-folder-id"
 
     /// Google's grouped-listing bug, always on when true.
@@ -133,11 +148,6 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
 
     // MARK: Counters
 
-    private func count(_ method: String) {
-        lock.lock(); defer { lock.unlock() }
-        counts[method, default: 0] += 1
-    }
-
     var requests: [String: Int] { lock.lock(); defer { lock.unlock() }; return counts }
     var totalRequests: Int { requests.values.reduce(0, +) }
     var downloadedBytes: Int64 { lock.lock(); defer { lock.unlock() }; return mediaBytes }
@@ -146,13 +156,13 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     // MARK: DriveBackend
 
     func about() throws -> DriveAbout {
-        count("about.get")
+        try request("about.get")
         return DriveAbout(displayName: "Fake", emailAddress: "fake@example.com", permissionId: "1", storageLimit: 15 << 30,
                           storageUsage: 1 << 30, usageInDrive: 1 << 30, usageInDriveTrash: 0, maxUploadSize: nil, exportFormats: [:])
     }
 
     func getFile(_ id: String) throws -> DriveFile {
-        count("files.get")
+        try request("files.get")
         lock.lock(); defer { lock.unlock() }
         guard let file = files[id == "root" ? rootID : id] else { throw notFound(id) }
         return file
@@ -171,7 +181,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     func listChildren(ofAny parents: [String], fields: String, pageSize: Int, onPage: (DriveFileListPage) throws -> Bool) throws {
         if parents.count > Self.maxParents {
             // Google's 400, then what DriveAPI does about it (the contract): halves, one query each.
-            count("files.list")
+            try request("files.list")
             var going = true
             try listChildren(ofAny: Array(parents[..<(parents.count / 2)]), fields: fields, pageSize: pageSize) { page in
                 going = try onPage(page)
@@ -189,7 +199,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         let cap = min(pageSize, fields.contains("parents") ? Self.pageCapWithParents : 1000)
         var start = 0
         repeat {
-            count("files.list")
+            try request("files.list")
             let page = Array(matches[start..<min(matches.count, start + cap)])
             start += cap
             guard try onPage(DriveFileListPage(files: page, nextPageToken: start < matches.count ? "p\(start)" : nil,
@@ -202,7 +212,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     }
 
     func download(_ id: String, revision: String?, offset: Int64, length: Int64?, to sink: ResponseSink) throws -> Int64 {
-        count(revision == nil ? "files.get.media" : "revisions.get.media")
+        try request(revision == nil ? "files.get.media" : "revisions.get.media")
         downloadGate?.wait()
         downloadGate?.signal()
         let bytes: [UInt8] = try {
@@ -226,20 +236,20 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     }
 
     func export(_ id: String, mimeType: String) throws -> [UInt8] {
-        count("files.export")
+        try request("files.export")
         lock.lock(); defer { lock.unlock() }
         guard let text = contents[id] else { throw notFound(id) }
         return Array("export as \(mimeType)\n".utf8) + text
     }
 
     func changesStartPageToken() throws -> String {
-        count("changes.getStartPageToken")
+        try request("changes.getStartPageToken")
         lock.lock(); defer { lock.unlock() }
         return String((changeLog.last?.seq ?? 0) + 1)
     }
 
     func changes(pageToken: String, pageSize: Int) throws -> DriveChangePage {
-        count("changes.list")
+        try request("changes.list")
         lock.lock(); defer { lock.unlock() }
         let from = Int(pageToken) ?? 1
         if from < refusedBelow {
@@ -247,33 +257,423 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         }
         let pending = changeLog.filter { $0.seq >= from }
         let page = pending.prefix(pageSize)
-        let changes = page.map { entry in DriveChange(fileId: entry.id, removed: false, time: nil, file: files[entry.id]) }
+        let changes = page.map { entry in DriveChange(fileId: entry.id, removed: files[entry.id] == nil, time: nil, file: files[entry.id]) }
         if pending.count > page.count {
             return DriveChangePage(changes: changes, nextPageToken: String(page.last!.seq + 1), newStartPageToken: nil)
         }
         return DriveChangePage(changes: changes, nextPageToken: nil, newStartPageToken: String((changeLog.last?.seq ?? 0) + 1))
     }
 
-    // Writes are not part of the read side; the core never calls them yet.
-    func createFolder(name: String, parent: String, modifiedTime: Int64?, id: String?,
-                      appProperties: [String: String]?) throws -> DriveFile { throw readOnly() }
-    func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?,
-                     appProperties: [String: String]?) throws -> DriveFile { throw readOnly() }
-    func createFile(name: String, parent: String, mimeType: String?, source: UploadSource, modifiedTime: Int64?,
-                    sessionFile: String?, id: String?, appProperties: [String: String]?) throws -> DriveFile { throw readOnly() }
-    func reserveFileID() throws -> String { throw readOnly() }
-    func updateContent(_ id: String, source: UploadSource, mimeType: String?, name: String?, modifiedTime: Int64?,
-                       sessionFile: String?, appProperties: [String: String]?) throws -> DriveFile { throw readOnly() }
-    func updateMetadata(_ id: String, name: String?, mimeType: String?, modifiedTime: Int64?,
-                        appProperties: [String: String]?) throws -> DriveFile { throw readOnly() }
-    func move(_ id: String, addParent: String, removeParent: String?, newName: String?) throws -> DriveFile { throw readOnly() }
-    func trash(_ id: String) throws -> DriveFile { throw readOnly() }
-    func untrash(_ id: String) throws -> DriveFile { throw readOnly() }
-    func delete(_ id: String) throws { throw readOnly() }
-    func emptyTrash() throws { throw readOnly() }
+    // MARK: Faults and hooks (tests)
 
-    private func readOnly() -> DriveError {
-        DriveError.permissionDenied(GoogleErrorInfo(status: 403, reason: "readOnlyFake", message: "the read-side fake has no writes"))
+    /// When a write hook runs: `.before` the request takes effect, `.after` it landed and before
+    /// its answer is returned. A hook that throws at `.after` is a lost answer: the change stays
+    /// on the drive, the caller sees the error (what pre-generated IDs make safe to retry).
+    enum WritePhase: Sendable { case before, after }
+    typealias WriteHook = @Sendable (_ method: String, _ phase: WritePhase, _ id: String?) throws -> Void
+
+    static let serverError = DriveError.server(GoogleErrorInfo(status: 503, reason: "backendError", message: "Backend Error"))
+
+    /// The next `count` requests of `method` (the emulator's names: `files.create.upload`,
+    /// `files.update`, `files.get`, ...) fail with `error`, which by default is a 503, as it reaches
+    /// a caller after the client's retries. `afterLanding`: the request takes effect first and only
+    /// its answer is lost. Faults of one method are used in the order they were added; a request
+    /// is still counted when it fails.
+    func failNext(method: String, count: Int = 1, error: DriveError = FakeDriveBackend.serverError, afterLanding: Bool = false) {
+        lock.lock(); defer { lock.unlock() }
+        faults.append(Fault(method: method, remaining: count, error: error, afterLanding: afterLanding))
+    }
+
+    /// Faults added with `failNext` and not used yet, by method.
+    var pendingFaults: [String: Int] {
+        lock.lock(); defer { lock.unlock() }
+        return faults.reduce(into: [:]) { $0[$1.method, default: 0] += $1.remaining }
+    }
+
+    /// Called for every write request (outside the fake's lock, on the caller's thread), before
+    /// and after it lands; it may block (a gate holding an upload "in flight") or throw.
+    var writeHook: WriteHook? {
+        get { lock.lock(); defer { lock.unlock() }; return hook }
+        set { lock.lock(); hook = newValue; lock.unlock() }
+    }
+
+    /// The next content upload is stored with its first byte flipped (or one byte where it was
+    /// empty), so Drive's md5 differs from the one sent: the upload lands and then throws
+    /// `checksumMismatch`, as DriveAPI does.
+    func corruptNextUpload() {
+        lock.lock(); corruptUploads += 1; lock.unlock()
+    }
+
+    private struct Fault {
+        var method: String
+        var remaining: Int
+        var error: DriveError
+        var afterLanding: Bool
+    }
+
+    /// Under `lock`.
+    private func takeFault(_ method: String, afterLanding: Bool) -> DriveError? {
+        guard let at = faults.firstIndex(where: { $0.method == method && $0.afterLanding == afterLanding && $0.remaining > 0 }) else {
+            return nil
+        }
+        faults[at].remaining -= 1
+        let error = faults[at].error
+        if faults[at].remaining == 0 { faults.remove(at: at) }
+        return error
+    }
+
+    /// Counts one request of `method` and throws its first pending fault, if any.
+    private func request(_ method: String) throws {
+        let fault: DriveError? = {
+            lock.lock(); defer { lock.unlock() }
+            counts[method, default: 0] += 1
+            return takeFault(method, afterLanding: false)
+        }()
+        if let fault { throw fault }
+    }
+
+    /// One write request: counted (and maybe failed), the hook's `.before`, the change itself
+    /// (`land`, under the lock), the hook's `.after`, then maybe a lost answer.
+    private func write<T>(_ method: String, id: String?, _ land: () throws -> T) throws -> T {
+        try request(method)
+        try writeHook?(method, .before, id)
+        let result: T = try {
+            lock.lock(); defer { lock.unlock() }
+            return try land()
+        }()
+        try writeHook?(method, .after, id)
+        let lost: DriveError? = {
+            lock.lock(); defer { lock.unlock() }
+            return takeFault(method, afterLanding: true)
+        }()
+        if let lost { throw lost }
+        return result
+    }
+
+    // MARK: Inspecting the drive (tests; no request counted)
+
+    /// The file as Drive holds it now (trashed ones included); nil once deleted.
+    func file(_ id: String) -> DriveFile? {
+        lock.lock(); defer { lock.unlock() }
+        return files[id == "root" ? rootID : id]
+    }
+
+    func content(of id: String) -> [UInt8]? {
+        lock.lock(); defer { lock.unlock() }
+        return contents[id]
+    }
+
+    /// Every item but the root, trashed ones included, by ID.
+    var allFiles: [DriveFile] {
+        lock.lock(); defer { lock.unlock() }
+        return files.values.filter { $0.id != rootID }.sorted { $0.id < $1.id }
+    }
+
+    /// Children of `parent` by name order (trashed ones only when asked).
+    func children(of parent: String, includingTrashed: Bool = false) -> [DriveFile] {
+        lock.lock(); defer { lock.unlock() }
+        let id = parent == "root" ? rootID : parent
+        return files.values.filter { $0.parents.contains(id) && (includingTrashed || !$0.trashed) }
+            .sorted { ($0.name, $0.id) < ($1.name, $1.id) }
+    }
+
+    /// IDs handed out by `reserveFileID` and not yet used by a create.
+    var unusedReservedIDs: Int {
+        lock.lock(); defer { lock.unlock() }
+        return issued.count
+    }
+
+    // MARK: DriveBackend writes
+
+    /// IDs come from a batch of `idBatchSize` (one files.generateIds request per batch).
+    static let idBatchSize = 1000
+
+    /// One taker at a time (`reserveLock`, taken before `lock`), so an empty pool costs one
+    /// files.generateIds however many threads ask, as DriveAPI's single-flight pool.
+    func reserveFileID() throws -> String {
+        reserveLock.lock(); defer { reserveLock.unlock() }
+        if ({ lock.lock(); defer { lock.unlock() }; return idPool.isEmpty }()) {
+            try request("files.generateIds")
+            lock.lock()
+            idPool = (0..<Self.idBatchSize).map { _ in
+                generatedIDs += 1
+                return String(format: "gen%07d", generatedIDs)
+            }
+            issued.formUnion(idPool)
+            lock.unlock()
+        }
+        lock.lock(); defer { lock.unlock() }
+        return idPool.removeFirst()
+    }
+
+    func createFolder(name: String, parent: String, modifiedTime: Int64?, id: String?,
+                      appProperties: [String: String]?) throws -> DriveFile {
+        try create(method: "files.create", name: name, parent: parent, mimeType: DriveFile.folderMimeType, checkMimeType: true,
+                   modifiedTime: modifiedTime, id: id, appProperties: appProperties, content: nil)
+    }
+
+    func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?,
+                     appProperties: [String: String]?) throws -> DriveFile {
+        try create(method: "files.create", name: name, parent: parent, mimeType: mimeType, checkMimeType: true,
+                   modifiedTime: modifiedTime, id: id, appProperties: appProperties,
+                   content: mimeType == DriveFile.folderMimeType || mimeType == DriveFile.shortcutMimeType ? nil : [])
+    }
+
+    func createFile(name: String, parent: String, mimeType: String?, source: UploadSource, modifiedTime: Int64?,
+                    sessionFile: String?, id: String?, appProperties: [String: String]?) throws -> DriveFile {
+        let bytes = try read(source)
+        let file = try create(method: "files.create.upload", name: name, parent: parent, mimeType: mimeType ?? "application/octet-stream",
+                              checkMimeType: mimeType != nil, modifiedTime: modifiedTime, id: id, appProperties: appProperties,
+                              content: bytes)
+        return try verified(file, sent: bytes)
+    }
+
+    func updateContent(_ id: String, source: UploadSource, mimeType: String?, name: String?, modifiedTime: Int64?,
+                       sessionFile: String?, appProperties: [String: String]?) throws -> DriveFile {
+        let bytes = try read(source)
+        let file = try write("files.update.upload", id: id) { () throws -> DriveFile in
+            guard var file = files[id] else { throw notFound(id) }
+            guard !file.isFolder, !file.isShortcut else { throw badRequest("Folders and shortcuts cannot have content.") }
+            if let mimeType { file.mimeType = mimeType }
+            if let name { file.name = name }
+            file.appProperties = merged(file.appProperties, appProperties)
+            setContent(&file, bytes)
+            file.modifiedTime = modifiedTime ?? tick()
+            files[id] = file
+            record(id)
+            return file
+        }
+        return try verified(file, sent: bytes)
+    }
+
+    func updateMetadata(_ id: String, name: String?, mimeType: String?, modifiedTime: Int64?,
+                        appProperties: [String: String]?) throws -> DriveFile {
+        try write("files.update", id: id) { () throws -> DriveFile in
+            guard var file = files[id == "root" ? rootID : id] else { throw notFound(id) }
+            if file.id == rootID, name != nil { throw cannotChangeRoot() }
+            if let mimeType, mimeType != file.mimeType {
+                let workspace = { (m: String) in m.hasPrefix("application/vnd.google-apps.") }
+                if file.isFolder || file.isShortcut || workspace(mimeType) != workspace(file.mimeType) {
+                    throw badRequest("The mimeType of this item cannot be changed to \(mimeType).")
+                }
+                file.mimeType = mimeType
+            }
+            if let name { file.name = name }
+            if let modifiedTime { file.modifiedTime = modifiedTime }
+            file.appProperties = merged(file.appProperties, appProperties)
+            file.version = (file.version ?? 1) + 1
+            files[file.id] = file
+            record(file.id)
+            return file
+        }
+    }
+
+    func move(_ id: String, addParent: String, removeParent: String?, newName: String?) throws -> DriveFile {
+        try write("files.update", id: id) { () throws -> DriveFile in
+            guard var file = files[id] else { throw notFound(id) }
+            guard file.id != rootID else { throw cannotChangeRoot() }
+            let add = addParent == "root" ? rootID : addParent
+            let remove = removeParent.map { $0 == "root" ? rootID : $0 }
+            if !file.parents.contains(add) {
+                guard let remove, file.parents.contains(remove) else {
+                    throw badRequest("Increasing the number of parents is not allowed.", reason: "cannotAddParent")
+                }
+                guard let target = files[add] else { throw notFound(addParent) }
+                guard target.isFolder else { throw badRequest("The specified parent is not a folder.") }
+                guard add != id, !descendants(of: id).contains(add) else {
+                    throw badRequest("A folder cannot be moved into itself or one of its descendants.")
+                }
+                file.parents = [add]
+            }
+            if let newName { file.name = newName }
+            file.version = (file.version ?? 1) + 1
+            files[id] = file
+            propagateTrash(below: id, explicitly: explicitlyTrashed.contains(id))
+            record(id)
+            return files[id]!
+        }
+    }
+
+    func trash(_ id: String) throws -> DriveFile { try setTrashed(id, true) }
+
+    func untrash(_ id: String) throws -> DriveFile { try setTrashed(id, false) }
+
+    func delete(_ id: String) throws {
+        try write("files.delete", id: id) { () throws -> Void in
+            guard files[id] != nil else { throw notFound(id) }
+            guard id != rootID else { throw cannotChangeRoot() }
+            removeTree(id)
+        }
+    }
+
+    func emptyTrash() throws {
+        try write("files.emptyTrash", id: nil) { () -> Void in
+            let tops = files.values.filter { file in
+                file.trashed && !file.parents.contains { files[$0]?.trashed ?? false }
+            }.map(\.id)
+            tops.forEach(removeTree)
+        }
+    }
+
+    // MARK: Write helpers (under `lock` unless said otherwise)
+
+    /// A create as DriveAPI makes it: a caller's `id` must come from `reserveFileID`; a second
+    /// create with an ID already used answers the file that ID names when it is this create's
+    /// (name, parent, MIME type when given, size and md5; one files.get, as DriveAPI's caller-ID
+    /// retry), and `conflict` (fileIdInUse) otherwise. Docs Editors types take no ID.
+    private func create(method: String, name: String, parent: String, mimeType: String, checkMimeType: Bool, modifiedTime: Int64?,
+                        id: String?, appProperties: [String: String]?, content: [UInt8]?) throws -> DriveFile {
+        if id != nil, !DriveAPI.acceptsGeneratedID(mimeType: mimeType) {
+            throw DriveError.invalidArgument(GoogleErrorInfo(
+                status: 0, reason: "idNotSupported",
+                message: "Drive does not accept a pre-generated ID for \(mimeType) files; create it without an id"))
+        }
+        enum Outcome { case created(DriveFile), taken(String) }
+        let outcome = try write(method, id: id) { () throws -> Outcome in
+            let parentID = parent == "root" ? rootID : parent
+            guard let folder = files[parentID] else { throw notFound(parent) }
+            guard folder.isFolder else { throw badRequest("The specified parent is not a folder.") }
+            var fileID = newID()
+            if let id {
+                if files[id] != nil { return .taken(id) }
+                guard issued.contains(id) else { throw badRequest("The provided file ID is not usable.") }
+                issued.remove(id)
+                fileID = id
+            }
+            let now = tick()
+            var file = DriveFile(id: fileID, name: name, mimeType: mimeType, parents: [parentID], modifiedTime: modifiedTime ?? now,
+                                 createdTime: now, trashed: folder.trashed, version: 0,
+                                 appProperties: appProperties?.isEmpty == false ? appProperties : nil)
+            if let content { setContent(&file, content) } else { file.version = 1 }
+            files[fileID] = file
+            record(fileID)
+            return .created(file)
+        }
+        switch outcome {
+        case .created(let file):
+            return file
+        case .taken(let id):
+            let found = try getFile(id)
+            var differences: [String] = []
+            if found.name != name { differences.append("name \(found.name)") }
+            if checkMimeType, found.mimeType != mimeType { differences.append("mimeType \(found.mimeType)") }
+            if parent != "root", !found.parents.contains(parent) { differences.append("parents \(found.parents)") }
+            if let content {
+                if found.size != Int64(content.count) { differences.append("size \(found.size.map(String.init) ?? "none")") }
+                if found.md5Checksum != Digest.hex(.md5, of: content) { differences.append("md5Checksum \(found.md5Checksum ?? "none")") }
+            }
+            guard differences.isEmpty else {
+                throw DriveError.conflict(GoogleErrorInfo(
+                    status: 409, reason: "fileIdInUse",
+                    message: "the ID \(id) is taken by another file (\(differences.joined(separator: ", "))), not by this create's"))
+            }
+            return found
+        }
+    }
+
+    /// New content: a new revision (version and headRevisionId), size and md5 of what is stored.
+    private func setContent(_ file: inout DriveFile, _ bytes: [UInt8]) {
+        var stored = bytes
+        if corruptUploads > 0 {
+            corruptUploads -= 1
+            if stored.isEmpty { stored = [0] } else { stored[0] ^= 0xff }
+        }
+        file.size = Int64(stored.count)
+        file.md5Checksum = Digest.hex(.md5, of: stored)
+        file.version = (file.version ?? 0) + 1
+        file.headRevisionId = "rev-\(file.id)-\(file.version!)"
+        contents[file.id] = stored
+    }
+
+    /// The upload's check (outside the lock): Drive's md5 must be that of the bytes sent.
+    private func verified(_ file: DriveFile, sent: [UInt8]) throws -> DriveFile {
+        let md5 = Digest.hex(.md5, of: sent)
+        guard let reported = file.md5Checksum else { throw DriveError.checksumMismatch(expected: md5, actual: "(none reported)") }
+        guard reported == md5 else { throw DriveError.checksumMismatch(expected: md5, actual: reported) }
+        return file
+    }
+
+    /// The bytes of a source (outside the lock), as the client reads them before sending.
+    private func read(_ source: UploadSource) throws -> [UInt8] {
+        switch source {
+        case .bytes(let bytes): return bytes
+        case .file(let path):
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceUnreadable", message: "cannot read \(path)"))
+            }
+            return Array(data)
+        }
+    }
+
+    private func merged(_ old: [String: String]?, _ new: [String: String]?) -> [String: String]? {
+        guard let new, !new.isEmpty else { return old }
+        let result = (old ?? [:]).merging(new) { $1 }
+        return result.isEmpty ? nil : result
+    }
+
+    private func setTrashed(_ id: String, _ trashed: Bool) throws -> DriveFile {
+        try write("files.update", id: id) { () throws -> DriveFile in
+            guard var file = files[id] else { throw notFound(id) }
+            guard file.id != rootID else { throw cannotChangeRoot() }
+            if trashed { explicitlyTrashed.insert(id) } else { explicitlyTrashed.remove(id) }
+            file.version = (file.version ?? 1) + 1
+            files[id] = file
+            propagateTrash(below: id, explicitly: trashed)
+            record(id)
+            return files[id]!
+        }
+    }
+
+    /// Sets `trashed` on `id` (explicit, or inherited from its parent) and on everything below it.
+    private func propagateTrash(below id: String, explicitly: Bool) {
+        func apply(_ id: String) {
+            guard var file = files[id] else { return }
+            let inherited = file.parents.contains { files[$0]?.trashed ?? false }
+            let trashed = explicitlyTrashed.contains(id) || inherited
+            if file.trashed != trashed {
+                file.trashed = trashed
+                files[id] = file
+                record(id)
+            }
+            for child in files.values where child.parents.contains(id) { apply(child.id) }
+        }
+        apply(id)
+    }
+
+    private func descendants(of id: String) -> [String] {
+        var found: [String] = []
+        var frontier = [id]
+        while let next = frontier.popLast() {
+            let children = files.values.filter { $0.parents.contains(next) }.map(\.id)
+            found += children
+            frontier += children
+        }
+        return found
+    }
+
+    /// Removes `id` and everything below it (each recorded as a removal in the change feed).
+    private func removeTree(_ id: String) {
+        for victim in [id] + descendants(of: id) {
+            files[victim] = nil
+            contents[victim] = nil
+            explicitlyTrashed.remove(victim)
+            record(victim)
+        }
+    }
+
+    /// The fake's clock for times Drive sets itself: one second further at each call.
+    private func tick() -> Int64 {
+        clock += 1000
+        return clock
+    }
+
+    private func badRequest(_ message: String, reason: String = "invalid") -> DriveError {
+        DriveError.invalidArgument(GoogleErrorInfo(status: 400, reason: reason, message: message))
+    }
+
+    private func cannotChangeRoot() -> DriveError {
+        DriveError.permissionDenied(GoogleErrorInfo(status: 403, reason: "insufficientFilePermissions",
+                                                    message: "The user does not have sufficient permissions for this file."))
     }
 
     private func notFound(_ id: String) -> DriveError {
