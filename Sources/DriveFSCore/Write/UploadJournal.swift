@@ -49,6 +49,8 @@ final class UploadJournal {
         case failed(seq: UInt64, preservedAt: String?, message: String)
         /// A live job as compaction writes it.
         case job(UploadJob)
+        /// A file's last landing as compaction writes it (`UploadJob.LastLanded`).
+        case landedEarlier(fileID: String, UploadJob.LastLanded)
     }
 
     /// What opening found.

@@ -20,6 +20,17 @@ struct UploadJob: Codable, Equatable, Sendable {
         var wasConflict: Bool
     }
 
+    /// The last upload of a file that landed, with what its request was based on: a later commit
+    /// based on the same (the core had not heard of the landing, e.g. across a crash) is rebased
+    /// on the landing instead of being taken for a conflict with our own upload.
+    struct LastLanded: Codable, Equatable, Sendable {
+        var wasNew: Bool
+        var base: String?
+        var landed: Landed
+        /// The seq of the job that landed (recency, for the snapshot's bound).
+        var seq: UInt64
+    }
+
     var seq: UInt64
     var kind: Kind
     /// For a removal: the removed file's last request (its ID and path, for logs).
@@ -72,12 +83,17 @@ struct UploadQueueState: Equatable {
     /// The next seq to hand out: above every seq applied so far.
     private(set) var nextSeq: UInt64 = 1
 
+    /// The last landing of each file (see `UploadJob.LastLanded`).
+    private(set) var landed: [String: UploadJob.LastLanded] = [:]
+    /// How many landings a snapshot keeps (the most recent).
+    static let landedKept = 1024
+
     /// Content files of jobs that ended as failed: (where the content was, where it went), for
     /// the moves a crash may have left undone.
     private(set) var failedMoves: [(from: String, to: String)] = []
 
     static func == (a: UploadQueueState, b: UploadQueueState) -> Bool {
-        a.jobs == b.jobs && a.byFile == b.byFile && a.nextSeq == b.nextSeq
+        a.jobs == b.jobs && a.byFile == b.byFile && a.nextSeq == b.nextSeq && a.landed == b.landed
     }
 
     init() {}
@@ -96,7 +112,10 @@ struct UploadQueueState: Equatable {
     var heads: [UploadJob] { byFile.values.compactMap { $0.first.flatMap { jobs[$0] } }.sorted { $0.seq < $1.seq } }
 
     /// Records whose replay gives this state (compaction).
-    var snapshot: [UploadJournal.Record] { ordered.map { .job($0) } }
+    var snapshot: [UploadJournal.Record] {
+        let recent = landed.sorted { $0.value.seq > $1.value.seq }.prefix(Self.landedKept).sorted { $0.value.seq < $1.value.seq }
+        return recent.map { .landedEarlier(fileID: $0.key, $0.value) } + ordered.map { .job($0) }
+    }
 
     mutating func apply(_ record: UploadJournal.Record) {
         switch record {
@@ -125,6 +144,10 @@ struct UploadQueueState: Equatable {
         case .done(let seq, let landed):
             guard let job = remove(seq) else { return }
             guard let landed, !landed.wasConflict else { return }
+            if job.kind == .upload {
+                self.landed[job.fileID] = UploadJob.LastLanded(wasNew: job.request.isNew, base: job.request.baseRevision, landed: landed,
+                                                               seq: seq)
+            }
             for later in byFile[job.fileID] ?? [] where later > seq { jobs[later]?.rebase(on: landed) }
         case .failed(let seq, let preservedAt, _):
             if let job = remove(seq), let preservedAt, !job.contentPath.isEmpty {
@@ -132,6 +155,9 @@ struct UploadQueueState: Equatable {
             }
         case .job(let job):
             insert(job)
+        case .landedEarlier(let fileID, let last):
+            landed[fileID] = last
+            nextSeq = max(nextSeq, last.seq + 1)
         }
     }
 
