@@ -37,6 +37,12 @@ public protocol DriveBackend: Sendable {
     /// `appProperties` given are set (others are kept), as in files.update.
     func updateContent(_ id: String, source: UploadSource, mimeType: String?, name: String?, modifiedTime: Int64?,
                        sessionFile: String?, appProperties: [String: String]?) throws -> DriveFile
+    /// Finishes a resumable upload whose session a `createFile` / `updateContent` with
+    /// `sessionFile:` persisted (possibly in an earlier process): asks the server what it holds
+    /// and sends the rest. The source must be unchanged (size and mtime), else `invalidArgument`
+    /// with status 0 (`uploadSession`); a session the server forgot starts over (a create under
+    /// its ID, so never a second file). Checked against Drive's md5 like every upload.
+    func resumeUpload(from sessionFile: String) throws -> DriveFile
     func updateMetadata(_ id: String, name: String?, mimeType: String?, modifiedTime: Int64?,
                         appProperties: [String: String]?) throws -> DriveFile
     func move(_ id: String, addParent: String, removeParent: String?, newName: String?) throws -> DriveFile

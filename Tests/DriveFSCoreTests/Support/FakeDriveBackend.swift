@@ -31,6 +31,8 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     private var generatedIDs = 0
     private var explicitlyTrashed: Set<String> = []
     private var clock: Int64 = 1_700_000_000_000
+    private var sessions: [String: UploadSessionState] = [:]
+    private var sessionCount = 0
     let rootID = "root-folder-id"
 
     /// Google's grouped-listing bug, always on when true.
@@ -277,11 +279,18 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     /// The next `count` requests of `method` (the emulator's names: `files.create.upload`,
     /// `files.update`, `files.get`, ...) fail with `error`, which by default is a 503, as it reaches
     /// a caller after the client's retries. `afterLanding`: the request takes effect first and only
-    /// its answer is lost. Faults of one method are used in the order they were added; a request
-    /// is still counted when it fails.
-    func failNext(method: String, count: Int = 1, error: DriveError = FakeDriveBackend.serverError, afterLanding: Bool = false) {
+    /// its answer is lost. `after`: that many requests of the method pass first (a resumable
+    /// upload cut after some chunks). Faults of one method are used in the order they were added;
+    /// a request is still counted when it fails.
+    func failNext(method: String, count: Int = 1, error: DriveError = FakeDriveBackend.serverError, afterLanding: Bool = false,
+                  after: Int = 0) {
         lock.lock(); defer { lock.unlock() }
-        faults.append(Fault(method: method, remaining: count, error: error, afterLanding: afterLanding))
+        faults.append(Fault(method: method, remaining: count, error: error, afterLanding: afterLanding, skip: after))
+    }
+
+    /// Drops every fault not used yet.
+    func clearFaults() {
+        lock.lock(); faults = []; lock.unlock()
     }
 
     /// Faults added with `failNext` and not used yet, by method.
@@ -309,11 +318,16 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         var remaining: Int
         var error: DriveError
         var afterLanding: Bool
+        var skip: Int
     }
 
     /// Under `lock`.
     private func takeFault(_ method: String, afterLanding: Bool) -> DriveError? {
         guard let at = faults.firstIndex(where: { $0.method == method && $0.afterLanding == afterLanding && $0.remaining > 0 }) else {
+            return nil
+        }
+        if faults[at].skip > 0 {
+            faults[at].skip -= 1
             return nil
         }
         faults[at].remaining -= 1
@@ -335,12 +349,19 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     /// One write request: counted (and maybe failed), the hook's `.before`, the change itself
     /// (`land`, under the lock), the hook's `.after`, then maybe a lost answer.
     private func write<T>(_ method: String, id: String?, _ land: () throws -> T) throws -> T {
+        var landed = false
+        return try write(method, id: id, landed: &landed, land)
+    }
+
+    /// `landed` is true once the change took effect (an error after that is a lost answer).
+    private func write<T>(_ method: String, id: String?, landed: inout Bool, _ land: () throws -> T) throws -> T {
         try request(method)
         try writeHook?(method, .before, id)
         let result: T = try {
             lock.lock(); defer { lock.unlock() }
             return try land()
         }()
+        landed = true
         try writeHook?(method, .after, id)
         let lost: DriveError? = {
             lock.lock(); defer { lock.unlock() }
@@ -421,29 +442,166 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
 
     func createFile(name: String, parent: String, mimeType: String?, source: UploadSource, modifiedTime: Int64?,
                     sessionFile: String?, id: String?, appProperties: [String: String]?) throws -> DriveFile {
-        let bytes = try read(source)
-        let file = try create(method: "files.create.upload", name: name, parent: parent, mimeType: mimeType ?? "application/octet-stream",
-                              checkMimeType: mimeType != nil, modifiedTime: modifiedTime, id: id, appProperties: appProperties,
-                              content: bytes)
-        return try verified(file, sent: bytes)
+        let content = try read(source)
+        return try createUpload(name: name, parent: parent, mimeType: mimeType, content: content, modifiedTime: modifiedTime,
+                                sessionFile: sessionFile, id: id, appProperties: appProperties, resuming: nil)
     }
 
     func updateContent(_ id: String, source: UploadSource, mimeType: String?, name: String?, modifiedTime: Int64?,
                        sessionFile: String?, appProperties: [String: String]?) throws -> DriveFile {
-        let bytes = try read(source)
-        let file = try write("files.update.upload", id: id) { () throws -> DriveFile in
+        let content = try read(source)
+        return try updateUpload(id, content: content, mimeType: mimeType, name: name, modifiedTime: modifiedTime,
+                                sessionFile: sessionFile, appProperties: appProperties, resuming: nil)
+    }
+
+    /// As DriveAPI's: the source must be unchanged (size and mtime); a probe (one request) asks
+    /// what the session holds; the rest is sent. A session the fake forgot (`forgetUploadSessions`)
+    /// starts over; one whose last chunk landed answers the file.
+    func resumeUpload(from sessionFile: String) throws -> DriveFile {
+        let session = try ResumableUploadSession.load(from: sessionFile)
+        let (size, mtime) = try PreparedSource.statFile(session.sourcePath)
+        guard size == session.size, session.sourceModifiedNanos == nil || session.sourceModifiedNanos == mtime else {
+            throw ResumableUploadSession.error("\(session.sourcePath) changed since the upload began; start a new upload")
+        }
+        let content = try read(.file(path: session.sourcePath))
+        try request(session.method)
+        let held: UploadSessionState? = { lock.lock(); defer { lock.unlock() }; return sessions[session.sessionURI] }()
+        var resuming: ResumableUploadSession?
+        switch held {
+        case .landed(let id)?:
+            unlink(sessionFile)
+            guard let file = file(id) else { throw notFound(id) }
+            return try verified(file, sent: content)
+        case .holding(let confirmed)?:
+            resuming = session
+            resuming?.confirmedBytes = confirmed
+        case nil:
+            resuming = nil
+        }
+        let metadata = (try? JSONSerialization.jsonObject(with: Data(session.metadataJSON.utf8))) as? [String: Any] ?? [:]
+        let mimeType = metadata["mimeType"] as? String
+        let modifiedTime = (metadata["modifiedTime"] as? String).flatMap { RFC3339.parseMillis($0) }
+        let appProperties = metadata["appProperties"] as? [String: String]
+        if session.isUpdate {
+            return try updateUpload(session.fileId, content: content, mimeType: mimeType, name: metadata["name"] as? String,
+                                    modifiedTime: modifiedTime, sessionFile: sessionFile, appProperties: appProperties, resuming: resuming)
+        }
+        return try createUpload(name: metadata["name"] as? String ?? "Untitled", parent: (metadata["parents"] as? [String])?.first ?? "root",
+                                mimeType: mimeType, content: content, modifiedTime: modifiedTime, sessionFile: sessionFile,
+                                id: session.fileId.isEmpty ? nil : session.fileId, appProperties: appProperties, resuming: resuming)
+    }
+
+    /// Every resumable session is forgotten (they expired): a resume starts over.
+    func forgetUploadSessions() {
+        lock.lock(); sessions = [:]; lock.unlock()
+    }
+
+    /// Content uploads up to this size are one request; larger ones resumable (as DriveAPI's).
+    var multipartLimit: Int64 = 5 << 20
+    /// Bytes per resumable request.
+    var chunkSize: Int64 = 8 << 20
+
+    private func createUpload(name: String, parent: String, mimeType: String?, content: Content, modifiedTime: Int64?,
+                              sessionFile: String?, id: String?, appProperties: [String: String]?,
+                              resuming: ResumableUploadSession?) throws -> DriveFile {
+        let upload = Upload(content: content, sessionFile: sessionFile, resuming: resuming, method: "files.create.upload", isUpdate: false,
+                            metadata: DriveAPI.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime,
+                                                        id: id, appProperties: appProperties),
+                            contentType: mimeType)
+        let file = try create(method: "files.create.upload", name: name, parent: parent, mimeType: mimeType ?? "application/octet-stream",
+                              checkMimeType: mimeType != nil, modifiedTime: modifiedTime, id: id, appProperties: appProperties,
+                              content: content.bytes, upload: upload)
+        return try verified(file, sent: content)
+    }
+
+    private func updateUpload(_ id: String, content: Content, mimeType: String?, name: String?, modifiedTime: Int64?,
+                              sessionFile: String?, appProperties: [String: String]?, resuming: ResumableUploadSession?) throws -> DriveFile {
+        let upload = Upload(content: content, sessionFile: sessionFile, resuming: resuming, method: "files.update.upload", isUpdate: true,
+                            metadata: DriveAPI.metadata(name: name, parents: nil, mimeType: mimeType, modifiedTime: modifiedTime,
+                                                        appProperties: appProperties),
+                            contentType: mimeType)
+        let file = try send(upload, id: id) { () throws -> DriveFile in
             guard var file = files[id] else { throw notFound(id) }
             guard !file.isFolder, !file.isShortcut else { throw badRequest("Folders and shortcuts cannot have content.") }
             if let mimeType { file.mimeType = mimeType }
             if let name { file.name = name }
             file.appProperties = merged(file.appProperties, appProperties)
-            setContent(&file, bytes)
+            setContent(&file, content.bytes)
             file.modifiedTime = modifiedTime ?? tick()
             files[id] = file
             record(id)
             return file
         }
-        return try verified(file, sent: bytes)
+        return try verified(file, sent: content)
+    }
+
+    /// The bytes of an upload, and the file they were read from (nil for `.bytes`).
+    struct Content {
+        var bytes: [UInt8]
+        var path: String?
+        var modifiedNanos: Int64?
+    }
+
+    private struct Upload {
+        var content: Content
+        var sessionFile: String?
+        var resuming: ResumableUploadSession?
+        var method: String
+        var isUpdate: Bool
+        var metadata: [String: Any]
+        var contentType: String?
+    }
+
+    private enum UploadSessionState {
+        case holding(Int64)
+        case landed(String)
+    }
+
+    /// Sends content as DriveAPI does: up to `multipartLimit` bytes in the one request `write`
+    /// makes; above, resumable: an initiation, then one request per `chunkSize`, the session
+    /// persisted to `sessionFile` after each (a fault between them leaves it for `resumeUpload`),
+    /// the last chunk landing the upload through `write`.
+    private func send<T>(_ upload: Upload, id: String?, _ land: () throws -> T) throws -> T {
+        let size = Int64(upload.content.bytes.count)
+        guard size > multipartLimit || upload.resuming != nil else { return try write(upload.method, id: id, land) }
+        let persist = upload.content.path != nil ? upload.sessionFile : nil
+        var session: ResumableUploadSession
+        if let resuming = upload.resuming {
+            session = resuming
+        } else {
+            try request(upload.method)
+            let json = (try? JSONSerialization.data(withJSONObject: upload.metadata, options: [.sortedKeys])) ?? Data("{}".utf8)
+            session = ResumableUploadSession(sessionURI: "", sourcePath: upload.content.path ?? "", size: size,
+                                             md5: Digest.hex(.md5, of: upload.content.bytes), sourceModifiedNanos: upload.content.modifiedNanos,
+                                             confirmedBytes: 0, chunkSize: chunkSize, fileId: id ?? "", isUpdate: upload.isUpdate,
+                                             metadataJSON: String(decoding: json, as: UTF8.self),
+                                             contentType: upload.contentType ?? "application/octet-stream", method: upload.method)
+            lock.lock()
+            sessionCount += 1
+            session.sessionURI = "fake-upload-session-\(sessionCount)"
+            sessions[session.sessionURI] = .holding(0)
+            lock.unlock()
+            try persist.map { try session.save(to: $0) }
+        }
+        while size - session.confirmedBytes > chunkSize {
+            try request(upload.method)
+            session.confirmedBytes += chunkSize
+            lock.lock(); sessions[session.sessionURI] = .holding(session.confirmedBytes); lock.unlock()
+            try persist.map { try session.save(to: $0) }
+        }
+        var landed = false
+        do {
+            let result = try write(upload.method, id: id, landed: &landed, land)
+            lock.lock(); sessions[session.sessionURI] = nil; lock.unlock()
+            if let persist { unlink(persist) }
+            return result
+        } catch {
+            // A lost answer to the last chunk: the session now answers with the file.
+            lock.lock()
+            if landed, let id, files[id] != nil { sessions[session.sessionURI] = .landed(id) }
+            lock.unlock()
+            throw error
+        }
     }
 
     func updateMetadata(_ id: String, name: String?, mimeType: String?, modifiedTime: Int64?,
@@ -522,14 +680,14 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     /// (name, parent, MIME type when given, size and md5; one files.get, as DriveAPI's caller-ID
     /// retry), and `conflict` (fileIdInUse) otherwise. Docs Editors types take no ID.
     private func create(method: String, name: String, parent: String, mimeType: String, checkMimeType: Bool, modifiedTime: Int64?,
-                        id: String?, appProperties: [String: String]?, content: [UInt8]?) throws -> DriveFile {
+                        id: String?, appProperties: [String: String]?, content: [UInt8]?, upload: Upload? = nil) throws -> DriveFile {
         if id != nil, !DriveAPI.acceptsGeneratedID(mimeType: mimeType) {
             throw DriveError.invalidArgument(GoogleErrorInfo(
                 status: 0, reason: "idNotSupported",
                 message: "Drive does not accept a pre-generated ID for \(mimeType) files; create it without an id"))
         }
         enum Outcome { case created(DriveFile), taken(String) }
-        let outcome = try write(method, id: id) { () throws -> Outcome in
+        func land() throws -> Outcome {
             let parentID = parent == "root" ? rootID : parent
             guard let folder = files[parentID] else { throw notFound(parent) }
             guard folder.isFolder else { throw badRequest("The specified parent is not a folder.") }
@@ -549,6 +707,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
             record(fileID)
             return .created(file)
         }
+        let outcome = try upload.map { try send($0, id: id, land) } ?? write(method, id: id, land)
         switch outcome {
         case .created(let file):
             return file
@@ -586,22 +745,23 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     }
 
     /// The upload's check (outside the lock): Drive's md5 must be that of the bytes sent.
-    private func verified(_ file: DriveFile, sent: [UInt8]) throws -> DriveFile {
-        let md5 = Digest.hex(.md5, of: sent)
+    private func verified(_ file: DriveFile, sent: Content) throws -> DriveFile {
+        let md5 = Digest.hex(.md5, of: sent.bytes)
         guard let reported = file.md5Checksum else { throw DriveError.checksumMismatch(expected: md5, actual: "(none reported)") }
         guard reported == md5 else { throw DriveError.checksumMismatch(expected: md5, actual: reported) }
         return file
     }
 
     /// The bytes of a source (outside the lock), as the client reads them before sending.
-    private func read(_ source: UploadSource) throws -> [UInt8] {
+    private func read(_ source: UploadSource) throws -> Content {
         switch source {
-        case .bytes(let bytes): return bytes
+        case .bytes(let bytes): return Content(bytes: bytes, path: nil, modifiedNanos: nil)
         case .file(let path):
+            let (_, mtime) = try PreparedSource.statFile(path)
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceUnreadable", message: "cannot read \(path)"))
             }
-            return Array(data)
+            return Content(bytes: Array(data), path: path, modifiedNanos: mtime)
         }
     }
 

@@ -1,0 +1,564 @@
+import DriveClient
+import DriveSupport
+import Foundation
+import Glibc
+
+/// The transfer threads: each takes the first job that may run (the first of its file, ready, no
+/// other job of the file running), runs it to its end, and takes the next.
+///
+/// An upload's steps (each decision journaled before it is acted on, see `UploadQueue`):
+/// 1. Its content's size and md5 (one pass, kept for the job).
+/// 2. A conflicted copy already decided: create it under its ID. A create: `createFile` under
+///    `target` (one multipart request when small; a persisted resumable session continues first).
+///    An update: `getFile(target)`: gone or trashed → a new ID (journaled), create; our content
+///    already there → landed; Drive's head is not the base → a conflicted copy (its ID and name
+///    journaled), create it; else `updateContent`.
+/// 3. Metadata changed while it ran (or left from a landing before a crash): one files.update
+///    (and a move when the parent changed).
+/// 4. The `done` record, then `onFinished`, then the content file is removed.
+extension UploadQueue {
+    /// Why a job stopped short: to be tried again after a backoff, or ended for good.
+    struct JobFailure: Error {
+        var message: String
+        var permanent: Bool
+        var error: FilesystemError
+        var retryAfter: Double?
+        /// The backend's error, when the failure is one.
+        var drive: DriveError?
+
+        init(message: String, permanent: Bool, error: FilesystemError, retryAfter: Double? = nil, drive: DriveError? = nil) {
+            self.message = message
+            self.permanent = permanent
+            self.error = error
+            self.retryAfter = retryAfter
+            self.drive = drive
+        }
+
+        init(_ drive: DriveError, in step: Step) {
+            self.init(message: drive.description, permanent: UploadQueue.isPermanent(drive, in: step), error: FilesystemError(drive),
+                      retryAfter: drive.info?.retryAfter, drive: drive)
+        }
+
+        var isNotFound: Bool {
+            if case .notFound? = drive { return true }
+            return false
+        }
+    }
+
+    /// What a backend call was doing, which decides what a 404 means.
+    enum Step {
+        /// createFile: 404 is the parent gone (permanent).
+        case create
+        /// updateContent / updateMetadata: 404 is the file gone since it was read (tried again:
+        /// the next attempt finds it gone and creates it anew).
+        case update
+        /// getFile, move, trash, delete, reserveFileID: 404 is permanent where it is not handled.
+        case other
+    }
+
+    func transferLoop() {
+        while let (job, running) = nextJob() {
+            let priority: RequestPriority = withLock { ($0.waiters[job.fileID] ?? 0) > 0 } ? .interactive : .background
+            RequestContext(priority: priority, cancellation: running.flag).scope {
+                switch job.kind {
+                case .upload: runUpload(job, running)
+                case .removal: runRemoval(job, running)
+                }
+            }
+            withLock { s in
+                if s.running[job.fileID] === running { s.running[job.fileID] = nil }
+            }
+            lock.broadcast()
+        }
+        withLock { $0.threads -= 1 }
+        lock.broadcast()
+    }
+
+    private func nextJob() -> (UploadJob, Running)? {
+        lock.lock()
+        defer { lock.unlock() }
+        while true {
+            if shared.stopping || shared.crashed { return nil }
+            if let job = shared.state.heads.first(where: { $0.ready && shared.running[$0.fileID] == nil }) {
+                var info = stat()
+                let size = job.kind == .upload && stat(job.contentPath, &info) == 0 ? Int64(info.st_size) : 0
+                let running = Running(seq: job.seq, size: size)
+                shared.running[job.fileID] = running
+                return (job, running)
+            }
+            _ = lock.wait(until: Date(timeIntervalSinceNow: 1))
+        }
+    }
+
+    // MARK: Uploads
+
+    private func runUpload(_ first: UploadJob, _ running: Running) {
+        var failures = 0
+        while true {
+            do {
+                try attempt(first.seq, running, announce: failures == 0)
+                return
+            } catch let interruption as Interruption {
+                if case .cancelled = interruption { removeContent(first.contentPath) }
+                return
+            } catch {
+                let failure = jobFailure(error, seq: first.seq)
+                if let interruption = failure.interruption {
+                    if case .cancelled = interruption { removeContent(first.contentPath) }
+                    return
+                }
+                var job = failure.job
+                if job.permanent {
+                    do {
+                        try failForGood(first.seq, job, running)
+                        return
+                    } catch {
+                        let again = jobFailure(error, seq: first.seq)
+                        if again.interruption != nil { return }
+                        job = again.job
+                    }
+                }
+                failures += 1
+                let delay = backoff(after: failures, retryAfter: job.retryAfter)
+                let text = "\(first.request.displayPath): \(job.message); trying again in \(Self.seconds(delay))"
+                withLock { $0.lastError = text }
+                log.warning("uploads", text)
+                do { try wait(delay, seq: first.seq) } catch {
+                    if case .cancelled = error { removeContent(first.contentPath) }
+                    return
+                }
+            }
+        }
+    }
+
+    /// One try of an upload, from its current journaled state to its `done` record.
+    private func attempt(_ seq: UInt64, _ running: Running, announce: Bool) throws {
+        let job = try current(seq)
+        let digest = try contentDigest(job)
+        if announce { try point(.starting(job.fileID)) }
+        var file: DriveFile
+        var wasConflict = false
+        if let copy = job.conflictCopy {
+            file = try createOurs(job, id: copy.id, name: copy.name, digest, running)
+            wasConflict = true
+        } else if job.creates {
+            file = try createOurs(job, id: job.target, name: job.request.name, digest, running)
+        } else {
+            (file, wasConflict) = try updateExisting(seq, digest, running)
+        }
+        try point(.landed(job.fileID))
+        try finishLanded(seq, file: file, wasConflict: wasConflict, running)
+    }
+
+    /// Creates `id` with the job's content; an ID found taken is an earlier upload of this file
+    /// (drivefs reserved it for this file alone), which is brought up to date instead.
+    private func createOurs(_ job: UploadJob, id: String, name: String, _ digest: Digest3, _ running: Running) throws -> DriveFile {
+        let session = sessionPath(id)
+        running.sessionFiles.withLock { if !$0.contains(session) { $0.append(session) } }
+        if let resumed = try resume(session, job, id: id, isUpdate: false, digest) { return resumed }
+        let request = job.request
+        do {
+            return try step(.create) {
+                try backend.createFile(name: name, parent: request.parentID, mimeType: request.mimeType,
+                                       source: .file(path: job.contentPath), modifiedTime: request.modifiedTime,
+                                       sessionFile: session, id: id, appProperties: Self.properties(request))
+            }
+        } catch let failure as JobFailure where failure.drive?.reason == "fileIdInUse" {
+            let head = try step(.other) { try backend.getFile(id) }
+            log.info("uploads", "\(request.displayPath): an earlier upload of it is on Drive under \(id); bringing that one up to date")
+            if Self.holds(head, digest) { return head }
+            return try step(.update) {
+                try backend.updateContent(id, source: .file(path: job.contentPath), mimeType: request.mimeType, name: name,
+                                          modifiedTime: request.modifiedTime, sessionFile: session,
+                                          appProperties: Self.properties(request))
+            }
+        }
+    }
+
+    /// New content for an existing file, after checking what Drive holds (see the steps above).
+    private func updateExisting(_ seq: UInt64, _ digest: Digest3, _ running: Running) throws -> (DriveFile, Bool) {
+        let job = try current(seq)
+        let head: DriveFile?
+        do {
+            head = try step(.other) { try backend.getFile(job.target) }
+        } catch let failure as JobFailure where failure.isNotFound {
+            head = nil
+        }
+        guard let head, !head.trashed else {
+            let newID = try step(.other) { try backend.reserveFileID() }
+            try decide(.retarget(seq: seq, target: newID), seq: seq, point: .retargeted(job.fileID))
+            log.warning("uploads", "\(job.request.displayPath): the file is gone from Drive (\(head == nil ? "deleted" : "trashed")); "
+                        + "uploading it again as a new file (\(newID))")
+            let now = try current(seq)
+            return (try createOurs(now, id: newID, name: now.request.name, digest, running), false)
+        }
+        if Self.holds(head, digest) { return (head, false) }
+        if Self.conflicts(head, job.request) {
+            let copyID = try step(.other) { try backend.reserveFileID() }
+            let copy = UploadJob.ConflictCopy(id: copyID, name: Self.conflictName(job.request.name, at: time.now()))
+            try decide(.conflict(seq: seq, copy: copy), seq: seq, point: .conflictDecided(job.fileID))
+            log.warning("uploads", "\(job.request.displayPath): changed on Drive since this copy was opened (Drive has revision "
+                        + "\(head.headRevisionId ?? "?"), this copy was based on \(job.request.baseRevision ?? job.request.baseMD5 ?? "?")); "
+                        + "Drive's version is kept and this one is uploaded beside it as '\(copy.name)'")
+            let now = try current(seq)
+            return (try createOurs(now, id: copy.id, name: copy.name, digest, running), true)
+        }
+        let session = sessionPath(job.target)
+        running.sessionFiles.withLock { if !$0.contains(session) { $0.append(session) } }
+        if let resumed = try resume(session, job, id: job.target, isUpdate: true, digest) { return (resumed, false) }
+        let request = job.request
+        let file = try step(.update) {
+            try backend.updateContent(job.target, source: .file(path: job.contentPath), mimeType: request.mimeType, name: request.name,
+                                      modifiedTime: request.modifiedTime, sessionFile: session, appProperties: Self.properties(request))
+        }
+        return (file, false)
+    }
+
+    /// Continues a persisted resumable session of this very content, if there is one; a session of
+    /// other content (or one the client refuses) is removed and nil returned.
+    private func resume(_ path: String, _ job: UploadJob, id: String, isUpdate: Bool, _ digest: Digest3) throws -> DriveFile? {
+        guard LocalFiles.exists(path) else { return nil }
+        guard let session = try? ResumableUploadSession.load(from: path), !session.sessionURI.isEmpty,
+              session.sourcePath == job.contentPath, session.size == digest.size, session.md5 == digest.md5,
+              session.fileId == id, session.isUpdate == isUpdate else {
+            unlink(path)
+            return nil
+        }
+        do {
+            let file = try step(isUpdate ? .update : .create) { try backend.resumeUpload(from: path) }
+            log.info("uploads", "\(job.request.displayPath): resumed its upload from byte \(session.confirmedBytes) of \(session.size)")
+            return file
+        } catch let failure as JobFailure where failure.drive?.status == 0 {
+            unlink(path)
+            return nil
+        }
+    }
+
+    /// After landing: the metadata the job has now (it may have changed while it ran) is made
+    /// Drive's, then the job ends with its `done` record.
+    private func finishLanded(_ seq: UInt64, file landed: DriveFile, wasConflict: Bool, _ running: Running) throws {
+        var file = landed
+        while true {
+            let job = try current(seq)
+            let name = wasConflict ? (job.conflictCopy?.name ?? job.request.name) : job.request.name
+            file = try syncMetadata(file, job.request, name: name)
+            let outcome = try withLock { (s: inout Shared) throws -> UploadOutcome? in
+                if s.crashed { throw Interruption.crashed }
+                guard let now = s.state.jobs[seq] else { throw Interruption.cancelled }
+                guard now.request == job.request else { return nil }
+                let result = UploadJob.Landed(id: file.id, headRevisionId: file.headRevisionId, md5: file.md5Checksum, wasConflict: wasConflict)
+                do throws(FilesystemError) { try Self.record(.done(seq: seq, landed: result), &s) } catch {
+                    throw JobFailure(message: "cannot journal the upload's end: \(error)", permanent: false, error: error)
+                }
+                s.settled[now.fileID] = (seq, nil)
+                s.digests[seq] = nil
+                if crashes(at: .done(now.fileID), &s) { throw Interruption.crashed }
+                compactIfWanted(&s)
+                lock.broadcast()
+                return UploadOutcome(request: now.request, file: file, wasConflict: wasConflict, contentPath: now.contentPath)
+            }
+            guard let outcome else { continue }
+            withLock { $0.onFinished }?(outcome)
+            removeContent(outcome.contentPath)
+            running.sessionFiles.withLock { $0 }.forEach { unlink($0) }
+            return
+        }
+    }
+
+    /// One files.update (and a move when the parent differs) when Drive's metadata is not the request's.
+    private func syncMetadata(_ file: DriveFile, _ request: UploadRequest, name: String) throws -> DriveFile {
+        var file = file
+        if request.parentID != "root", !file.parents.isEmpty, !file.parents.contains(request.parentID) {
+            let id = file.id
+            let old = file.parents.first
+            let rename = file.name != name ? name : nil
+            file = try step(.other) { try backend.move(id, addParent: request.parentID, removeParent: old, newName: rename) }
+        }
+        let missing = request.appProperties.filter { file.appProperties?[$0.key] != $0.value }
+        let time = request.modifiedTime.flatMap { $0 != file.modifiedTime ? $0 : nil }
+        if file.name != name || time != nil || !missing.isEmpty {
+            let id = file.id
+            let rename = file.name != name ? name : nil
+            file = try step(.update) {
+                try backend.updateMetadata(id, name: rename, mimeType: nil, modifiedTime: time, appProperties: missing.isEmpty ? nil : missing)
+            }
+        }
+        return file
+    }
+
+    /// Ends a job that cannot succeed: the record first, then its content to `failed/` with a note
+    /// (a crash in between is finished by the next start), then `onFinished` with the error.
+    private func failForGood(_ seq: UInt64, _ failure: JobFailure, _ running: Running) throws {
+        let ended = try withLock { (s: inout Shared) throws -> (UploadJob, String?)? in
+            guard let job = s.state.jobs[seq], !s.crashed else { return nil }
+            let preserve = LocalFiles.exists(job.contentPath) ? failedPath(for: job) : nil
+            do throws(FilesystemError) {
+                try Self.record(.failed(seq: seq, preservedAt: preserve, message: failure.message), &s)
+            } catch {
+                throw JobFailure(message: "cannot journal the failure: \(error)", permanent: false, error: error)
+            }
+            s.failedCount += 1
+            s.lastError = "\(job.request.displayPath): \(failure.message)"
+            s.settled[job.fileID] = (seq, failure.error)
+            s.digests[seq] = nil
+            if crashes(at: .failed(job.fileID), &s) { throw Interruption.crashed }
+            compactIfWanted(&s)
+            lock.broadcast()
+            return (job, preserve)
+        }
+        guard let (job, preserved) = ended else { return }
+        var kept = preserved
+        if let preserved {
+            do {
+                try LocalFiles.move(job.contentPath, to: preserved)
+                try LocalFiles.write("""
+                    drivefs could not upload this file, and will not try again.
+                    path: \(job.request.displayPath)
+                    Drive file ID: \(job.request.fileID) (parent \(job.request.parentID), name \(job.request.name))
+                    when: \(RFC3339.format(millis: Int64(time.now() * 1000)))
+                    why: \(failure.message)
+
+                    """, to: preserved + ".note")
+            } catch {
+                log.error("uploads", "\(job.request.displayPath): cannot keep its content in \(preserved) (\(error)); it stays at \(job.contentPath)")
+                kept = LocalFiles.exists(job.contentPath) ? job.contentPath : nil
+            }
+        }
+        log.error("uploads", "\(job.request.displayPath): upload failed for good: \(failure.message)"
+                  + (kept.map { "; its content is kept in \($0)" } ?? ""))
+        let outcome = UploadOutcome(request: job.request, file: nil, wasConflict: false, contentPath: job.contentPath,
+                                    error: failure.error, preservedAt: kept)
+        withLock { $0.onFinished }?(outcome)
+        running.sessionFiles.withLock { $0 }.forEach { unlink($0) }
+    }
+
+    /// `failed/<seq>-<name>`, made unique (under the lock).
+    private func failedPath(for job: UploadJob) -> String {
+        let safe = String(job.request.name.map { $0 == "/" || $0 == "\0" ? "_" : $0 }.prefix(120))
+        var path = "\(directory)/failed/\(job.seq)-\(safe)"
+        var n = 2
+        while LocalFiles.exists(path) || LocalFiles.exists(path + ".note") {
+            path = "\(directory)/failed/\(job.seq)-\(n)-\(safe)"
+            n += 1
+        }
+        return path
+    }
+
+    // MARK: Removals
+
+    private func runRemoval(_ first: UploadJob, _ running: Running) {
+        var failures = 0
+        while true {
+            do {
+                let job = try current(first.seq)
+                if failures == 0 { try point(.starting(job.fileID)) }
+                do {
+                    if job.deletes {
+                        try step(.other) { try backend.delete(job.target) }
+                    } else {
+                        _ = try step(.other) { try backend.trash(job.target) }
+                    }
+                } catch let failure as JobFailure where failure.isNotFound {
+                    // Nothing there: the upload never landed, or the file went already.
+                }
+                try withLock { (s: inout Shared) throws in
+                    if s.crashed { throw Interruption.crashed }
+                    do throws(FilesystemError) { try Self.record(.done(seq: first.seq, landed: nil), &s) } catch {
+                        throw JobFailure(message: "cannot journal the removal: \(error)", permanent: false, error: error)
+                    }
+                    if crashes(at: .removed(job.fileID), &s) { throw Interruption.crashed }
+                    lock.broadcast()
+                }
+                return
+            } catch {
+                let failure = jobFailure(error, seq: first.seq)
+                if failure.interruption != nil { return }
+                if failure.job.permanent {
+                    let removed = withLock { s -> Bool in
+                        guard (try? Self.record(.failed(seq: first.seq, preservedAt: nil, message: failure.job.message), &s)) != nil else {
+                            return false
+                        }
+                        s.failedCount += 1
+                        s.lastError = "\(first.request.displayPath): cannot remove it from Drive: \(failure.job.message)"
+                        _ = crashes(at: .failed(first.fileID), &s)
+                        lock.broadcast()
+                        return true
+                    }
+                    if removed {
+                        log.error("uploads", "\(first.request.displayPath): cannot remove it from Drive: \(failure.job.message)")
+                        return
+                    }
+                }
+                failures += 1
+                let delay = backoff(after: failures, retryAfter: failure.job.retryAfter)
+                let text = "\(first.request.displayPath): removing it from Drive: \(failure.job.message); trying again in \(Self.seconds(delay))"
+                withLock { $0.lastError = text }
+                log.warning("uploads", text)
+                do { try wait(delay, seq: first.seq) } catch { return }
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    typealias Digest3 = (size: Int64, mtime: Int64, md5: String)
+
+    /// The job as journaled now; throws when it must stop (the queue stops or crashed, or the job was cancelled).
+    func current(_ seq: UInt64) throws(Interruption) -> UploadJob {
+        try withLock { s throws(Interruption) in
+            if s.crashed { throw .crashed }
+            if s.stopping { throw .stopped }
+            guard let job = s.state.jobs[seq] else { throw .cancelled }
+            return job
+        }
+    }
+
+    private func point(_ point: CommitPoint) throws(Interruption) {
+        try withLock { s throws(Interruption) in if crashes(at: point, &s) { throw .crashed } }
+    }
+
+    /// Journals a decision about a running job, if it still runs.
+    private func decide(_ record: UploadJournal.Record, seq: UInt64, point: CommitPoint) throws {
+        try withLock { (s: inout Shared) throws in
+            if s.crashed { throw Interruption.crashed }
+            guard s.state.jobs[seq] != nil else { throw Interruption.cancelled }
+            do throws(FilesystemError) { try Self.record(record, &s) } catch {
+                throw JobFailure(message: "cannot journal a decision: \(error)", permanent: false, error: error)
+            }
+            if crashes(at: point, &s) { throw Interruption.crashed }
+        }
+    }
+
+    private func contentDigest(_ job: UploadJob) throws -> Digest3 {
+        var info = stat()
+        guard stat(job.contentPath, &info) == 0 else {
+            let e = errno
+            throw JobFailure(message: "its content file \(job.contentPath) cannot be read (\(String(cString: strerror(e))))",
+                             permanent: true, error: FilesystemError(errno: e))
+        }
+        let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        if let known = withLock({ $0.digests[job.seq] }), known.size == Int64(info.st_size), known.mtime == mtime { return known }
+        do {
+            let measured = try LocalFiles.digest(job.contentPath)
+            let digest: Digest3 = (measured.size, measured.mtimeNanos, measured.md5)
+            withLock { $0.digests[job.seq] = digest }
+            return digest
+        } catch {
+            throw JobFailure(message: "its content file \(job.contentPath) cannot be read (\(error))", permanent: error.errno == ENOENT,
+                             error: error)
+        }
+    }
+
+    /// Runs a backend call, turning its failure into a `JobFailure` (or an `Interruption` when the
+    /// call was cut short because the job must stop).
+    private func step<T>(_ step: Step, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DriveError {
+            throw JobFailure(error, in: step)
+        }
+    }
+
+    /// Failures that another try cannot mend (docs/errors.md): permissions, a refused request, a
+    /// parent gone, an ID taken by another file. Rate limits, quotas, server and network failures,
+    /// a lost token, a checksum that did not match (the next try uploads again) are retried.
+    static func isPermanent(_ error: DriveError, in step: Step) -> Bool {
+        switch error {
+        case .permissionDenied, .conflict:
+            return true
+        case .notFound:
+            return step != .update
+        case .invalidArgument(let info):
+            // Local: content that changed while it was read, a session file gone bad: try again.
+            return !(info.status == 0 && ["uploadSourceChanged", "uploadSession"].contains(info.reason ?? ""))
+        case .unexpectedStatus(let info):
+            return (400..<500).contains(info.status)
+        case .quotaExceeded, .rateLimited, .unauthorized, .preconditionFailed, .rangeNotSatisfiable, .server, .transport,
+             .checksumMismatch, .malformedResponse, .cancelled:
+            return false
+        }
+    }
+
+    private struct Classified {
+        var job: JobFailure
+        var interruption: Interruption?
+    }
+
+    private func jobFailure(_ error: any Error, seq: UInt64) -> Classified {
+        if let interruption = error as? Interruption {
+            return Classified(job: JobFailure(message: "", permanent: false, error: .ioError), interruption: interruption)
+        }
+        var failure: JobFailure?
+        if let error = error as? JobFailure { failure = error }
+        if let error = error as? DriveError { failure = JobFailure(error, in: .other) }
+        if let failure {
+            // A call cut short by the job's flag: the queue stops or crashed, or the job was cancelled.
+            if case .cancelled? = failure.drive {
+                do { _ = try current(seq) } catch { return Classified(job: failure, interruption: error) }
+            }
+            return Classified(job: failure)
+        }
+        if let error = error as? FilesystemError {
+            return Classified(job: JobFailure(message: "local failure: \(error)", permanent: false, error: error))
+        }
+        return Classified(job: JobFailure(message: "\(error)", permanent: false, error: .ioError))
+    }
+
+    func backoff(after failures: Int, retryAfter: Double?) -> Double {
+        let exponential = min(maximumBackoff, initialBackoff * pow(2, Double(min(failures - 1, 30))))
+        return max(exponential, min(retryAfter ?? 0, maximumBackoff))
+    }
+
+    /// Waits `seconds` on the queue's clock in short steps, stopping when the job must stop.
+    private func wait(_ seconds: Double, seq: UInt64) throws(Interruption) {
+        var left = seconds
+        while left > 0 {
+            _ = try current(seq)
+            let slice = min(left, 0.1)
+            time.sleep(slice)
+            left -= slice
+        }
+        _ = try current(seq)
+    }
+
+    func sessionPath(_ id: String) -> String { "\(directory)/sessions/\(id).json" }
+
+    static func properties(_ request: UploadRequest) -> [String: String]? {
+        request.appProperties.isEmpty ? nil : request.appProperties
+    }
+
+    /// Whether Drive's file already holds exactly this content.
+    static func holds(_ file: DriveFile, _ digest: Digest3) -> Bool {
+        guard let md5 = file.md5Checksum else { return false }
+        return md5.lowercased() == digest.md5 && (file.size == nil || file.size == digest.size)
+    }
+
+    /// Whether Drive's head is not what the local copy was based on (and differs from it in content).
+    static func conflicts(_ head: DriveFile, _ request: UploadRequest) -> Bool {
+        if let base = request.baseRevision, let revision = head.headRevisionId, revision != base {
+            if let baseMD5 = request.baseMD5, let md5 = head.md5Checksum, md5.lowercased() == baseMD5.lowercased() { return false }
+            return true
+        }
+        if request.baseRevision == nil, let baseMD5 = request.baseMD5, let md5 = head.md5Checksum {
+            return md5.lowercased() != baseMD5.lowercased()
+        }
+        return false
+    }
+
+    /// `name (conflicted copy YYYY-MM-DD HHMMSS).ext`: the time in UTC, the last extension kept
+    /// (none for a name that starts with its only dot, like `.bashrc`).
+    public static func conflictName(_ name: String, at seconds: Double) -> String {
+        var t = time_t(seconds.rounded(.down))
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        let stamp = String(format: "%04d-%02d-%02d %02d%02d%02d", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                           Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+        let tag = " (conflicted copy \(stamp))"
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex, name.index(after: dot) != name.endIndex {
+            return String(name[..<dot]) + tag + String(name[dot...])
+        }
+        return name + tag
+    }
+
+    static func seconds(_ value: Double) -> String { String(format: "%.0f s", value) }
+}

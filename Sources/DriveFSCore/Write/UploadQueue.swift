@@ -1,0 +1,419 @@
+import DriveClient
+import DriveSupport
+import Foundation
+import Glibc
+
+/// The upload queue (`UploadQueueing`): content the core committed goes to Drive in the
+/// background, once, through crashes and restarts, over any `DriveBackend`.
+///
+/// Files in `directory` (the core passes `<cacheDir>/uploads`): `journal` (UploadJournal: the
+/// durable truth of what is owed to Drive), `sessions/<fileID>.json` (resumable upload sessions,
+/// mode 0600: a session URI is a credential), `failed/` (the content of jobs that failed for
+/// good, each with a `.note` saying why).
+///
+/// Contracts (besides `UploadQueueing`'s):
+/// - Every change of a job is a journal record, written (fdatasync) before it takes effect; the
+///   state is the fold of the records (`UploadQueueState`), so a new queue over the same
+///   directory continues exactly where the old one stopped, whenever it stopped.
+/// - Creates carry the file's pre-generated ID (`UploadRequest.fileID`, or a new ID journaled
+///   before it is used), so repeating any step after a crash or a lost answer never makes a second
+///   file. An ID drivefs reserved names one file only: a create that finds its ID taken found an
+///   earlier upload of the same file, and continues as an update of it.
+/// - Before new content goes over an existing file, Drive's head is read: our own content there
+///   already (same md5) counts as landed; a head that is not the content's base is a conflict, and
+///   the content goes beside it as `name (conflicted copy YYYY-MM-DD HHMMSS).ext` (UTC); a file gone
+///   or trashed on Drive is created again under a new ID. Each is logged.
+/// - Transient failures are retried with capped exponential backoff for as long as the queue runs
+///   (`status.lastError` says why it waits); permanent ones (permissions, a parent gone, a refused
+///   request, unreadable content) end the job: content to `failed/`, `onFinished` with the error.
+/// - A job cancelled while it runs is not reported to `onFinished` (the core removed the file).
+/// - `cancel` returning true means the queue removes what Drive holds of the file: nothing for a
+///   new file that never started, otherwise a trash (or delete) after the running upload ended.
+///
+/// Lock: `lock` (an NSCondition: the lock and the condition the transfer threads and waiters wait
+/// on) guards `shared`, the journal included: a record is written and applied under it, so records
+/// are in the file in the order they are applied. It is a leaf: no other lock is taken, no network
+/// call is made and no callback is called while it is held; local I/O under it is the journal's
+/// append (fdatasync) and compaction. `Running.progress` is a leaf lock of its own.
+public final class UploadQueue: UploadQueueing, @unchecked Sendable {
+    // @unchecked: every mutable field is in `shared`, reached only under `lock`.
+    public let directory: String
+    let backend: any DriveBackend
+    let transfers: Int
+    let deletePermanently: Bool
+    let time: any TimeSource
+    let log: Log
+    public let recovered: [(request: UploadRequest, contentPath: String)]
+
+    /// Backoff between attempts of a job after a transient failure: `initialBackoff` doubling up to
+    /// `maximumBackoff` seconds (or the server's Retry-After when longer).
+    let initialBackoff: Double
+    let maximumBackoff: Double
+
+    let lock = NSCondition()
+    var shared: Shared
+
+    struct Shared {
+        var state: UploadQueueState
+        var journal: UploadJournal
+        /// The job running on a transfer thread, by file (at most one per file).
+        var running: [String: Running] = [:]
+        /// Jobs replayed from the journal: they may have started before the restart, so they
+        /// are never superseded or reclaimed (a later job of the file waits for them).
+        var pinned: Set<UInt64> = []
+        /// The last job of each file that ended (landed or failed for good), for `waitUntilUploaded`.
+        var settled: [String: (seq: UInt64, error: FilesystemError?)] = [:]
+        /// Threads in `waitUntilUploaded`, by file (their uploads go at interactive priority).
+        var waiters: [String: Int] = [:]
+        var failedCount = 0
+        var lastError: String?
+        var onFinished: (@Sendable (UploadOutcome) -> Void)?
+        var threads = 0
+        var started = false
+        var stopping = false
+        /// Test seam: the queue was abandoned at a commit point (`crashHook`): it does nothing more.
+        var crashed = false
+        var crashHook: (@Sendable (CommitPoint) -> Bool)?
+        /// md5 of content files, by job (their content does not change while the queue owns them).
+        var digests: [UInt64: (size: Int64, mtime: Int64, md5: String)] = [:]
+    }
+
+    /// A job on a transfer thread.
+    final class Running: @unchecked Sendable {
+        // @unchecked: `progress` is a Locked box; the rest is immutable.
+        let seq: UInt64
+        let flag = CancellationFlag()
+        let size: Int64
+        let sessionFiles: Locked<[String]>
+        init(seq: UInt64, size: Int64) {
+            self.seq = seq
+            self.size = size
+            sessionFiles = Locked([])
+        }
+    }
+
+    /// The steps after which a test may abandon the queue, as a crash would (`crashHook`).
+    enum CommitPoint: Equatable, Sendable, CustomStringConvertible {
+        /// After the record of a public call is durable.
+        case committed(String), reclaimed(String), metadataChanged(String), cancelled(String)
+        /// A job is about to send its first request.
+        case starting(String)
+        /// After the record of a decision is durable (a file made again; a conflicted copy).
+        case retargeted(String), conflictDecided(String)
+        /// The content reached Drive (the answer came back); no record yet.
+        case landed(String)
+        /// After the record that ends a job is durable.
+        case done(String), failed(String), removed(String)
+
+        public var description: String {
+            switch self {
+            case .committed(let f): return "committed \(f)"
+            case .reclaimed(let f): return "reclaimed \(f)"
+            case .metadataChanged(let f): return "metadata \(f)"
+            case .cancelled(let f): return "cancelled \(f)"
+            case .starting(let f): return "starting \(f)"
+            case .retargeted(let f): return "retargeted \(f)"
+            case .conflictDecided(let f): return "conflict \(f)"
+            case .landed(let f): return "landed \(f)"
+            case .done(let f): return "done \(f)"
+            case .failed(let f): return "failed \(f)"
+            case .removed(let f): return "removed \(f)"
+            }
+        }
+    }
+
+    /// Thrown out of a job when it must stop at once (the queue stops, crashed, or the job was cancelled).
+    enum Interruption: Error { case stopped, crashed, cancelled }
+
+    /// Replays the journal in `directory` (created when missing) into `recovered`. Nothing runs
+    /// before `start`.
+    public init(directory: String, backend: any DriveBackend, transfers: Int = 4, deletePermanently: Bool = false,
+                time: any TimeSource = SystemTimeSource(), log: Log = .shared, compactionBound: Int64 = 4 << 20,
+                initialBackoff: Double = 2, maximumBackoff: Double = 300) throws(FilesystemError) {
+        self.directory = directory
+        self.backend = backend
+        self.transfers = max(1, transfers)
+        self.deletePermanently = deletePermanently
+        self.time = time
+        self.log = log
+        self.initialBackoff = initialBackoff
+        self.maximumBackoff = maximumBackoff
+        try LocalFiles.makeDirectories(directory + "/sessions")
+        try LocalFiles.makeDirectories(directory + "/failed")
+        let journal = try UploadJournal(directory: directory, compactionBound: compactionBound, log: log)
+        let (records, report) = try journal.replay()
+        var state = UploadQueueState(replaying: records)
+        state.readyAll()
+        let live = Set(state.jobs.values.map(\.contentPath))
+        for move in state.failedMoves where !live.contains(move.from) && LocalFiles.exists(move.from) && !LocalFiles.exists(move.to) {
+            try? LocalFiles.move(move.from, to: move.to)
+        }
+        if report.skippedBytes > 0 || journal.wantsCompaction {
+            try journal.compact(to: state.snapshot)
+        }
+        let uploads = state.ordered.filter { $0.kind == .upload }
+        recovered = uploads.map { ($0.request, $0.contentPath) }
+        shared = Shared(state: state, journal: journal, pinned: Set(state.jobs.keys))
+        if !state.jobs.isEmpty {
+            log.info("uploads", "\(uploads.count) uploads and \(state.jobs.count - uploads.count) removals recovered from \(journal.path)")
+        }
+    }
+
+    deinit { shared.journal.close() }
+
+    // MARK: Under the lock
+
+    func withLock<R, E: Error>(_ body: (inout Shared) throws(E) -> R) throws(E) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&shared)
+    }
+
+    /// Writes `record` and applies it (under the lock).
+    static func record(_ record: UploadJournal.Record, _ s: inout Shared) throws(FilesystemError) {
+        guard !s.crashed else { throw FilesystemError(errno: EIO) }
+        try s.journal.append(record)
+        s.state.apply(record)
+    }
+
+    /// Compacts when the journal grew enough (under the lock); a failure only logs (the old journal stays good).
+    func compactIfWanted(_ s: inout Shared) {
+        guard s.journal.wantsCompaction, !s.crashed else { return }
+        do { try s.journal.compact(to: s.state.snapshot) } catch {
+            log.warning("uploads", "journal compaction failed (\(error)); the journal stays as it is")
+        }
+    }
+
+    /// The test seam at each commit point (under the lock): true when the queue was abandoned there.
+    func crashes(at point: CommitPoint, _ s: inout Shared) -> Bool {
+        if s.crashed { return true }
+        guard let hook = s.crashHook, hook(point) else { return false }
+        s.crashed = true
+        s.journal.close()
+        for running in s.running.values { running.flag.cancel() }
+        lock.broadcast()
+        return true
+    }
+
+    /// Whether a content file is still used by a job (or a transfer) of the queue.
+    static func isReferenced(_ path: String, _ s: Shared) -> Bool {
+        s.state.jobs.values.contains { $0.contentPath == path }
+    }
+
+    func removeContent(_ path: String) {
+        guard !path.isEmpty, !withLock({ Self.isReferenced(path, $0) }) else { return }
+        unlink(path)
+    }
+
+    // MARK: UploadQueueing
+
+    public func commit(_ request: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError) {
+        try LocalFiles.syncFile(contentPath)
+        try LocalFiles.syncDirectory((contentPath as NSString).deletingLastPathComponent)
+        var superseded: String?
+        lock.lock()
+        defer {
+            lock.unlock()
+            if let superseded { removeContent(superseded) }
+        }
+        guard !shared.crashed else { throw FilesystemError(errno: EIO) }
+        let jobs = shared.state.jobs(of: request.fileID)
+        let runningSeq = shared.running[request.fileID]?.seq
+        var replaces: UploadJob?
+        if let last = jobs.last, last.kind == .upload, last.seq != runningSeq, !shared.pinned.contains(last.seq) {
+            replaces = last
+        }
+        var rebasedOn: UploadJob.Landed?
+        if let last = shared.state.landed[request.fileID], last.wasNew == request.isNew, last.base == request.baseRevision,
+           !jobs.contains(where: { $0.seq != replaces?.seq }) {
+            // Based on what Drive held before our upload of this file landed: write over ours.
+            rebasedOn = last.landed
+        }
+        let seq = shared.state.nextSeq
+        try Self.record(.commit(seq: seq, request: request, contentPath: contentPath, ready: ready, replaces: replaces?.seq,
+                                rebasedOn: rebasedOn), &shared)
+        if let replaces, replaces.ready, replaces.contentPath != contentPath { superseded = replaces.contentPath }
+        if crashes(at: .committed(request.fileID), &shared) { throw FilesystemError(errno: EIO) }
+        compactIfWanted(&shared)
+        lock.broadcast()
+    }
+
+    public func reclaim(_ fileID: String) -> (request: UploadRequest, contentPath: String)? {
+        withLock { s in
+            guard let last = s.state.jobs(of: fileID).last, last.kind == .upload, last.ready,
+                  s.running[fileID]?.seq != last.seq, !s.pinned.contains(last.seq) else { return nil }
+            do { try Self.record(.reclaim(seq: last.seq), &s) } catch {
+                log.warning("uploads", "\(last.request.displayPath): cannot take the upload back (\(error)); it stays queued")
+                return nil
+            }
+            if crashes(at: .reclaimed(fileID), &s) { return nil }
+            return (last.request, last.contentPath)
+        }
+    }
+
+    public func contentPath(of fileID: String) -> String? {
+        withLock { s in s.state.jobs(of: fileID).last { $0.kind == .upload && $0.ready }?.contentPath }
+    }
+
+    public func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) -> Bool {
+        withLock { s in
+            let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
+            guard !jobs.isEmpty else { return false }
+            for job in jobs {
+                var request = job.request
+                change(&request)
+                request.fileID = job.request.fileID
+                guard request != job.request else { continue }
+                let record = UploadJournal.Record.metadata(seq: job.seq, request: request)
+                do { try Self.record(record, &s) } catch {
+                    // Live behaviour stays right; only a crash before the next record of this job forgets it.
+                    log.error("uploads", "\(job.request.displayPath): cannot journal a metadata change (\(error)); it is applied, not yet durable")
+                    s.state.apply(record)
+                }
+            }
+            _ = crashes(at: .metadataChanged(fileID), &s)
+            compactIfWanted(&s)
+            return true
+        }
+    }
+
+    public func cancel(_ fileID: String) -> Bool {
+        var dropped: [String] = []
+        defer { dropped.forEach(removeContent) }
+        return withLock { s in
+            let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
+            guard let first = jobs.first else { return false }
+            let running = s.running[fileID].flatMap { r in jobs.first { $0.seq == r.seq } }
+            // Drive may hold the file unless every job is a create that has not started.
+            let mayExist = running != nil || jobs.contains { !$0.creates || s.pinned.contains($0.seq) }
+            var removal: UploadJob?
+            if mayExist {
+                let target = (running ?? first).target
+                removal = .removal(seq: s.state.nextSeq, request: jobs.last!.request, target: target, deletes: deletePermanently)
+            }
+            let record = UploadJournal.Record.cancel(fileID: fileID, removal: removal)
+            do { try Self.record(record, &s) } catch {
+                log.error("uploads", "\(first.request.displayPath): cannot journal a removal (\(error)); it is applied, not yet durable")
+                s.state.apply(record)
+            }
+            if running != nil { s.running[fileID]?.flag.cancel() }
+            dropped = jobs.filter { $0.ready && $0.seq != running?.seq }.map(\.contentPath)
+            _ = crashes(at: .cancelled(fileID), &s)
+            compactIfWanted(&s)
+            lock.broadcast()
+            return true
+        }
+    }
+
+    public func waitUntilUploaded(_ fileID: String, deadline: Double, cancellation: CancellationFlag?) throws(FilesystemError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let awaited = shared.state.jobs(of: fileID).last(where: { $0.kind == .upload && $0.ready })?.seq else { return }
+        shared.waiters[fileID, default: 0] += 1
+        defer {
+            shared.waiters[fileID]! -= 1
+            if shared.waiters[fileID] == 0 { shared.waiters[fileID] = nil }
+        }
+        while true {
+            if let settled = shared.settled[fileID], settled.seq >= awaited {
+                if let error = settled.error { throw error }
+                return
+            }
+            if !shared.state.jobs(of: fileID).contains(where: { $0.kind == .upload }) { return }
+            if cancellation?.isCancelled == true { throw FilesystemError(errno: EINTR) }
+            if time.now() >= deadline || shared.crashed { throw FilesystemError.ioError }
+            _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05))
+        }
+    }
+
+    public func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool {
+        let start = time.now()
+        var lastReport = -Double.infinity
+        while true {
+            let current = status
+            if current.isIdle { return true }
+            let now = time.now()
+            if now - start >= timeout { return false }
+            if now - lastReport >= 1 {
+                lastReport = now
+                progress(current)
+            }
+            lock.lock()
+            _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05))
+            lock.unlock()
+        }
+    }
+
+    public var status: UploadQueueStatus {
+        let (queued, running, failed, lastError) = withLock { s -> (Int, [(UploadJob, Running)], Int, String?) in
+            let running = s.running.values.compactMap { r in s.state.jobs[r.seq].map { ($0, r) } }.sorted { $0.0.seq < $1.0.seq }
+            let busy = Set(running.map(\.0.seq))
+            let queued = s.state.jobs.values.filter { $0.ready && !busy.contains($0.seq) }.count
+            return (queued, running, s.failedCount, s.lastError)
+        }
+        return UploadQueueStatus(queued: queued, running: running.map { job, r in
+            UploadProgress(path: job.request.displayPath, size: r.size, bytesDone: Self.bytesDone(r))
+        }, failed: failed, lastError: lastError)
+    }
+
+    /// Bytes Drive confirmed of a running upload: the resumable session's confirmed bytes (a
+    /// multipart upload shows 0 until it landed).
+    static func bytesDone(_ running: Running) -> Int64 {
+        for path in running.sessionFiles.withLock({ $0 }) {
+            if let session = try? ResumableUploadSession.load(from: path) { return min(session.confirmedBytes, running.size) }
+        }
+        return 0
+    }
+
+    public func start(onFinished: @escaping @Sendable (UploadOutcome) -> Void) {
+        let count: Int = withLock { s in
+            guard !s.started, !s.crashed else { return 0 }
+            s.started = true
+            s.onFinished = onFinished
+            s.threads = transfers
+            return transfers
+        }
+        for n in 0..<count {
+            let thread = Thread { [self] in transferLoop() }
+            thread.name = "drivefs-upload-\(n)"
+            thread.start()
+        }
+    }
+
+    public func stop() {
+        withLock { s in
+            s.stopping = true
+            for running in s.running.values { running.flag.cancel() }
+        }
+        lock.broadcast()
+        lock.lock()
+        while shared.threads > 0 { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+        lock.unlock()
+    }
+
+    // MARK: Test seams
+
+    /// Abandons the queue when `hook` answers true at a commit point: no record, request or
+    /// callback follows, as if the process had died there.
+    func setCrashHook(_ hook: (@Sendable (CommitPoint) -> Bool)?) { withLock { $0.crashHook = hook } }
+
+    var hasCrashed: Bool { withLock { $0.crashed } }
+
+    /// Waits (bounded) until every transfer thread has ended (after a crash or `stop`).
+    @discardableResult
+    func waitForThreadsToEnd(timeout: Double = 60) -> Bool {
+        let end = Date(timeIntervalSinceNow: timeout)
+        lock.lock()
+        defer { lock.unlock() }
+        while shared.threads > 0 {
+            if Date() >= end { return false }
+            _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05))
+        }
+        return true
+    }
+
+    /// Journal faults (ENOSPC, EIO) for the next append.
+    func injectJournalFault(_ fault: UploadJournal.Fault) { withLock { $0.journal.nextFault = fault } }
+
+    var journalState: UploadQueueState { withLock { $0.state } }
+}

@@ -1,0 +1,186 @@
+/// One job of the upload queue, as the journal keeps it: content owed to Drive, or the removal of a
+/// file that Drive may hold.
+struct UploadJob: Codable, Equatable, Sendable {
+    enum Kind: String, Codable, Sendable {
+        case upload
+        case removal
+    }
+
+    /// Where a conflicting upload goes instead: a new file beside the original.
+    struct ConflictCopy: Codable, Equatable, Sendable {
+        var id: String
+        var name: String
+    }
+
+    /// What an upload left on Drive, as successors of the same file take it for their base.
+    struct Landed: Codable, Equatable, Sendable {
+        var id: String
+        var headRevisionId: String?
+        var md5: String?
+        var wasConflict: Bool
+    }
+
+    /// The last upload of a file that landed, with what its request was based on: a later commit
+    /// based on the same (the core had not heard of the landing, e.g. across a crash) is rebased
+    /// on the landing instead of being taken for a conflict with our own upload.
+    struct LastLanded: Codable, Equatable, Sendable {
+        var wasNew: Bool
+        var base: String?
+        var landed: Landed
+        /// The seq of the job that landed (recency, for the snapshot's bound).
+        var seq: UInt64
+    }
+
+    var seq: UInt64
+    var kind: Kind
+    /// For a removal: the removed file's last request (its ID and path, for logs).
+    var request: UploadRequest
+    /// The content file ("" for a removal).
+    var contentPath: String
+    /// False while the core has the file open for writing (committed, not queued).
+    var ready: Bool
+    /// The Drive file this job writes or removes: `request.fileID`, unless Drive's copy was gone
+    /// and the file is made again under a new ID, or an earlier job of the file made it there.
+    var target: String
+    /// Create `target` (with this content) rather than write new content to it.
+    var creates: Bool
+    var conflictCopy: ConflictCopy?
+    /// For a removal: delete for good rather than trash.
+    var deletes: Bool
+
+    var fileID: String { request.fileID }
+
+    static func upload(seq: UInt64, request: UploadRequest, contentPath: String, ready: Bool, target: String? = nil) -> UploadJob {
+        UploadJob(seq: seq, kind: .upload, request: request, contentPath: contentPath, ready: ready,
+                  target: target ?? request.fileID, creates: request.isNew, conflictCopy: nil, deletes: false)
+    }
+
+    static func removal(seq: UInt64, request: UploadRequest, target: String, deletes: Bool) -> UploadJob {
+        UploadJob(seq: seq, kind: .removal, request: request, contentPath: "", ready: true, target: target, creates: false,
+                  conflictCopy: nil, deletes: deletes)
+    }
+
+    /// This job, to run after `landed` (an earlier job of the same file that reached Drive).
+    mutating func rebase(on landed: Landed) {
+        target = landed.id
+        guard kind == .upload else { return }
+        creates = false
+        conflictCopy = nil
+        request.isNew = false
+        request.baseRevision = landed.headRevisionId
+        request.baseMD5 = landed.md5
+    }
+}
+
+/// The queue's jobs: the fold of the journal's records. Pure (no I/O), so that the state after a
+/// restart is exactly the state before it: the live queue writes a record, then applies it here;
+/// replay applies the same records in the same order.
+struct UploadQueueState: Equatable {
+    /// INVARIANT: `byFile[f]` lists, in increasing order, exactly the seqs of `jobs` whose fileID is f;
+    /// no list is empty.
+    private(set) var jobs: [UInt64: UploadJob] = [:]
+    private(set) var byFile: [String: [UInt64]] = [:]
+    /// The next seq to hand out: above every seq applied so far.
+    private(set) var nextSeq: UInt64 = 1
+
+    /// The last landing of each file (see `UploadJob.LastLanded`).
+    private(set) var landed: [String: UploadJob.LastLanded] = [:]
+    /// How many landings a snapshot keeps (the most recent).
+    static let landedKept = 1024
+
+    /// Content files of jobs that ended as failed: (where the content was, where it went), for
+    /// the moves a crash may have left undone.
+    private(set) var failedMoves: [(from: String, to: String)] = []
+
+    static func == (a: UploadQueueState, b: UploadQueueState) -> Bool {
+        a.jobs == b.jobs && a.byFile == b.byFile && a.nextSeq == b.nextSeq && a.landed == b.landed
+    }
+
+    init() {}
+
+    init(replaying records: [UploadJournal.Record]) {
+        for record in records { apply(record) }
+    }
+
+    /// The jobs of one file, in order (the first runs first).
+    func jobs(of fileID: String) -> [UploadJob] { (byFile[fileID] ?? []).compactMap { jobs[$0] } }
+
+    /// Every job in seq order.
+    var ordered: [UploadJob] { jobs.keys.sorted().map { jobs[$0]! } }
+
+    /// The first job of each file, in seq order: the ones that may run now.
+    var heads: [UploadJob] { byFile.values.compactMap { $0.first.flatMap { jobs[$0] } }.sorted { $0.seq < $1.seq } }
+
+    /// Records whose replay gives this state (compaction).
+    var snapshot: [UploadJournal.Record] {
+        let recent = landed.sorted { $0.value.seq > $1.value.seq }.prefix(Self.landedKept).sorted { $0.value.seq < $1.value.seq }
+        return recent.map { .landedEarlier(fileID: $0.key, $0.value) } + ordered.map { .job($0) }
+    }
+
+    mutating func apply(_ record: UploadJournal.Record) {
+        switch record {
+        case .commit(let seq, let request, let contentPath, let ready, let replaces, let rebasedOn):
+            if let replaces { remove(replaces) }
+            var job = UploadJob.upload(seq: seq, request: request, contentPath: contentPath, ready: ready)
+            if let rebasedOn { job.rebase(on: rebasedOn) }
+            insert(job)
+        case .reclaim(let seq):
+            jobs[seq]?.ready = false
+        case .metadata(let seq, let request):
+            guard var job = jobs[seq] else { return }
+            var changed = request
+            changed.fileID = job.request.fileID
+            job.request = changed
+            jobs[seq] = job
+        case .cancel(let fileID, let removal):
+            for job in jobs(of: fileID) where job.kind == .upload { remove(job.seq) }
+            if let removal { insert(removal) }
+        case .retarget(let seq, let target):
+            jobs[seq]?.target = target
+            jobs[seq]?.creates = true
+            jobs[seq]?.conflictCopy = nil
+        case .conflict(let seq, let copy):
+            jobs[seq]?.conflictCopy = copy
+        case .done(let seq, let landed):
+            guard let job = remove(seq) else { return }
+            guard let landed, !landed.wasConflict else { return }
+            if job.kind == .upload {
+                self.landed[job.fileID] = UploadJob.LastLanded(wasNew: job.request.isNew, base: job.request.baseRevision, landed: landed,
+                                                               seq: seq)
+            }
+            for later in byFile[job.fileID] ?? [] where later > seq { jobs[later]?.rebase(on: landed) }
+        case .failed(let seq, let preservedAt, _):
+            if let job = remove(seq), let preservedAt, !job.contentPath.isEmpty {
+                failedMoves.append((job.contentPath, preservedAt))
+            }
+        case .job(let job):
+            insert(job)
+        case .landedEarlier(let fileID, let last):
+            landed[fileID] = last
+            nextSeq = max(nextSeq, last.seq + 1)
+        }
+    }
+
+    /// Marks every job ready (a restart: no file is open for writing any more).
+    mutating func readyAll() {
+        for seq in jobs.keys { jobs[seq]!.ready = true }
+    }
+
+    private mutating func insert(_ job: UploadJob) {
+        jobs[job.seq] = job
+        var seqs = byFile[job.fileID] ?? []
+        let at = seqs.firstIndex { $0 > job.seq } ?? seqs.endIndex
+        seqs.insert(job.seq, at: at)
+        byFile[job.fileID] = seqs
+        nextSeq = max(nextSeq, job.seq + 1)
+    }
+
+    @discardableResult
+    private mutating func remove(_ seq: UInt64) -> UploadJob? {
+        guard let job = jobs.removeValue(forKey: seq) else { return nil }
+        var seqs = byFile[job.fileID] ?? []
+        seqs.removeAll { $0 == seq }
+        byFile[job.fileID] = seqs.isEmpty ? nil : seqs
+        return job
+    }
+}
