@@ -109,7 +109,7 @@ public final class DriveFilesystem: FilesystemOperations {
             if let uploads {
                 self.uploads = uploads
             } else {
-                self.uploads = try UploadQueue(directory: cacheDirectory.appendingPathComponent("uploads"), backend: backend,
+                self.uploads = try UploadQueue(directory: cacheDirectory.appendingPathComponent("uploads").path, backend: backend,
                                                transfers: configuration.transfers,
                                                deletePermanently: configuration.deletePermanently, time: time)
             }

@@ -45,8 +45,7 @@ final class CoreHarness {
     func mount() throws -> DriveFilesystem {
         let root = try backend.getFile("root")
         let token = try backend.changesStartPageToken()
-        fs = try DriveFilesystem(backend: backend, root: root, startPageToken: token, configuration: configuration, time: time,
-                                 uploads: InMemoryUploadQueue(backend: backend))
+        fs = try DriveFilesystem(backend: backend, root: root, startPageToken: token, configuration: configuration, time: time)
         fs.start(notifier: notifier)
         // The poller reads the feed once at start: let that happen before a test counts requests.
         let deadline = Date().addingTimeInterval(60)
