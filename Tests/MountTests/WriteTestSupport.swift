@@ -93,7 +93,9 @@ struct RemoteTree {
     let root: DriveFile
     let entries: [Entry]
 
-    var files: [Entry] { entries.filter { !$0.file.isFolder } }
+    /// Files, without the symbolic links drivefs keeps as small files (`drivefs.link`): those are
+    /// checked through a mount.
+    var files: [Entry] { entries.filter { !$0.file.isFolder && $0.file.appProperties?["drivefs.link"] == nil } }
     var folders: [Entry] { entries.filter { $0.file.isFolder } }
 
     /// Paths that occur more than once.

@@ -382,7 +382,10 @@ extension DriveFilesystem {
         if let content = locals.withLock({ $0[node.inode] }) {
             content.lock.lock()
             content.removed = true
+            let idle = content.handles == 0
             content.lock.unlock()
+            // Nobody has it open: its descriptor goes now, so a removed file's space is free at once.
+            if idle { locals.withLock { l in if l[node.inode] === content { l[node.inode] = nil } } }
         }
         if node.local?.isNew == true { removedHere.withLock { _ = $0.insert(node.file.id) } }
         _ = uploads.cancel(node.file.id)
