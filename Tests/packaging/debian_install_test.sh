@@ -33,7 +33,7 @@ done
 [ -f "$deb" ] && [ -d "$seed" ] && [ -n "$cache" ] && [ -n "$workdir" ] && [ -n "$version" ] \
     || { echo "FAIL setup: --deb, --seed, --cache, --workdir and --version are all needed"; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "SKIP not root: debootstrap, chroot and mounts need root"; exit 2; }
-for tool in debootstrap unshare chroot mount curl; do
+for tool in debootstrap unshare chroot mount curl timeout fusermount3; do
     command -v "$tool" >/dev/null 2>&1 || { echo "SKIP tool not installed: $tool"; exit 2; }
 done
 [ -e /dev/fuse ] || { echo "SKIP /dev/fuse is missing"; exit 2; }
@@ -60,9 +60,10 @@ fail() {
 }
 ok() { echo "ok   $1 ($((SECONDS - started)) s)"; }
 
-# A command inside the clean root, with a clean environment (nothing of this machine's leaks in).
+# A command inside the clean root, with a clean environment (nothing of this machine's leaks in),
+# bounded: a hung mount fails its step instead of waiting for the caller's timeout.
 inroot() {
-    chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+    timeout -k 5 300 chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
         LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
 }
 
@@ -114,7 +115,7 @@ printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d" && chmod 755 "$roo
 emulator_pid=""
 cleanup() {
     for dir in "$root/mnt/gdrive" "$root/mnt/fstab"; do
-        if grep -qs " $dir " /proc/mounts; then fusermount3 -u "$dir" 2>/dev/null || umount -l "$dir" 2>/dev/null || true; fi
+        if grep -qs " $dir " /proc/mounts; then fusermount3 -u "$dir" 2>/dev/null || fusermount3 -uz "$dir" 2>/dev/null || true; fi
     done
     [ -z "$emulator_pid" ] || kill -TERM "$emulator_pid" 2>/dev/null || true
 }
