@@ -4,18 +4,30 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 CONFIG ?= debug
 BIN := .build/$(CONFIG)
-# Debian packages: build (libraries), mount (fuse3), extended attributes (attr: getfattr), man page and completion checks (man-db, zsh), demo (curl), interop tests (rclone, iproute2, openssl, python3-venv), write-side mount tests (sqlite3, rsync).
+# Debian packages: build (libraries), mount (fuse3), extended attributes (attr: getfattr), man page and completion checks (man-db, zsh), demo (curl), interop tests (rclone, iproute2, openssl, python3-venv),
+# write-side mount tests (sqlite3, rsync), make deb (dpkg-dev: dpkg-shlibdeps; binutils: strip) and the package's install test (debootstrap: a clean Debian root).
 DEB_PACKAGES := fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev pkg-config openssl ca-certificates curl attr man-db zsh \
-	rclone iproute2 util-linux python3-venv sqlite3 rsync
+	rclone iproute2 util-linux python3-venv sqlite3 rsync dpkg-dev binutils debootstrap
 # google-api-python-client for the interop tests, in a venv of our own.
 VENV := .build/interop-venv
 PY_PACKAGES := google-api-python-client==2.* google-auth==2.*
 
-.PHONY: all deps build test demo install bench bench-smoke bench-venv clean
+# The package's version is the one drivefs --version prints.
+VERSION := $(shell sed -n 's/^ *static let current = "\([^"]*\)".*/\1/p' Sources/drivefs/Version.swift)
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB := .build/deb/drivefs_$(VERSION)_$(DEB_ARCH).deb
+
+.PHONY: all deps deps-debian build test demo install deb bench bench-smoke bench-venv clean
 
 all: build
 
-deps:
+deps: deps-debian
+	@if [ ! -x $(VENV)/bin/python ] || ! $(VENV)/bin/python -c "import googleapiclient, google.oauth2" 2>/dev/null; then \
+		echo "make deps: preparing $(VENV)"; \
+		mkdir -p .build && python3 -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check $(PY_PACKAGES); \
+	fi
+
+deps-debian:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
@@ -24,18 +36,15 @@ deps:
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
-	@if [ ! -x $(VENV)/bin/python ] || ! $(VENV)/bin/python -c "import googleapiclient, google.oauth2" 2>/dev/null; then \
-		echo "make deps: preparing $(VENV)"; \
-		mkdir -p .build && python3 -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check $(PY_PACKAGES); \
-	fi
 
 build:
 	$(SWIFT) build -c $(CONFIG)
 
 # XCTest only: without --disable-swift-testing the last line would be Swift Testing's "0 tests".
-test: deps
+# The package is built first: DebianPackageTests install it in a clean Debian root (docs/packaging.md).
+test: deps deb
 	$(SWIFT) build --build-tests
-	DRIVEFS_PYTHON=$(CURDIR)/$(VENV)/bin/python $(SWIFT) test --disable-swift-testing
+	DRIVEFS_PYTHON=$(CURDIR)/$(VENV)/bin/python DRIVEFS_DEB=$(CURDIR)/$(DEB) $(SWIFT) test --disable-swift-testing
 
 demo: deps build
 	./scripts/demo.sh $(BIN)
@@ -55,6 +64,12 @@ install:
 	.build/release/drivefs completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/drivefs
 	.build/release/drivefs completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_drivefs
 	sed 's#/usr/bin/drivefs#$(PREFIX)/bin/drivefs#g' packaging/drivefs@.service > $(DESTDIR)$(PREFIX)/lib/systemd/user/drivefs@.service
+
+# The Debian package (docs/packaging.md): release binaries with the Swift runtime linked in (they need
+# only Debian's libraries), the mount helpers, the unit, man pages, completion and docs, in $(DEB).
+deb: deps-debian
+	$(SWIFT) build -c release --static-swift-stdlib
+	./scripts/make-deb.sh .build/release .build/deb
 
 # make bench: scripts/bench.sh (FUSE bridge, emulator), then bench/harness.py: drivefs, rclone mount and the
 # raw limit side by side, profiles lan and wan (docs/benchmarks.md; under 30 minutes on 2 cores).

@@ -16,7 +16,9 @@ public enum AtomicFile {
         public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(errno)))" }
     }
 
-    public static func write<C: ContiguousBytes>(_ bytes: C, to path: String, mode: mode_t = 0o600) throws {
+    /// - Parameter durable: false skips both fsyncs, for files that mean nothing after a crash
+    ///   (a daemon's status in a runtime directory): readers still never see a partial file.
+    public static func write<C: ContiguousBytes>(_ bytes: C, to path: String, mode: mode_t = 0o600, durable: Bool = true) throws {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
         let temp = directory + "/.\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -27,13 +29,14 @@ public enum AtomicFile {
         if failure == nil {
             failure = bytes.withUnsafeBytes { writeAll(fd, $0) }.map { Failure(operation: "write", path: temp, errno: $0) }
         }
-        if failure == nil, fsync(fd) != 0 { failure = Failure(operation: "fsync", path: temp, errno: errno) }
+        if failure == nil, durable, fsync(fd) != 0 { failure = Failure(operation: "fsync", path: temp, errno: errno) }
         close(fd)
         if failure == nil, rename(temp, path) != 0 { failure = Failure(operation: "replace", path: path, errno: errno) }
         if let failure {
             unlink(temp)
             throw failure
         }
+        guard durable else { return }
         let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dir >= 0 { _ = fsync(dir); close(dir) }
     }

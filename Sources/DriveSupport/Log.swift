@@ -54,6 +54,18 @@ public final class Log: Sendable {
     /// Messages already said once (for `once`), bounded so that a flood cannot grow memory.
     private let said = Locked<Set<String>>([])
 
+    /// The last warning or error given (written or not: the threshold may hide it, and `once`
+    /// writes a repeated message only the first time), for `drivefs status`.
+    public struct Problem: Sendable, Equatable {
+        /// Milliseconds since the epoch.
+        public let millis: Int64
+        public let level: Level
+        public let area: String
+        public let message: String
+    }
+    private let problem = Locked<Problem?>(nil)
+    public var lastProblem: Problem? { problem.withLock { $0 } }
+
     /// Standard error at `.warning`: what a process logs before it is configured.
     public static let shared = Log(level: .warning, descriptor: 2)
 
@@ -94,19 +106,33 @@ public final class Log: Sendable {
     /// Logs `message` the first time it is given (per process), at `level`: for conditions that
     /// would otherwise repeat on every call (a revoked grant).
     public func once(_ level: Level, _ area: String, _ message: String) {
+        note(level, area, message)
         let first = said.withLock { set -> Bool in
             if set.contains(message) { return false }
             if set.count < 1024 { set.insert(message) }
             return true
         }
-        if first { write(level, area, { message }) }
+        if first { write(level, area, { message }, noted: true) }
     }
 
-    private func write(_ level: Level, _ area: String, _ message: () -> String) {
+    private func note(_ level: Level, _ area: String, _ message: String) {
+        guard level >= .warning else { return }
+        let recorded = Problem(millis: Self.nowMillis(), level: level, area: area, message: message.replacingOccurrences(of: "\n", with: " "))
+        problem.withLock { $0 = recorded }
+    }
+
+    private static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    private func write(_ level: Level, _ area: String, _ message: () -> String, noted: Bool = false) {
         let (threshold, fd) = destination.withLock { ($0.level, $0.descriptor) }
-        guard level >= threshold else { return }
-        let stamp = RFC3339.format(millis: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
-        var line = "\(stamp) \(level.tag) \(area): \(message())"
+        let shown = level >= threshold
+        // A debug or info message below the threshold is never rendered.
+        guard shown || (level >= .warning && !noted) else { return }
+        let text = message()
+        if !noted { note(level, area, text) }
+        guard shown else { return }
+        let stamp = RFC3339.format(millis: Self.nowMillis())
+        var line = "\(stamp) \(level.tag) \(area): \(text)"
         line = line.replacingOccurrences(of: "\n", with: " ") + "\n"
         var bytes = Array(line.utf8)
         bytes.withUnsafeMutableBytes { raw in

@@ -56,12 +56,15 @@ public enum FuseMountError: Error, Equatable {
 public enum FuseMount {
     /// Mounts `filesystem` and serves requests until the filesystem is unmounted (`fusermount -u`)
     /// or the process gets SIGINT, SIGTERM or SIGHUP; both end normally. `mounted` runs once the
-    /// mount exists (before daemonizing).
+    /// mount exists (before daemonizing); `serving` runs after daemonizing, in the process that
+    /// serves the mount, just before the request loop starts: the place to start threads of its
+    /// own (they would not survive the fork) and to take `getpid()`.
     ///
     /// Blocks the calling thread. Call it before any Dispatch or Swift-concurrency use when not in
     /// the foreground: daemonizing forks, and such threads do not survive the fork.
     public static func run(
-        _ filesystem: any FilesystemOperations, configuration: FuseMountConfiguration, mounted: () -> Void = {}
+        _ filesystem: any FilesystemOperations, configuration: FuseMountConfiguration, mounted: () -> Void = {},
+        serving: () -> Void = {}
     ) throws(FuseMountError) {
         let context = FuseSessionContext(filesystem: filesystem, directIO: configuration.directIO,
                                          maxReadahead: configuration.maxReadahead)
@@ -107,6 +110,7 @@ public enum FuseMount {
 
         mounted()
         if !configuration.foreground { _ = fuse_daemonize(0) }
+        serving()
 
         let result: Int32
         if configuration.singleThreaded {

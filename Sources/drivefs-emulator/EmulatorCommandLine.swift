@@ -2,69 +2,144 @@ import Foundation
 import DriveEmulator
 
 /// The `drivefs-emulator` command line, parsed into an `EmulatorConfig`.
+///
+/// One table (`options`) is the parser, the `--help` text and the manual page
+/// (`EmulatorManPage`), so the three cannot disagree: adding a flag is one row here.
 enum EmulatorCommandLine {
     static let version = "drivefs-emulator 0.1.0"
     static let defaultPort = 8080
 
-    enum Parsed {
+    enum Parsed: Sendable {
         case run(EmulatorConfig)
         case help
         case version
+        case manPage
     }
 
     struct UsageError: Error, CustomStringConvertible {
         var description: String
     }
 
-    static let usage = """
-    usage: drivefs-emulator [options]
+    /// One flag: `--long VALUE` (or `--long=VALUE`), or a bare `--long`.
+    struct Option: Sendable {
+        let long: String
+        /// Also accepted, not shown (`-h`).
+        var aliases: [String] = []
+        /// The placeholder shown in help and the page (`PORT`); nil for a flag.
+        let valueName: String?
+        /// Wrapped for an 80-column terminal: continuation lines are indented under the first.
+        let help: String
+        let action: Action
 
-    A Google Drive v3 + OAuth 2.0 emulator on loopback (see docs/emulator.md).
+        enum Action: Sendable {
+            /// Stops parsing with this answer (`--help`).
+            case answer(Parsed)
+            /// Sets part of the configuration from the value; throws a message naming the flag.
+            case set(@Sendable (inout EmulatorConfig, String) throws -> Void)
+        }
 
-    options:
-      --host HOST                 address to listen on (default 127.0.0.1; ::1 for IPv6)
-      --port PORT                 port to listen on (default \(defaultPort); 0 picks a free port)
-      --public-url URL            base of absolute URLs handed out (e.g. https://www.googleapis.com)
-      --state-dir DIR             persist metadata and content in DIR (default: a temporary directory)
-      --seed DIR                  import the tree under DIR at start
-      --latency MS                delay every API request by MS milliseconds
-      --bandwidth BYTES_PER_S     limit each connection to BYTES_PER_S bytes per second
-      --faults FILE               load scripted faults (JSON) from FILE
-      --token-lifetime SECONDS    access token lifetime (default 3600)
-      --refresh-token TOKEN       the always-valid refresh token (default drivefs-emulator-refresh-token)
-      --write-service-account FILE  write a service-account key the emulator trusts to FILE
-      --log-level info|debug      debug logs one line per request to stderr (default info)
-      --max-parent-terms N        a files.list q with more than N 'X' in parents terms is a 400
-                                  "The query is too complex." (default \(ListingLimits.defaultMaxParentTerms))
-      --quirk-multi-parent-drop F reproduce Google's grouped-listing bug: a q naming several parents
-                                  leaves out each parent's children with probability F (0..1;
-                                  default 0, off; also POST /__emulator/quirks)
-      --quirk-seed N              seed of the quirk's draws (default 1)
-      --help                      show this help
-      --version                   show the version
+        static func value(_ long: String, _ valueName: String, _ help: String,
+                          _ set: @escaping @Sendable (inout EmulatorConfig, String) throws -> Void) -> Option {
+            Option(long: long, valueName: valueName, help: help, action: .set(set))
+        }
 
-    Prints "listening on http://HOST:PORT/" once ready; stops on SIGINT or SIGTERM.
-    """
+        var synopsis: String { valueName.map { "--\(long) \($0)" } ?? "--\(long)" }
+    }
+
+    static let summary = "A Google Drive v3 + OAuth 2.0 emulator on loopback (see docs/emulator.md)."
+    static let readyNote = "Prints \"listening on http://HOST:PORT/\" once ready; stops on SIGINT or SIGTERM."
+
+    static let options: [Option] = [
+        .value("host", "HOST", "address to listen on (default 127.0.0.1; ::1 for IPv6)") { config, text in
+            guard !text.isEmpty else { throw UsageError(description: "option --host needs a host") }
+            config.host = text
+        },
+        .value("port", "PORT", "port to listen on (default \(defaultPort); 0 picks a free port)") { config, text in
+            config.port = try integer("--port", text, 0...65535)
+        },
+        .value("public-url", "URL", "base of absolute URLs handed out (e.g. https://www.googleapis.com)") { config, url in
+            guard url.hasPrefix("http://") || url.hasPrefix("https://"), URL(string: url)?.host != nil else {
+                throw UsageError(description: "option --public-url: \"\(url)\" is not an http(s) URL")
+            }
+            config.publicURL = url
+        },
+        .value("state-dir", "DIR", "persist metadata and content in DIR (default: a temporary directory)") { config, text in
+            config.stateDirectory = try directory("--state-dir", text)
+        },
+        .value("seed", "DIR", "import the tree under DIR at start") { config, text in
+            config.seedDirectory = try directory("--seed", text)
+        },
+        .value("latency", "MS", "delay every API request by MS milliseconds") { config, text in
+            config.latencyMs = try integer("--latency", text, 0...600_000)
+        },
+        .value("bandwidth", "BYTES_PER_S", "limit each connection to BYTES_PER_S bytes per second") { config, text in
+            config.bandwidthBytesPerSecond = try integer("--bandwidth", text, 1...Int(Int32.max))
+        },
+        .value("faults", "FILE", "load scripted faults (JSON) from FILE") { config, text in
+            config.faultsFile = URL(fileURLWithPath: text)
+        },
+        .value("token-lifetime", "SECONDS", "access token lifetime (default 3600)") { config, text in
+            config.tokenLifetime = try integer("--token-lifetime", text, 1...(366 * 86_400))
+        },
+        .value("refresh-token", "TOKEN", "the always-valid refresh token (default drivefs-emulator-refresh-token)") { config, text in
+            guard !text.isEmpty else { throw UsageError(description: "option --refresh-token needs a token") }
+            config.refreshToken = text
+        },
+        .value("write-service-account", "FILE", "write a service-account key the emulator trusts to FILE") { config, text in
+            config.writeServiceAccount = URL(fileURLWithPath: text)
+        },
+        .value("log-level", "info|debug", "debug logs one line per request to stderr (default info)") { config, text in
+            guard let level = EmulatorLogLevel(rawValue: text) else {
+                throw UsageError(description: "option --log-level: \"\(text)\" is not info or debug")
+            }
+            config.logLevel = level
+        },
+        .value("max-parent-terms", "N", """
+            a files.list q with more than N 'X' in parents terms is a 400
+            "The query is too complex." (default \(ListingLimits.defaultMaxParentTerms))
+            """) { config, text in
+            config.listingLimits.maxParentTerms = try integer("--max-parent-terms", text, 1...100_000)
+        },
+        .value("quirk-multi-parent-drop", "F", """
+            reproduce Google's grouped-listing bug: a q naming several parents
+            leaves out each parent's children with probability F (0..1;
+            default 0, off; also POST /__emulator/quirks)
+            """) { config, text in
+            guard let f = Double(text), (0...1).contains(f) else {
+                throw UsageError(description: "option --quirk-multi-parent-drop: \"\(text)\" is not a number in 0...1")
+            }
+            config.listingQuirks.multiParentDropFraction = f
+        },
+        .value("quirk-seed", "N", "seed of the quirk's draws (default 1)") { config, text in
+            guard let n = UInt64(text) else {
+                throw UsageError(description: "option --quirk-seed: \"\(text)\" is not a non-negative integer")
+            }
+            config.listingQuirks.seed = n
+        },
+        Option(long: "help", aliases: ["-h"], valueName: nil, help: "show this help", action: .answer(.help)),
+        Option(long: "version", valueName: nil, help: "show the version", action: .answer(.version)),
+        Option(long: "man", valueName: nil, help: "print the drivefs-emulator(1) manual page (roff)", action: .answer(.manPage)),
+    ]
+
+    /// `--help`: the usage line, the summary, then one row per option (the left column is 28
+    /// wide; a longer synopsis keeps two spaces before its help).
+    static var usage: String {
+        var lines = ["usage: drivefs-emulator [options]", "", summary, "", "options:"]
+        for option in options {
+            let left = option.synopsis
+            let help = option.help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let pad = String(repeating: " ", count: max(2, 28 - left.count))
+            lines.append("  \(left)\(pad)\(help.first ?? "")")
+            let indent = String(repeating: " ", count: 2 + max(left.count + 2, 28))
+            lines += help.dropFirst().map { indent + $0 }
+        }
+        lines += ["", readyNote]
+        return lines.joined(separator: "\n")
+    }
 
     static func parse(_ arguments: [String]) throws -> Parsed {
         var config = EmulatorConfig(port: defaultPort)
         var index = 0
-        func value(for flag: String, inline: String?) throws -> String {
-            if let inline { return inline }
-            index += 1
-            guard index < arguments.count else { throw UsageError(description: "option \(flag) needs a value") }
-            return arguments[index]
-        }
-        func integer(_ flag: String, _ text: String, _ range: ClosedRange<Int>) throws -> Int {
-            guard let n = Int(text), range.contains(n) else {
-                throw UsageError(description: "option \(flag): \"\(text)\" is not an integer in \(range.lowerBound)...\(range.upperBound)")
-            }
-            return n
-        }
-        func directory(_ flag: String, _ text: String) throws -> URL {
-            guard !text.isEmpty else { throw UsageError(description: "option \(flag) needs a directory") }
-            return URL(fileURLWithPath: text)
-        }
         while index < arguments.count {
             let argument = arguments[index]
             var flag = argument
@@ -73,60 +148,38 @@ enum EmulatorCommandLine {
                 flag = String(argument[..<eq])
                 inline = String(argument[argument.index(after: eq)...])
             }
-            switch flag {
-            case "--help", "-h": return .help
-            case "--version": return .version
-            case "--host":
-                let host = try value(for: flag, inline: inline)
-                guard !host.isEmpty else { throw UsageError(description: "option --host needs a host") }
-                config.host = host
-            case "--port": config.port = try integer(flag, try value(for: flag, inline: inline), 0...65535)
-            case "--public-url":
-                let url = try value(for: flag, inline: inline)
-                guard url.hasPrefix("http://") || url.hasPrefix("https://"), URL(string: url)?.host != nil else {
-                    throw UsageError(description: "option --public-url: \"\(url)\" is not an http(s) URL")
-                }
-                config.publicURL = url
-            case "--state-dir": config.stateDirectory = try directory(flag, try value(for: flag, inline: inline))
-            case "--seed": config.seedDirectory = try directory(flag, try value(for: flag, inline: inline))
-            case "--latency": config.latencyMs = try integer(flag, try value(for: flag, inline: inline), 0...600_000)
-            case "--bandwidth":
-                config.bandwidthBytesPerSecond = try integer(flag, try value(for: flag, inline: inline), 1...Int(Int32.max))
-            case "--faults": config.faultsFile = URL(fileURLWithPath: try value(for: flag, inline: inline))
-            case "--token-lifetime":
-                config.tokenLifetime = try integer(flag, try value(for: flag, inline: inline), 1...(366 * 86_400))
-            case "--refresh-token":
-                let token = try value(for: flag, inline: inline)
-                guard !token.isEmpty else { throw UsageError(description: "option --refresh-token needs a token") }
-                config.refreshToken = token
-            case "--write-service-account":
-                config.writeServiceAccount = URL(fileURLWithPath: try value(for: flag, inline: inline))
-            case "--max-parent-terms":
-                config.listingLimits.maxParentTerms = try integer(flag, try value(for: flag, inline: inline), 1...100_000)
-            case "--quirk-multi-parent-drop":
-                let text = try value(for: flag, inline: inline)
-                guard let f = Double(text), (0...1).contains(f) else {
-                    throw UsageError(description: "option --quirk-multi-parent-drop: \"\(text)\" is not a number in 0...1")
-                }
-                config.listingQuirks.multiParentDropFraction = f
-            case "--quirk-seed":
-                let text = try value(for: flag, inline: inline)
-                guard let n = UInt64(text) else {
-                    throw UsageError(description: "option --quirk-seed: \"\(text)\" is not a non-negative integer")
-                }
-                config.listingQuirks.seed = n
-            case "--log-level":
-                let text = try value(for: flag, inline: inline)
-                guard let level = EmulatorLogLevel(rawValue: text) else {
-                    throw UsageError(description: "option --log-level: \"\(text)\" is not info or debug")
-                }
-                config.logLevel = level
-            default:
+            guard let option = options.first(where: { "--" + $0.long == flag || $0.aliases.contains(flag) }) else {
                 throw UsageError(description: argument.hasPrefix("-") ? "unknown option \(argument)"
                                  : "unexpected argument \(argument)")
+            }
+            switch option.action {
+            case .answer(let answer):
+                return answer
+            case .set(let set):
+                let value: String
+                if let inline {
+                    value = inline
+                } else {
+                    index += 1
+                    guard index < arguments.count else { throw UsageError(description: "option \(flag) needs a value") }
+                    value = arguments[index]
+                }
+                try set(&config, value)
             }
             index += 1
         }
         return .run(config)
+    }
+
+    private static func integer(_ flag: String, _ text: String, _ range: ClosedRange<Int>) throws -> Int {
+        guard let n = Int(text), range.contains(n) else {
+            throw UsageError(description: "option \(flag): \"\(text)\" is not an integer in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return n
+    }
+
+    private static func directory(_ flag: String, _ text: String) throws -> URL {
+        guard !text.isEmpty else { throw UsageError(description: "option \(flag) needs a directory") }
+        return URL(fileURLWithPath: text)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import DriveEmulator
+import DriveSupport
 
 // drivefs-emulator: parse flags, start the emulator, print the ready line, wait for SIGINT/SIGTERM.
 // Exit status: 0 after a signal, 1 when it cannot start, 2 for a usage error.
@@ -20,6 +21,9 @@ case .help:
     exit(0)
 case .version:
     print(EmulatorCommandLine.version)
+    exit(0)
+case .manPage:
+    print(EmulatorManPage.page(date: Roff.pageDate(ProcessInfo.processInfo.environment)), terminator: "")
     exit(0)
 case .run(let config):
     let emulator: Emulator

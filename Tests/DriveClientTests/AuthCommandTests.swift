@@ -50,6 +50,7 @@ final class AuthCommandTests: XCTestCase {
         XCTAssertEqual(AuthTestFiles.mode(tokenFile), 0o600)
         let stored = try XCTUnwrap(try JSONDecoder().decode(StoredCredential.self, from: Data(contentsOf: tokenFile)))
         let refresh = try XCTUnwrap(stored.refreshToken)
+        XCTAssertEqual(stored.account, "user@drivefs-emulator.test", "login remembers the account's address (about.get)")
         XCTAssertFalse(login.standardOutput.contains(refresh) || login.standardError.contains(refresh), "no token on screen")
 
         let profile = try XCTUnwrap(try CredentialStore(directories: DrivefsDirectories.fromEnvironment(environment)).profile("default"))

@@ -23,6 +23,8 @@ final class EmulatedDrive {
     private var otherClient: DriveAPI?
 
     static let refreshToken = "drivefs-emulator-refresh-token"
+    /// The emulator's user, as `drivefs auth login` remembers it (from about.get).
+    static let account = "user@drivefs-emulator.test"
     /// What drivefs says once the mount is live ("My Drive mounted at", "shared drive 'X' mounted at").
     static let readyLine = " mounted at "
 
@@ -44,6 +46,8 @@ final class EmulatedDrive {
         env["XDG_CONFIG_HOME"] = temp.appendingPathComponent("config").path
         env["XDG_CACHE_HOME"] = temp.appendingPathComponent("cache").path
         env["XDG_STATE_HOME"] = temp.appendingPathComponent("state").path
+        // Where the mount publishes its status (drivefs status): never the machine's /run/drivefs.
+        env["DRIVEFS_RUNTIME_DIR"] = temp.appendingPathComponent("runtime").path
         environment = env
 
         // What `drivefs auth login --api-url … --token-url …` would have left behind.
@@ -52,7 +56,7 @@ final class EmulatedDrive {
                                                                apiURL: baseURL + "/", tokenURL: tokenURL))
         try store.saveCredential(StoredCredential(kind: .oauth, refreshToken: Self.refreshToken, clientID: "drivefs-mount-tests",
                                                   clientSecret: "not-secret", scopes: ["https://www.googleapis.com/auth/drive"],
-                                                  tokenURL: tokenURL),
+                                                  account: Self.account, tokenURL: tokenURL),
                                  profile: "default")
     }
 
@@ -71,6 +75,8 @@ final class EmulatedDrive {
     var tokenURL: String { baseURL + "/token" }
     /// The default cache directory of the profile (index and blocks).
     var cacheDirectory: String { temp.appendingPathComponent("cache/drivefs/default").path }
+    /// `$DRIVEFS_RUNTIME_DIR` of this world's mounts.
+    var runtimeDirectory: String { temp.appendingPathComponent("runtime").path }
 
     /// `drivefs mount MOUNTPOINT -f --poll-interval …` with this world's environment; returns once
     /// drivefs said the mount is live.

@@ -21,8 +21,18 @@ final class ChangePoller: Sendable {
     private nonisolated(unsafe) var running = false  // GUARDED_BY(wake)
     private let finished = DispatchGroup()
 
+    /// When the feed was last read in full (`time.now()`), and why the polls since failed: what
+    /// `drivefs status` shows as the feed's lag.
+    struct Health: Sendable {
+        var lastSuccess: Double?
+        var lastFailure: String?
+    }
+    private let health = Locked(Health())
+    private let time: any TimeSource
+
     init(backend: any DriveBackend, table: NodeTable, invalidator: Invalidator, index: IndexStore, token: String,
-         interval: Double) {
+         interval: Double, time: any TimeSource = SystemTimeSource()) {
+        self.time = time
         self.backend = backend
         self.table = table
         self.invalidator = invalidator
@@ -32,6 +42,10 @@ final class ChangePoller: Sendable {
     }
 
     var currentToken: String { token.withLock { $0 } }
+    var pollInterval: Double { interval }
+    var currentHealth: Health { health.withLock { $0 } }
+    /// Seconds since the last successful poll (nil before the first one).
+    var lag: Double? { currentHealth.lastSuccess.map { max(0, time.now() - $0) } }
     private let completed = Locked(0)
     /// Polls finished (successfully or not) since start.
     var completedPolls: Int { completed.withLock { $0 } }
@@ -72,6 +86,18 @@ final class ChangePoller: Sendable {
     func pollOnce() throws {
         pollLock.lock()
         defer { pollLock.unlock() }
+        do {
+            try readFeed()
+            let now = time.now()
+            health.withLock { $0 = Health(lastSuccess: now, lastFailure: nil) }
+        } catch {
+            health.withLock { $0.lastFailure = "\(error)" }
+            throw error
+        }
+    }
+
+    /// pollOnce's work, under `pollLock`.
+    private func readFeed() throws {
         var changed = 0
         let firstRead = table.generation
         try RequestContext(priority: .background).scope {

@@ -1,3 +1,4 @@
+import DriveSupport
 import Foundation
 
 /// Renders `drivefs(1)` in roff (`man -l`) from the command tree, the same tables `--help` shows,
@@ -71,36 +72,14 @@ enum ManPageFormatter {
     private static func leaves(of root: Command) -> [Command] { visibleCommands(below: root).filter { !$0.isGroup } }
 
     private static func item(_ option: OptionSpec) -> [String] {
-        var head = option.short.map { "\\fB\\-\($0)\\fR, " } ?? ""
-        head += "\\fB\\-\\-\(escape(option.long))\\fR"
-        if let value = option.valueName { head += "=\\fI\(escape(value))\\fR" }
-        // Help text is wrapped for an 80-column terminal; the man page reflows it.
-        let text = option.help.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
-        return [".TP", head, escape(text) + (option.repeatable ? " (May be given more than once.)" : "")]
+        var lines = Roff.option(long: option.long, short: option.short, valueName: option.valueName, help: option.help)
+        if option.repeatable { lines[lines.count - 1] += " (May be given more than once.)" }
+        return lines
     }
 
-    /// Discussion text as roff paragraphs: blank lines separate them, lines within are joined.
-    private static func paragraphs(_ text: String) -> [String] {
-        var out: [String] = []
-        var current: [String] = []
-        func flush() {
-            if !current.isEmpty { out.append(".PP"); out.append(escape(current.joined(separator: " "))) }
-            current = []
-        }
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty { flush() } else { current.append(trimmed) }
-        }
-        flush()
-        return out
-    }
+    private static func paragraphs(_ text: String) -> [String] { Roff.paragraphs(text) }
 
-    /// Text safe in a roff line: backslashes and hyphens escaped, a leading `.` or `'` protected.
-    static func escape(_ text: String) -> String {
-        var s = text.replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "-", with: "\\-")
-        if s.hasPrefix(".") || s.hasPrefix("'") { s = "\\&" + s }
-        return s
-    }
+    static func escape(_ text: String) -> String { Roff.escape(text) }
 
-    private static func quoted(_ text: String) -> String { "\"" + escape(text).replacingOccurrences(of: "\"", with: "\\(dq") + "\"" }
+    private static func quoted(_ text: String) -> String { Roff.quoted(text) }
 }

@@ -108,6 +108,9 @@ enum AuthLoginCommand {
             throw AuthCommand.failure(error, doing: "sign-in failed")
         }
 
+        // The account's address, for `drivefs status` and the mount's name (one about.get; a
+        // failure only leaves it unknown).
+        let account = AuthStatusCommand.emailAddress(token: result.accessToken, apiURL: resolved.apiURL, transport: transport)
         do {
             // What was given as an option is remembered for the profile; the environment is not.
             try store.updateProfile(choice.profile, with: ProfileConfig(
@@ -116,7 +119,7 @@ enum AuthLoginCommand {
                 caFile: AuthCommand.absolutePath(invocation.value("ca-file"))))
             try store.saveCredential(StoredCredential(
                 kind: .oauth, refreshToken: result.refreshToken, clientID: clientID, clientSecret: clientSecret,
-                scopes: result.scopes, tokenURL: resolved.tokenURL, created: AuthCommand.timestamp(Date().timeIntervalSince1970)),
+                scopes: result.scopes, account: account, tokenURL: resolved.tokenURL, created: AuthCommand.timestamp(Date().timeIntervalSince1970)),
                 profile: choice.profile)
         } catch {
             throw AuthCommand.failure(error, doing: "cannot save the credentials")

@@ -67,11 +67,20 @@ enum AuthStatusCommand {
         return ExitStatus.success
     }
 
-    /// `Name <email>` from about.get, or what is known without it.
-    static func account(token: AccessToken, apiURL: String, transport: any HTTPTransport, fallback: String?) -> String {
+    /// The account's e-mail address from about.get, or nil when it cannot be had.
+    static func emailAddress(token: AccessToken, apiURL: String, transport: any HTTPTransport) -> String? {
+        try? aboutAPI(token: token, apiURL: apiURL, transport: transport).about().emailAddress
+    }
+
+    private static func aboutAPI(token: AccessToken, apiURL: String, transport: any HTTPTransport) -> DriveAPI {
         let executor = DriveRequestExecutor(transport: transport, tokens: TokenManager(grant: FixedGrant(token: token)), pacer: nil,
                                             retryPolicy: RetryPolicy(maxAttempts: 1))
-        let api = DriveAPI(executor: executor, endpoints: DriveEndpoints(apiRoot: apiURL))
+        return DriveAPI(executor: executor, endpoints: DriveEndpoints(apiRoot: apiURL))
+    }
+
+    /// `Name <email>` from about.get, or what is known without it.
+    static func account(token: AccessToken, apiURL: String, transport: any HTTPTransport, fallback: String?) -> String {
+        let api = aboutAPI(token: token, apiURL: apiURL, transport: transport)
         do {
             let about = try api.about()
             switch (about.displayName, about.emailAddress) {

@@ -24,6 +24,7 @@ enum CommandTree {
         // One line per top-level command, in help order.
         root.add(MountCommand.make())
         root.add(UnmountCommand.make())
+        root.add(StatusCommand.make())
         root.add(AuthCommand.make())
         root.add(CompletionCommand.make())
         root.add(DebugCommand.make())

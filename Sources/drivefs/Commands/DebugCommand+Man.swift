@@ -1,3 +1,4 @@
+import DriveSupport
 import Foundation
 
 /// `drivefs debug man`: the manual page drivefs(1), generated from the command tree (packaging
@@ -18,14 +19,7 @@ extension DebugCommand {
             })
     }
 
-    static func pageDate(_ environment: [String: String]) -> String {
-        let seconds = environment["SOURCE_DATE_EPOCH"].flatMap(TimeInterval.init) ?? Date().timeIntervalSince1970
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd"
-        return formatter.string(from: Date(timeIntervalSince1970: seconds))
-    }
+    static func pageDate(_ environment: [String: String]) -> String { Roff.pageDate(environment) }
 
     /// What the page says beyond the command tree.
     static let manSections: [(String, String)] = [

@@ -182,15 +182,22 @@ enum MountCommand {
             mountpoint: mountpoint, options: options, readOnly: readOnly, foreground: foreground,
             debug: invocation.flag("debug"), maxThreads: 16, fsName: "drivefs:\(account)")
         Log.shared.info("mount", "mounting \(what) of \(account) (profile \(choice.profile)) at \(mountpoint), cache \(cacheDirectory.path)")
+        let identity = StatusIdentity(mountpoint: mountpoint, profile: choice.profile, account: connection.account, drive: what)
+        var status: StatusPublisher?
+        // Whatever ends the loop (unmount, a signal, a failure), the status file goes with it.
+        defer { status?.stop() }
         do {
-            try FuseMount.run(filesystem, configuration: mount) {
+            try FuseMount.run(filesystem, configuration: mount, mounted: {
                 Output.standardError("drivefs: \(what) mounted at \(mountpoint)\(readOnly ? " (read-only)" : ""); "
                                      + "unmount with 'drivefs unmount \(mountpoint)'\n")
                 // Under systemd (Type=notify, docs/systemd.md): the mount is live, say so once.
                 if ServiceNotification.send("READY=1\nSTATUS=\(what) mounted at \(mountpoint)", environment: environment) {
                     Log.shared.info("mount", "told the service manager the mount is ready")
                 }
-            }
+            }, serving: {
+                // After the fork: the publisher's thread must live in the daemon (docs/status.md).
+                status = startPublishingStatus(of: filesystem, identity, environment: environment)
+            })
         } catch {
             throw mountFailure(error, mountpoint: mountpoint)
         }

@@ -39,6 +39,12 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     var groupedQueriesAnswerNothing = false
     /// Media downloads wait for this semaphore first when set (a stalled connection).
     var downloadGate: DispatchSemaphore?
+    /// changes.list fails with this while set (Drive unreachable for the poller).
+    var changesFailure: DriveError? {
+        get { lock.lock(); defer { lock.unlock() }; return failingChanges }
+        set { lock.lock(); failingChanges = newValue; lock.unlock() }
+    }
+    private var failingChanges: DriveError?
     static let maxParents = 100
     static let pageCapWithParents = 460
 
@@ -253,6 +259,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     func changes(pageToken: String, pageSize: Int) throws -> DriveChangePage {
         try request("changes.list")
         lock.lock(); defer { lock.unlock() }
+        if let failingChanges { throw failingChanges }
         let from = Int(pageToken) ?? 1
         if from < refusedBelow {
             throw DriveError.invalidArgument(GoogleErrorInfo(status: 400, reason: "invalid", message: "Invalid Value"))

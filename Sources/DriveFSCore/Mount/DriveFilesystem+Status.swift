@@ -1,0 +1,25 @@
+import DriveSupport
+import Foundation
+
+/// What `drivefs status` shows of the filesystem itself: cache use against the cap, the change
+/// feed's lag, uploads. Reads counters only (no lock beyond each counter's own leaf, no Drive
+/// call), so it may be called from any thread, at any time, before `start` too.
+extension DriveFilesystem {
+    public func status() -> MountStatus.Filesystem {
+        let health = poller.currentHealth
+        let changes = MountStatus.Changes(
+            pollIntervalSeconds: poller.pollInterval,
+            lastPoll: health.lastSuccess.map { RFC3339.format(millis: Int64(($0 * 1000).rounded(.down))) },
+            // The poller's own clock (the one its success times come from).
+            lagSeconds: poller.lag,
+            lastError: health.lastFailure)
+        return MountStatus.Filesystem(
+            cache: MountStatus.Cache(directory: configuration.cacheDirectory.path, usedBytes: cache.bytesUsed,
+                                     capBytes: configuration.cacheSize),
+            // The mount is read-only: no upload queue exists yet. The write side's upload queue
+            // fills these (queued, running with bytes done, failed, its last error) when it lands.
+            uploads: .none,
+            changes: changes,
+            items: table.count)
+    }
+}

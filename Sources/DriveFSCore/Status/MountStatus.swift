@@ -1,0 +1,152 @@
+import Foundation
+
+/// What `drivefs status` shows of one live mount: the daemon publishes it as JSON in its runtime
+/// directory (`StatusDirectory`), and `drivefs status --json` prints these values as they are.
+///
+/// The JSON is a contract for scripts (docs/status.md): fields are added, never renamed or
+/// removed, within one `format`. Times are RFC 3339 in UTC; sizes are bytes.
+public struct MountStatus: Codable, Sendable, Equatable {
+    /// The version of this layout (a reader skips files of another format).
+    public static let currentFormat = 1
+
+    public var format: Int
+    /// The absolute mount point.
+    public var mountpoint: String
+    public var profile: String
+    /// The account's e-mail address, when the profile knows it.
+    public var account: String?
+    /// What is mounted: `My Drive`, or `shared drive 'NAME'`.
+    public var drive: String
+    /// The daemon serving the mount, and its start time in clock ticks since boot
+    /// (`/proc/PID/stat`, field 22), so that a reused pid is not taken for it.
+    public var pid: Int32
+    public var processStart: UInt64?
+    /// drivefs's version.
+    public var version: String
+    /// When the mount went live, and when this status was taken.
+    public var started: String
+    public var updated: String
+    public var cache: Cache
+    public var uploads: Uploads
+    public var changes: Changes
+    /// Items the mount knows (listed folders' children and everything restored from the index).
+    public var items: Int
+    /// The last warning or error the daemon logged, whatever its log level (nil: none yet).
+    public var lastError: Problem?
+
+    public struct Cache: Codable, Sendable, Equatable {
+        public var directory: String
+        /// Bytes of file content held in the block cache, and its cap (`--cache-size`).
+        public var usedBytes: Int64
+        public var capBytes: Int64
+
+        public init(directory: String, usedBytes: Int64, capBytes: Int64) {
+            self.directory = directory
+            self.usedBytes = usedBytes
+            self.capBytes = capBytes
+        }
+    }
+
+    public struct Uploads: Codable, Sendable, Equatable {
+        /// Files waiting for their turn to go up.
+        public var queued: Int
+        /// Uploads in flight, each with its path in the mount and progress.
+        public var running: [Upload]
+        /// Uploads that gave up (each is kept for a retry or reported at close/fsync).
+        public var failed: Int
+        /// Why the last upload failed, if one did.
+        public var lastError: String?
+
+        public init(queued: Int = 0, running: [Upload] = [], failed: Int = 0, lastError: String? = nil) {
+            self.queued = queued
+            self.running = running
+            self.failed = failed
+            self.lastError = lastError
+        }
+
+        public static let none = Uploads()
+    }
+
+    public struct Upload: Codable, Sendable, Equatable {
+        /// The file's path inside the mount (`/Projects/plan.txt`).
+        public var path: String
+        public var size: Int64
+        public var bytesDone: Int64
+
+        public init(path: String, size: Int64, bytesDone: Int64) {
+            self.path = path
+            self.size = size
+            self.bytesDone = bytesDone
+        }
+    }
+
+    public struct Changes: Codable, Sendable, Equatable {
+        /// `--poll-interval`, seconds.
+        public var pollIntervalSeconds: Double
+        /// When the change feed was last read successfully (nil: not yet since the mount started).
+        public var lastPoll: String?
+        /// Seconds since then, as of `updated` (`drivefs status` brings it up to date when it reads
+        /// the file): how far behind Drive the mount may be.
+        public var lagSeconds: Double?
+        /// Why the polls since `lastPoll` failed (nil while they succeed).
+        public var lastError: String?
+
+        public init(pollIntervalSeconds: Double, lastPoll: String?, lagSeconds: Double?, lastError: String?) {
+            self.pollIntervalSeconds = pollIntervalSeconds
+            self.lastPoll = lastPoll
+            self.lagSeconds = lagSeconds
+            self.lastError = lastError
+        }
+    }
+
+    public struct Problem: Codable, Sendable, Equatable {
+        public var at: String
+        /// `warning` or `error`.
+        public var level: String
+        /// The log area (`fs`, `changes`, `client`...).
+        public var area: String
+        public var message: String
+
+        public init(at: String, level: String, area: String, message: String) {
+            self.at = at
+            self.level = level
+            self.area = area
+            self.message = message
+        }
+    }
+
+    /// The part of a status the filesystem itself knows (`DriveFilesystem.status()`); the command
+    /// line adds who and where.
+    public struct Filesystem: Sendable, Equatable {
+        public var cache: Cache
+        public var uploads: Uploads
+        public var changes: Changes
+        public var items: Int
+
+        public init(cache: Cache, uploads: Uploads, changes: Changes, items: Int) {
+            self.cache = cache
+            self.uploads = uploads
+            self.changes = changes
+            self.items = items
+        }
+    }
+
+    public init(mountpoint: String, profile: String, account: String?, drive: String, pid: Int32, processStart: UInt64?,
+                version: String, started: String, updated: String, filesystem: Filesystem, lastError: Problem?) {
+        format = Self.currentFormat
+        self.mountpoint = mountpoint
+        self.profile = profile
+        self.account = account
+        self.drive = drive
+        self.pid = pid
+        self.processStart = processStart
+        self.version = version
+        self.started = started
+        self.updated = updated
+        cache = filesystem.cache
+        uploads = filesystem.uploads
+        changes = filesystem.changes
+        items = filesystem.items
+        self.lastError = lastError
+    }
+}

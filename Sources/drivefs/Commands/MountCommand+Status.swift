@@ -1,0 +1,43 @@
+import DriveFSCore
+import DriveSupport
+import Foundation
+import Glibc
+
+/// `drivefs mount`'s part of `drivefs status`: who and where the mount is, around what the
+/// filesystem says of itself (`DriveFilesystem.status()`), published by a `StatusPublisher`.
+extension MountCommand {
+    struct StatusIdentity: Sendable {
+        let mountpoint: String
+        let profile: String
+        let account: String?
+        let drive: String
+    }
+
+    /// Starts publishing; call in the process that serves the mount (after daemonizing). A
+    /// runtime directory that cannot be used costs `drivefs status` this mount, not the mount.
+    static func startPublishingStatus(of filesystem: DriveFilesystem, _ identity: StatusIdentity,
+                                      environment: [String: String]) -> StatusPublisher? {
+        StatusPublisher.prepareSignal()
+        let pid = getpid()
+        let processStart = StatusDirectory.processStartTime(pid)
+        let started = RFC3339.format(millis: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
+        let publisher = StatusPublisher(directory: StatusDirectory.resolve(environment), pid: pid) {
+            let problem = Log.shared.lastProblem.map {
+                MountStatus.Problem(at: RFC3339.format(millis: $0.millis), level: $0.level.description, area: $0.area, message: $0.message)
+            }
+            return MountStatus(
+                mountpoint: identity.mountpoint, profile: identity.profile, account: identity.account, drive: identity.drive,
+                pid: pid, processStart: processStart, version: DriveFSVersion.current, started: started,
+                updated: RFC3339.format(millis: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))),
+                filesystem: filesystem.status(), lastError: problem)
+        }
+        do {
+            try publisher.start()
+            Log.shared.info("status", "publishing the mount's status in \(publisher.directory.file(for: pid))")
+            return publisher
+        } catch {
+            Log.shared.warning("status", "drivefs status will not show this mount: \(error)")
+            return nil
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import DriveFSCore
+import DriveSupport
+import Foundation
+import Glibc
+
+/// `drivefs status [MOUNTPOINT] [--json]`: what each live mount of this user is doing, from the
+/// files their daemons publish (`StatusPublisher`, `StatusDirectory`; docs/status.md).
+enum StatusCommand {
+    /// How long to wait for the daemons to answer a request for a fresh status.
+    static let refreshTimeout: Double = 1
+
+    static func make() -> Command {
+        Command(
+            name: "status", summary: "Show the live mounts: cache, uploads, change feed, errors",
+            discussion: """
+                For each live drivefs mount of this user (or only the one on MOUNTPOINT): its mount
+                point, profile, account and daemon pid, the block cache's use against its cap, the
+                uploads queued, running (with bytes done) and failed, how long ago the change feed
+                was last read, and the last warning or error the daemon logged.
+
+                Each mount's daemon keeps a status file in the runtime directory
+                ($DRIVEFS_RUNTIME_DIR, else $XDG_RUNTIME_DIR/drivefs, else /run/drivefs for root and
+                /tmp/drivefs-UID), replaced every second and when this command asks for a fresh one.
+                Files of daemons that are gone are skipped and removed.
+
+                --json prints a JSON array, one object per mount (the fields: docs/status.md).
+                Exit status 1 when MOUNTPOINT is given and no live mount is there.
+                """,
+            options: [.flag("json", help: "Print JSON (an array of mounts) for scripts")],
+            arguments: [ArgumentSpec(name: "MOUNTPOINT", help: "Only the mount on this directory", optional: true)],
+            examples: [
+                ("status", "Every live mount, as a table"),
+                ("status ~/gdrive --json", "One mount, as JSON"),
+            ],
+            run: run)
+    }
+
+    static func run(_ invocation: Invocation) throws -> Int32 {
+        let directory = StatusDirectory.resolve(invocation.environment)
+        let wanted = invocation.argument("MOUNTPOINT").map(canonical)
+        var entries = directory.entries().filter { wanted == nil || canonical($0.status.mountpoint) == wanted }
+        entries = refreshed(entries, in: directory)
+        if let given = invocation.argument("MOUNTPOINT"), entries.isEmpty {
+            throw CLIError.failure("no live drivefs mount on '\(given)'",
+                                   hint: "'drivefs status' lists every mount (of this user, in \(directory.path)).")
+        }
+        let now = Date().timeIntervalSince1970
+        let statuses = entries.map { aged($0.status, now: now) }
+        if invocation.flag("json") {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            Output.standardOutput(statuses.isEmpty ? "[]\n" : String(decoding: try encoder.encode(statuses), as: UTF8.self) + "\n")
+        } else {
+            Output.standardOutput(table(statuses))
+        }
+        return ExitStatus.success
+    }
+
+    /// Asks every daemon for a fresh status (SIGUSR1) and waits, bounded, until each has replaced
+    /// its file; a daemon that does not answer in time is shown as of its last file.
+    static func refreshed(_ entries: [StatusDirectory.Entry], in directory: StatusDirectory) -> [StatusDirectory.Entry] {
+        guard !entries.isEmpty else { return entries }
+        for entry in entries { kill(entry.status.pid, StatusPublisher.requestSignal) }
+        let deadline = Date().addingTimeInterval(refreshTimeout)
+        while entries.contains(where: { directory.inode(of: $0) == $0.inode }) && Date() < deadline {
+            usleep(10_000)
+        }
+        let fresh = Dictionary(directory.entries().map { ($0.status.pid, $0) }, uniquingKeysWith: { a, _ in a })
+        // A mount that ended meanwhile is gone from the answer.
+        return entries.compactMap { fresh[$0.status.pid] }
+    }
+
+    /// The lag as of now rather than as of the file's `updated`.
+    static func aged(_ status: MountStatus, now: Double) -> MountStatus {
+        var status = status
+        if let lastPoll = status.changes.lastPoll.flatMap({ RFC3339.parseMillis($0) }) {
+            status.changes.lagSeconds = max(0, (now * 1000 - Double(lastPoll)) / 1000)
+        }
+        return status
+    }
+
+    /// An absolute path with its parent's symbolic links resolved (never the mount point itself:
+    /// resolving it would ask the daemon, which may be hung).
+    static func canonical(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path
+            : FileManager.default.currentDirectoryPath + "/" + path
+        let url = URL(fileURLWithPath: absolute).standardizedFileURL
+        let parent = url.deletingLastPathComponent().path
+        guard let resolved = realpath(parent, nil) else { return url.path }
+        defer { free(resolved) }
+        let base = String(cString: resolved)
+        return url.path == "/" ? "/" : (base == "/" ? "" : base) + "/" + url.lastPathComponent
+    }
+
+    // MARK: The table
+
+    static func table(_ statuses: [MountStatus]) -> String {
+        guard !statuses.isEmpty else { return "No drivefs mounts.\n" }
+        var rows = [["MOUNTPOINT", "PROFILE", "ACCOUNT", "PID", "CACHE", "UPLOADS", "CHANGES READ"]]
+        var notes: [String] = []
+        for s in statuses {
+            let percent = s.cache.capBytes > 0 ? " (\(Int((Double(s.cache.usedBytes) / Double(s.cache.capBytes) * 100).rounded())) %)" : ""
+            rows.append([s.mountpoint, s.profile, s.account ?? "-", "\(s.pid)",
+                         "\(bytes(s.cache.usedBytes)) of \(bytes(s.cache.capBytes))\(percent)",
+                         uploads(s.uploads), s.changes.lagSeconds.map { "\(duration($0)) ago" } ?? "not yet"])
+            for upload in s.uploads.running {
+                let done = upload.size > 0 ? " (\(Int((Double(upload.bytesDone) / Double(upload.size) * 100).rounded(.down))) %)" : ""
+                notes.append("\(s.mountpoint): uploading \(upload.path): \(bytes(upload.bytesDone)) of \(bytes(upload.size))\(done)")
+            }
+            if let error = s.uploads.lastError { notes.append("\(s.mountpoint): last upload error: \(error)") }
+            if let error = s.changes.lastError { notes.append("\(s.mountpoint): the change feed fails: \(error)") }
+            if let problem = s.lastError {
+                notes.append("\(s.mountpoint): last \(problem.level) (\(problem.at), \(problem.area)): \(problem.message)")
+            }
+        }
+        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        var out = rows.map { row in
+            row.enumerated().map { i, cell in
+                i == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[i] - cell.count)
+            }.joined(separator: "  ")
+        }
+        if !notes.isEmpty { out += [""] + notes }
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    static func uploads(_ u: MountStatus.Uploads) -> String {
+        if u.queued == 0 && u.running.isEmpty && u.failed == 0 { return "none" }
+        return "\(u.queued) queued, \(u.running.count) running, \(u.failed) failed"
+    }
+
+    /// `512 B`, `1.5 KiB`, `10 GiB`.
+    static func bytes(_ count: Int64) -> String {
+        let units = ["KiB", "MiB", "GiB", "TiB", "PiB"]
+        guard count >= 1024 else { return "\(count) B" }
+        var value = Double(count) / 1024
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        let text = value >= 100 || value == value.rounded() ? String(Int(value.rounded())) : String(format: "%.1f", value)
+        return "\(text) \(units[unit])"
+    }
+
+    /// `0.4 s`, `12 s`, `3 min`, `2 h`.
+    static func duration(_ seconds: Double) -> String {
+        if seconds < 10 { return String(format: "%.1f s", seconds) }
+        if seconds < 120 { return "\(Int(seconds)) s" }
+        if seconds < 7200 { return "\(Int(seconds / 60)) min" }
+        return "\(Int(seconds / 3600)) h"
+    }
+}
