@@ -102,7 +102,7 @@ final class FstabMountTests: XCTestCase {
         }
         XCTAssertEqual(run.status, 0, run.summary)
         XCTAssertTrue(run.output.contains("type: fuse.drivefs\n"), run.summary)
-        XCTAssertTrue(run.output.contains("options: ro,"), run.summary)
+        XCTAssertTrue(run.output.contains("options: rw,"), run.summary)
         XCTAssertTrue(run.output.contains("content: hello through fstab\n"), run.summary)
         XCTAssertTrue(run.output.hasSuffix("unmounted\n"), run.summary)
         XCTAssertNil(MountedDriveFS.mountEntry(for: mountpoint), "nothing is mounted outside the namespace")

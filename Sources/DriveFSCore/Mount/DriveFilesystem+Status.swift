@@ -16,10 +16,14 @@ extension DriveFilesystem {
         return MountStatus.Filesystem(
             cache: MountStatus.Cache(directory: configuration.cacheDirectory.path, usedBytes: cache.bytesUsed,
                                      capBytes: configuration.cacheSize),
-            // The mount is read-only: no upload queue exists yet. The write side's upload queue
-            // fills these (queued, running with bytes done, failed, its last error) when it lands.
-            uploads: .none,
+            uploads: Self.uploads(uploads.status),
             changes: changes,
             items: table.count)
+    }
+
+    static func uploads(_ queue: UploadQueueStatus) -> MountStatus.Uploads {
+        MountStatus.Uploads(queued: queue.queued,
+                            running: queue.running.map { MountStatus.Upload(path: $0.path, size: $0.size, bytesDone: $0.bytesDone) },
+                            failed: queue.failed, lastError: queue.lastError)
     }
 }

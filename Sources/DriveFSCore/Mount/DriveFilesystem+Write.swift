@@ -36,6 +36,20 @@ extension DriveFilesystem {
 
     private func nowMillis() -> Int64 { Int64((time.now() * 1000).rounded()) }
 
+    /// An ID for a new item, from the pool (whose refill thread starts with the first create,
+    /// after the fork, and then keeps it filled ahead of need: one request per 1,000 items).
+    private func reserveID() throws(FilesystemError) -> String {
+        let start = idPoolStarted.withLock { started -> Bool in
+            defer { started = true }
+            return !started
+        }
+        do {
+            let id = try backend.reserveFileID()
+            if start { (backend as? DriveAPI)?.startIDPool() }
+            return id
+        } catch { throw FilesystemError.from(error) }
+    }
+
     /// The folder `parent` with a listing held (listed now if needed, on this thread).
     private func listedFolder(_ parent: Inode, cancellation: CancellationFlag?) throws(FilesystemError) -> Node {
         guard let node = table.node(parent) else { throw .stale }
@@ -294,8 +308,7 @@ extension DriveFilesystem {
         let folder = try listedFolder(parent, cancellation: cancellation)
         try requireAddable(folder)
         if try table.listedChild(parent, name) != nil { throw .exists }
-        let id: String
-        do { id = try backend.reserveFileID() } catch { throw FilesystemError.from(error) }
+        let id = try reserveID()
         let now = nowMillis()
         var properties: [String: String] = [:]
         if let link {
@@ -366,8 +379,8 @@ extension DriveFilesystem {
             let permissions = mode & 0o7777
             let properties = permissions == 0o755 || permissions == 0 ? nil : [AppPropertyKeys.mode: String(permissions, radix: 8)]
             let made: DriveFile
+            let id = try reserveID()
             do {
-                let id = try backend.reserveFileID()
                 made = try backend.createFolder(name: name, parent: folder.file.id, modifiedTime: nowMillis(), id: id,
                                                 appProperties: properties)
             } catch { throw FilesystemError.from(error) }

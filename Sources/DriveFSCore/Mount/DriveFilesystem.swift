@@ -51,6 +51,9 @@ public final class DriveFilesystem: FilesystemOperations {
     let removedHere = Locked<Set<String>>([])
     let stagingDirectory: URL
     let stagingCounter = Locked<UInt64>(0)
+    /// Whether the ID pool's refill thread runs (from the first create on: a mount that writes
+    /// nothing costs no request for IDs).
+    let idPoolStarted = Locked(false)
 
     let handles = Locked(Handles())
     private let about = Locked<(value: DriveAbout?, fetchedAt: Double)>((nil, 0))
@@ -131,6 +134,7 @@ public final class DriveFilesystem: FilesystemOperations {
                               background: backgroundListing, time: time)
         poller = ChangePoller(backend: backend, table: table, invalidator: invalidator, index: index, token: token,
                               interval: configuration.pollInterval)
+        UnfinishedUploads.write(0, cacheDirectory: cacheDirectory.path)
         restoreUploads()
     }
 
@@ -140,8 +144,6 @@ public final class DriveFilesystem: FilesystemOperations {
         invalidator.attach(notifier)
         for pool in [interactive, readAhead, backgroundListing, notifications, commits] { pool.start() }
         uploads.start { [weak self] outcome in self?.uploadFinished(outcome) }
-        // New files' IDs come from a pool refilled ahead of need by one thread (after the fork).
-        (backend as? DriveAPI)?.startIDPool()
         poller.start()
         cache.startFlushing(interval: BlockCache.flushInterval)
     }
@@ -152,10 +154,11 @@ public final class DriveFilesystem: FilesystemOperations {
         let drained = drainUploads(timeout: configuration.drainTimeout) { status in
             Log.shared.info("write", "unmounting: \(status.queued) upload(s) queued, \(status.running.count) running")
         }
+        let left = uploads.status.queued + uploads.status.running.count
         if !drained {
-            Log.shared.warning("write", "unmounting with uploads left (\(uploads.status.queued) queued): "
-                               + "they stay in the journal and the next mount sends them")
+            Log.shared.warning("write", "unmounting with uploads left (\(left)): they stay in the journal and the next mount sends them")
         }
+        UnfinishedUploads.write(drained ? 0 : max(1, left), cacheDirectory: configuration.cacheDirectory.path)
         poller.stop()
         for pool in [interactive, readAhead, backgroundListing] { pool.stop() }
         // Closed files still being committed reach the journal before the queue stops.
