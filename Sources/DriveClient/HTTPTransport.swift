@@ -10,6 +10,14 @@ public struct TransportRequest: Sendable {
         case bytes([UInt8])
         /// Streamed from disk; never loaded whole.
         case file(path: String, offset: Int64, length: Int64)
+        /// Pieces sent one after another: a multipart upload's framing from memory around its
+        /// content streamed from the file (no copy of the file in memory).
+        case parts([BodyPart])
+    }
+
+    public enum BodyPart: Sendable {
+        case bytes([UInt8])
+        case file(path: String, offset: Int64, length: Int64)
     }
 
     public var method: String
@@ -29,6 +37,10 @@ public struct TransportRequest: Sendable {
     /// several times); off for media, whose byte ranges must be exact. Never used on a request that
     /// carries a `Range` header, whatever this says.
     public var acceptsCompressedResponse: Bool = true
+    /// Sees every byte of the body's file pieces as the transport reads them to send them, once
+    /// per attempt (`begin` first), e.g. to hash an upload while it is sent instead of in a pass of
+    /// its own. A transport that does not read the body (a scripted one) never calls it.
+    public var bodyObserver: (any RequestBodyObserver)? = nil
 
     public init(method: String, url: String, headers: [(String, String)] = [], body: Body = .none, sink: ResponseSink = .memory) {
         self.method = method
@@ -37,6 +49,14 @@ public struct TransportRequest: Sendable {
         self.body = body
         self.sink = sink
     }
+}
+
+/// See `TransportRequest.bodyObserver`. Called on the transferring thread.
+public protocol RequestBodyObserver: AnyObject, Sendable {
+    /// A new attempt starts reading the body from its first byte.
+    func begin()
+    /// The next bytes read from a file piece of the body.
+    func read(_ bytes: UnsafeRawBufferPointer)
 }
 
 /// Where response bytes are written.

@@ -139,6 +139,13 @@ extension DriveAPI {
     /// Sends a create with retries, resolving lost answers as the type comment says.
     func create(_ identity: CreateIdentity, method: String, expected: CreateExpectation,
                 _ makeRequest: () -> TransportRequest) throws -> DriveFile {
+        try create(identity, method: method, { expected }, makeRequest)
+    }
+
+    /// `expected` is asked only when a taken ID must be checked (an upload's md5 may come from
+    /// reading the body while it was sent).
+    func create(_ identity: CreateIdentity, method: String, _ expected: () throws -> CreateExpectation,
+                _ makeRequest: () -> TransportRequest) throws -> DriveFile {
         enum Outcome {
             case created(TransportResponse)
             case idTaken(String)
@@ -168,7 +175,7 @@ extension DriveAPI {
         }
         switch outcome {
         case .created(let response): return try decode(DriveFile.self, response, method)
-        case .idTaken(let id): return try landedCreate(id, expected: expected)
+        case .idTaken(let id): return try landedCreate(id, expected: try expected())
         case .found(let file): return file
         }
     }

@@ -21,23 +21,24 @@ extension DriveAPI {
     public func createFile(name: String, parent: String, mimeType: String? = nil, source: UploadSource,
                            modifiedTime: Int64? = nil, sessionFile: String? = nil, id: String? = nil,
                            appProperties: [String: String]? = nil) throws -> DriveFile {
-        let prepared = try PreparedSource(source)
+        let size = try Self.size(of: source)
         let identity = try createIdentity(name: name, parent: parent, mimeType: mimeType, callerID: id)
         let metadata = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: identity.id,
                                      appProperties: appProperties)
         let method = "files.create.upload"
-        let file: DriveFile
-        if prepared.size <= multipartLimit {
-            let content = try prepared.readAll()
-            let expected = CreateExpectation(name: name, parent: parent, mimeType: mimeType, size: prepared.size, md5: prepared.md5)
-            file = try create(identity, method: method, expected: expected) {
+        if size <= multipartLimit {
+            let content = MultipartContent(source, size: size)
+            let file = try create(identity, method: method) {
+                CreateExpectation(name: name, parent: parent, mimeType: mimeType, size: size, md5: try content.md5())
+            } _: {
                 multipartRequest(method: "POST", path: "files", metadata: metadata, content: content, contentType: mimeType)
             }
-        } else {
-            var session = try newSession(prepared, fileId: identity.id ?? "", isUpdate: false, metadata: metadata,
-                                         contentType: mimeType, method: method)
-            file = try runResumable(&session, prepared: prepared, sessionFile: sessionFile, probeFirst: false)
+            return try verified(file, md5: try content.md5())
         }
+        let prepared = try PreparedSource(source)
+        var session = try newSession(prepared, fileId: identity.id ?? "", isUpdate: false, metadata: metadata,
+                                     contentType: mimeType, method: method)
+        let file = try runResumable(&session, prepared: prepared, sessionFile: sessionFile, probeFirst: false)
         return try verified(file, md5: prepared.md5)
     }
 
@@ -45,20 +46,28 @@ extension DriveAPI {
     public func updateContent(_ id: String, source: UploadSource, mimeType: String? = nil, name: String? = nil,
                               modifiedTime: Int64? = nil, sessionFile: String? = nil,
                               appProperties: [String: String]? = nil) throws -> DriveFile {
-        let prepared = try PreparedSource(source)
+        let size = try Self.size(of: source)
         let metadata = Self.metadata(name: name, parents: nil, mimeType: mimeType, modifiedTime: modifiedTime,
                                      appProperties: appProperties)
         let method = "files.update.upload"
-        let file: DriveFile
-        if prepared.size <= multipartLimit {
-            let content = try prepared.readAll()
+        if size <= multipartLimit {
+            let content = MultipartContent(source, size: size)
             let request = multipartRequest(method: "PATCH", path: Self.filePath(id), metadata: metadata, content: content, contentType: mimeType)
-            file = try decode(DriveFile.self, try executor.execute(method, request), method)
-        } else {
-            var session = try newSession(prepared, fileId: id, isUpdate: true, metadata: metadata, contentType: mimeType, method: method)
-            file = try runResumable(&session, prepared: prepared, sessionFile: sessionFile, probeFirst: false)
+            let file = try decode(DriveFile.self, try executor.execute(method, request), method)
+            return try verified(file, md5: try content.md5())
         }
+        let prepared = try PreparedSource(source)
+        var session = try newSession(prepared, fileId: id, isUpdate: true, metadata: metadata, contentType: mimeType, method: method)
+        let file = try runResumable(&session, prepared: prepared, sessionFile: sessionFile, probeFirst: false)
         return try verified(file, md5: prepared.md5)
+    }
+
+    /// A source's size (a `stat` for files: multipart uploads are hashed while they are sent).
+    static func size(of source: UploadSource) throws -> Int64 {
+        switch source {
+        case .bytes(let bytes): return Int64(bytes.count)
+        case .file(let path): return try PreparedSource.statFile(path).size
+        }
     }
 
     /// Starts a resumable upload of a file without sending content: initiates the session and
@@ -96,18 +105,55 @@ extension DriveAPI {
 
     // MARK: - Multipart
 
-    func multipartRequest(method: String, path: String, metadata: [String: Any], content: [UInt8], contentType: String?) -> TransportRequest {
+    /// A multipart upload's content: bytes in memory (hashed at once), or a file streamed into the
+    /// body and hashed as it is read (`StreamedMD5`), so that no upload costs a copy of its file in
+    /// memory, and no pass of its own to hash it.
+    struct MultipartContent {
+        let source: UploadSource
+        let size: Int64
+        let streamed: StreamedMD5?
+        private let known: String?
+
+        init(_ source: UploadSource, size: Int64) {
+            self.source = source
+            self.size = size
+            switch source {
+            case .bytes(let bytes):
+                known = Digest.hex(.md5, of: bytes)
+                streamed = nil
+            case .file:
+                known = nil
+                streamed = StreamedMD5(size: size)
+            }
+        }
+
+        /// The md5 of what was sent (a pass over the file when the last attempt did not read it all).
+        func md5() throws -> String {
+            if let known { return known }
+            guard case .file(let path) = source, let streamed else { return "" }
+            return try streamed.md5(orReadFrom: path)
+        }
+    }
+
+    func multipartRequest(method: String, path: String, metadata: [String: Any], content: MultipartContent,
+                          contentType: String?) -> TransportRequest {
         let boundary = "drivefs_" + SecureRandom.token(length: 24)
         let json = (try? JSONSerialization.data(withJSONObject: metadata, options: [.sortedKeys])) ?? Data("{}".utf8)
-        var body: [UInt8] = []
-        body.reserveCapacity(content.count + json.count + 256)
-        body += Array("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
-        body += Array(json)
-        body += Array("\r\n--\(boundary)\r\nContent-Type: \(contentType ?? "application/octet-stream")\r\n\r\n".utf8)
-        body += content
-        body += Array("\r\n--\(boundary)--\r\n".utf8)
-        return TransportRequest(method: method, url: uploadURL(path, [("uploadType", "multipart")] + scope.fileQuery + [("fields", DriveFile.fieldMask)]),
-                                headers: [("Content-Type", "multipart/related; boundary=\(boundary)")], body: .bytes(body))
+        let head = Array("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8) + Array(json)
+            + Array("\r\n--\(boundary)\r\nContent-Type: \(contentType ?? "application/octet-stream")\r\n\r\n".utf8)
+        let tail = Array("\r\n--\(boundary)--\r\n".utf8)
+        let body: TransportRequest.Body
+        switch content.source {
+        case .bytes(let bytes):
+            // Already in memory: one buffer.
+            body = .bytes(head + bytes + tail)
+        case .file(let file):
+            body = .parts([.bytes(head), .file(path: file, offset: 0, length: content.size), .bytes(tail)])
+        }
+        var request = TransportRequest(method: method, url: uploadURL(path, [("uploadType", "multipart")] + scope.fileQuery + [("fields", DriveFile.fieldMask)]),
+                                       headers: [("Content-Type", "multipart/related; boundary=\(boundary)")], body: body)
+        request.bodyObserver = content.streamed
+        return request
     }
 
     // MARK: - Resumable

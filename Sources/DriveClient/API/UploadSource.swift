@@ -1,8 +1,8 @@
 import DriveSupport
 import Foundation
 
-/// What an upload sends: bytes in memory, or a file read as it is sent (never loaded whole unless
-/// it is small enough for a multipart upload).
+/// What an upload sends: bytes in memory, or a file read as it is sent (never loaded whole: a
+/// multipart body streams the file between its framing, `TransportRequest.Body.parts`).
 public enum UploadSource: Sendable {
     case bytes([UInt8])
     case file(path: String)
@@ -64,17 +64,6 @@ struct PreparedSource {
         return digest.hexDigest()
     }
 
-    /// The whole content (multipart uploads only: at most the multipart limit).
-    func readAll() throws -> [UInt8] {
-        switch source {
-        case .bytes(let bytes): return bytes
-        case .file(let path):
-            guard let data = FileManager.default.contents(atPath: path), Int64(data.count) == size else {
-                throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceChanged", message: "\(path) changed while it was read"))
-            }
-            return Array(data)
-        }
-    }
 
     /// Bytes `[offset, offset + length)` as a request body (streamed from disk for files).
     func body(offset: Int64, length: Int64) -> TransportRequest.Body {
@@ -82,5 +71,51 @@ struct PreparedSource {
         case .bytes(let bytes): return .bytes(Array(bytes[Int(offset)..<Int(offset + length)]))
         case .file(let path): return .file(path: path, offset: offset, length: length)
         }
+    }
+}
+
+/// The md5 of a multipart upload's content, computed as the transport reads the file to send it
+/// (no pass of its own, no copy in memory): the last attempt's, once that attempt read all `size`
+/// bytes; nil otherwise (a transport that did not read the body, an attempt cut short), and the
+/// caller then hashes the file itself (`md5(orReadFrom:)`).
+final class StreamedMD5: RequestBodyObserver, @unchecked Sendable {
+    // @unchecked: every mutable field is behind `lock`.
+    private let lock = NSLock()
+    private var digest: Digest?
+    private var count: Int64 = 0
+    private var complete: String?
+    let size: Int64
+
+    init(size: Int64) { self.size = size }
+
+    func begin() {
+        lock.lock(); defer { lock.unlock() }
+        digest = Digest(.md5)
+        count = 0
+        complete = nil
+        if size == 0, let d = digest.take() { complete = d.hexDigest() }
+    }
+
+    func read(_ bytes: UnsafeRawBufferPointer) {
+        lock.lock(); defer { lock.unlock() }
+        guard count + Int64(bytes.count) <= size else {
+            _ = digest.take()
+            return
+        }
+        digest?.update(bytes)
+        count += Int64(bytes.count)
+        if count == size, let d = digest.take() { complete = d.hexDigest() }
+    }
+
+    /// The md5 of what the last attempt sent, when it read it all.
+    var md5: String? {
+        lock.lock(); defer { lock.unlock() }
+        return complete
+    }
+
+    /// The streamed md5, or one pass over `path` when there is none.
+    func md5(orReadFrom path: String) throws -> String {
+        if let md5 { return md5 }
+        return try PreparedSource.md5(path: path, size: size)
     }
 }

@@ -220,6 +220,13 @@ extension TransportRequest.Body {
         case .none: return 0
         case .bytes(let b): return Int64(b.count)
         case .file(_, _, let length): return length
+        case .parts(let parts):
+            return parts.reduce(0) { total, part in
+                switch part {
+                case .bytes(let b): return total + Int64(b.count)
+                case .file(_, _, let length): return total + length
+                }
+            }
         }
     }
 }

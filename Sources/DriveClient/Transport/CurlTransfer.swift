@@ -9,10 +9,13 @@ final class CurlTransfer {
     let request: TransportRequest
     let maxErrorBody: Int
 
-    // Request body.
+    // Request body: its pieces, each file piece with its descriptor; `part` and `partSent` say
+    // where the next byte comes from.
     private(set) var bodyLength: Int64 = 0
-    private var bodyFD: Int32 = -1
-    private var bodyFileOffset: Int64 = 0
+    private var parts: [TransportRequest.BodyPart] = []
+    private var partFDs: [Int32] = []
+    private var part = 0
+    private var partSent: Int64 = 0
     private var bodySent: Int64 = 0
     var readError: String?
 
@@ -33,49 +36,73 @@ final class CurlTransfer {
 
     func openBody() throws {
         switch request.body {
-        case .none:
-            bodyLength = 0
-        case .bytes(let bytes):
-            bodyLength = Int64(bytes.count)
-        case .file(let path, let offset, let length):
-            guard offset >= 0, length >= 0 else { throw TransportError.other(code: -1, message: "invalid file range") }
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                throw TransportError.other(code: -1, message: "cannot open upload source \(path): \(String(cString: strerror(errno)))")
-            }
-            bodyFD = fd
-            bodyFileOffset = offset
-            bodyLength = length
+        case .none: parts = []
+        case .bytes(let bytes): parts = [.bytes(bytes)]
+        case .file(let path, let offset, let length): parts = [.file(path: path, offset: offset, length: length)]
+        case .parts(let pieces): parts = pieces
         }
+        bodyLength = 0
+        for piece in parts {
+            switch piece {
+            case .bytes(let bytes):
+                partFDs.append(-1)
+                bodyLength += Int64(bytes.count)
+            case .file(let path, let offset, let length):
+                guard offset >= 0, length >= 0 else { throw TransportError.other(code: -1, message: "invalid file range") }
+                let fd = open(path, O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else {
+                    throw TransportError.other(code: -1, message: "cannot open upload source \(path): \(String(cString: strerror(errno)))")
+                }
+                partFDs.append(fd)
+                bodyLength += length
+            }
+        }
+        request.bodyObserver?.begin()
     }
 
     func close() {
-        if bodyFD >= 0 { _ = Foundation.close(bodyFD); bodyFD = -1 }
+        for fd in partFDs where fd >= 0 { _ = Foundation.close(fd) }
+        partFDs = []
     }
 
-    /// Fills `buffer` with the next request body bytes; 0 at the end; `nil` to abort.
+    /// Fills `buffer` with the next request body bytes (from one piece); 0 at the end; `nil` to abort.
     func readBody(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
-        let remaining = bodyLength - bodySent
-        let want = Int(min(Int64(buffer.count), remaining))
-        guard want > 0 else { return 0 }
-        switch request.body {
-        case .none:
-            return 0
-        case .bytes(let bytes):
-            let start = Int(bodySent)
-            bytes.withUnsafeBytes { src in
-                buffer.baseAddress!.copyMemory(from: src.baseAddress! + start, byteCount: want)
+        while part < parts.count {
+            let length: Int64
+            switch parts[part] {
+            case .bytes(let bytes): length = Int64(bytes.count)
+            case .file(_, _, let l): length = l
             }
-            bodySent += Int64(want)
-            return want
-        case .file:
-            var n: Int
-            repeat { n = pread(bodyFD, buffer.baseAddress, want, off_t(bodyFileOffset + bodySent)) } while n < 0 && errno == EINTR
-            if n < 0 { readError = "cannot read upload source: \(String(cString: strerror(errno)))"; return nil }
-            if n == 0 { readError = "upload source is shorter than announced (\(bodySent) of \(bodyLength) bytes)"; return nil }
-            bodySent += Int64(n)
-            return n
+            let want = Int(min(Int64(buffer.count), length - partSent))
+            guard want > 0 else {
+                part += 1
+                partSent = 0
+                continue
+            }
+            switch parts[part] {
+            case .bytes(let bytes):
+                let start = Int(partSent)
+                bytes.withUnsafeBytes { src in
+                    buffer.baseAddress!.copyMemory(from: src.baseAddress! + start, byteCount: want)
+                }
+                partSent += Int64(want)
+                bodySent += Int64(want)
+                return want
+            case .file(_, let offset, _):
+                var n: Int
+                repeat { n = pread(partFDs[part], buffer.baseAddress, want, off_t(offset + partSent)) } while n < 0 && errno == EINTR
+                if n < 0 { readError = "cannot read upload source: \(String(cString: strerror(errno)))"; return nil }
+                if n == 0 {
+                    readError = "upload source is shorter than announced (\(bodySent) of \(bodyLength) bytes)"
+                    return nil
+                }
+                request.bodyObserver?.read(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))
+                partSent += Int64(n)
+                bodySent += Int64(n)
+                return n
+            }
         }
+        return 0
     }
 
     /// One raw header line (status lines included). A new status line (after `100 Continue`,

@@ -148,6 +148,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         for move in state.failedMoves where !live.contains(move.from) && LocalFiles.exists(move.from) && !LocalFiles.exists(move.to) {
             try? LocalFiles.move(move.from, to: move.to)
         }
+        for path in state.leftoverContent where LocalFiles.exists(path) { unlink(path) }
         if report.skippedBytes > 0 || journal.wantsCompaction {
             try journal.compact(to: state.snapshot)
         }
@@ -224,9 +225,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             replaces = last
         }
         var rebasedOn: UploadJob.Landed?
-        if let last = shared.state.landed[request.fileID], last.wasNew == request.isNew, last.base == request.baseRevision,
-           !jobs.contains(where: { $0.seq != replaces?.seq }) {
-            // Based on what Drive held before our upload of this file landed: write over ours.
+        if let last = shared.state.landed[request.fileID], last.isStale(request), !jobs.contains(where: { $0.seq != replaces?.seq }) {
+            // Based on what Drive held before our uploads of this file landed: write over ours.
             rebasedOn = last.landed
         }
         let seq = shared.state.nextSeq
@@ -258,7 +258,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     public func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) -> Bool {
         withLock { s in
             let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
-            guard !jobs.isEmpty else { return false }
+            guard !jobs.isEmpty, !s.crashed else { return false }
             for job in jobs {
                 var request = job.request
                 change(&request)
@@ -282,7 +282,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         defer { dropped.forEach(removeContent) }
         return withLock { s in
             let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
-            guard let first = jobs.first else { return false }
+            guard let first = jobs.first, !s.crashed else { return false }
             let running = s.running[fileID].flatMap { r in jobs.first { $0.seq == r.seq } }
             // Drive may hold the file unless every job is a create that has not started.
             let mayExist = running != nil || jobs.contains { !$0.creates || s.pinned.contains($0.seq) }
@@ -416,4 +416,14 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     func injectJournalFault(_ fault: UploadJournal.Fault) { withLock { $0.journal.nextFault = fault } }
 
     var journalState: UploadQueueState { withLock { $0.state } }
+
+    /// Abandons the queue now, between two commit points, as `kill -9` would.
+    func crashNow() {
+        withLock { s in
+            s.crashed = true
+            s.journal.close()
+            for running in s.running.values { running.flag.cancel() }
+        }
+        lock.broadcast()
+    }
 }

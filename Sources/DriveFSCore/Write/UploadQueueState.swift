@@ -20,15 +20,26 @@ struct UploadJob: Codable, Equatable, Sendable {
         var wasConflict: Bool
     }
 
-    /// The last upload of a file that landed, with what its request was based on: a later commit
-    /// based on the same (the core had not heard of the landing, e.g. across a crash) is rebased
-    /// on the landing instead of being taken for a conflict with our own upload.
+    /// The last upload of a file that landed, and what our landings replaced: a later commit
+    /// based on one of those (the core had not heard of the landings yet, e.g. across a crash) is
+    /// rebased on the last landing instead of being taken for a conflict with our own upload.
     struct LastLanded: Codable, Equatable, Sendable {
-        var wasNew: Bool
-        var base: String?
+        /// An upload of ours created the file: a request that still says `isNew` is stale.
+        var created: Bool
+        /// Revisions our landings replaced, oldest first (at most `supersededKept`).
+        var superseded: [String]
         var landed: Landed
         /// The seq of the job that landed (recency, for the snapshot's bound).
         var seq: UInt64
+
+        static let supersededKept = 16
+
+        /// Whether `request` was based on Drive's copy from before one of our landings.
+        func isStale(_ request: UploadRequest) -> Bool {
+            if request.isNew { return created }
+            guard let base = request.baseRevision, base != landed.headRevisionId else { return false }
+            return superseded.contains(base)
+        }
     }
 
     var seq: UInt64
@@ -88,6 +99,16 @@ struct UploadQueueState: Equatable {
     /// How many landings a snapshot keeps (the most recent).
     static let landedKept = 1024
 
+    /// Content files the queue owned whose jobs ended (landed, superseded, cancelled): removed
+    /// after their record; a new queue removes those a crash left behind (`leftoverContent`).
+    private(set) var endedContent: [String] = []
+
+    /// Ended jobs' content files that no live job uses.
+    var leftoverContent: [String] {
+        let live = Set(jobs.values.map(\.contentPath))
+        return Array(Set(endedContent.filter { !$0.isEmpty && !live.contains($0) })).sorted()
+    }
+
     /// Content files of jobs that ended as failed: (where the content was, where it went), for
     /// the moves a crash may have left undone.
     private(set) var failedMoves: [(from: String, to: String)] = []
@@ -120,7 +141,7 @@ struct UploadQueueState: Equatable {
     mutating func apply(_ record: UploadJournal.Record) {
         switch record {
         case .commit(let seq, let request, let contentPath, let ready, let replaces, let rebasedOn):
-            if let replaces { remove(replaces) }
+            if let replaces, let old = remove(replaces), old.ready { endedContent.append(old.contentPath) }
             var job = UploadJob.upload(seq: seq, request: request, contentPath: contentPath, ready: ready)
             if let rebasedOn { job.rebase(on: rebasedOn) }
             insert(job)
@@ -133,7 +154,10 @@ struct UploadQueueState: Equatable {
             job.request = changed
             jobs[seq] = job
         case .cancel(let fileID, let removal):
-            for job in jobs(of: fileID) where job.kind == .upload { remove(job.seq) }
+            for job in jobs(of: fileID) where job.kind == .upload {
+                remove(job.seq)
+                if job.ready { endedContent.append(job.contentPath) }
+            }
             if let removal { insert(removal) }
         case .retarget(let seq, let target):
             jobs[seq]?.target = target
@@ -143,10 +167,17 @@ struct UploadQueueState: Equatable {
             jobs[seq]?.conflictCopy = copy
         case .done(let seq, let landed):
             guard let job = remove(seq) else { return }
+            endedContent.append(job.contentPath)
             guard let landed, !landed.wasConflict else { return }
             if job.kind == .upload {
-                self.landed[job.fileID] = UploadJob.LastLanded(wasNew: job.request.isNew, base: job.request.baseRevision, landed: landed,
-                                                               seq: seq)
+                let previous = self.landed[job.fileID]
+                var superseded = previous?.superseded ?? []
+                for revision in [previous?.landed.headRevisionId, job.request.baseRevision] {
+                    if let revision, revision != landed.headRevisionId, !superseded.contains(revision) { superseded.append(revision) }
+                }
+                self.landed[job.fileID] = UploadJob.LastLanded(
+                    created: job.creates || job.request.isNew || (previous?.created ?? false),
+                    superseded: Array(superseded.suffix(UploadJob.LastLanded.supersededKept)), landed: landed, seq: seq)
             }
             for later in byFile[job.fileID] ?? [] where later > seq { jobs[later]?.rebase(on: landed) }
         case .failed(let seq, let preservedAt, _):
