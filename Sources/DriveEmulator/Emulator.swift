@@ -42,13 +42,15 @@ public final class Emulator: Sendable {
         var http = HTTPServerConfig(host: config.host, port: config.port)
         http.publicURL = config.publicURL
         http.bandwidthBytesPerSecond = config.bandwidthBytesPerSecond
+        http.totalBandwidthBytesPerSecond = config.totalBandwidthBytesPerSecond
         http.maxConnections = config.maxConnections
         http.idleTimeout = config.idleTimeout
         http.readTimeout = config.readTimeout
         quirks = services.quirks ?? ListingQuirks(config.listingQuirks)
         let control = ControlAPI(stats: counters, faults: faults, quirks: quirks, revoke: services.revoke)
         let dispatcher = RequestDispatcher(control: control, providers: services.providers, stats: counters, faults: faults,
-                                           latencyMs: max(0, config.latencyMs), log: log)
+                                           latencyMs: max(0, config.latencyMs), log: log,
+                                           rateLimiter: config.userRateLimit.map(UserRateLimiter.init), clock: config.clock)
         self.server = HTTPServer(config: http, responder: dispatcher)
     }
 

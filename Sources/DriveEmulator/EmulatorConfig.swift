@@ -22,6 +22,11 @@ public struct EmulatorConfig: Sendable {
     public var latencyMs: Int
     /// Per-connection pacing of request and response bytes; nil = unlimited.
     public var bandwidthBytesPerSecond: Int?
+    /// Pacing of the bytes of all connections together, one budget they share fairly; nil = unlimited.
+    public var totalBandwidthBytesPerSecond: Int? = nil
+    /// Google's per-user rate limit: past it, requests get 403 `userRateLimitExceeded`; nil = off.
+    /// Its time is `clock`'s.
+    public var userRateLimit: UserRateLimit? = nil
     /// Access token lifetime, seconds.
     public var tokenLifetime: Int
     /// The refresh token that is always valid, for any client, until revoked.

@@ -29,6 +29,13 @@ enum EmulatorCommandLine {
       --seed DIR                  import the tree under DIR at start
       --latency MS                delay every API request by MS milliseconds
       --bandwidth BYTES_PER_S     limit each connection to BYTES_PER_S bytes per second
+      --total-bandwidth BYTES_PER_S
+                                  limit all connections together to BYTES_PER_S bytes per
+                                  second, shared fairly (N busy connections get about 1/N each)
+      --user-rate-limit REQ_PER_S enforce Google's per-user rate limit: past REQ_PER_S requests per
+                                  second per user (after a burst), answer 403 userRateLimitExceeded
+                                  (Google's default quota: 12,000 per minute, i.e. 200)
+      --user-rate-burst N         requests a user may send at once (default: one second's worth)
       --faults FILE               load scripted faults (JSON) from FILE
       --token-lifetime SECONDS    access token lifetime (default 3600)
       --refresh-token TOKEN       the always-valid refresh token (default drivefs-emulator-refresh-token)
@@ -48,6 +55,8 @@ enum EmulatorCommandLine {
 
     static func parse(_ arguments: [String]) throws -> Parsed {
         var config = EmulatorConfig(port: defaultPort)
+        var userRate: Double?
+        var userBurst: Int?
         var index = 0
         func value(for flag: String, inline: String?) throws -> String {
             if let inline { return inline }
@@ -92,6 +101,16 @@ enum EmulatorCommandLine {
             case "--latency": config.latencyMs = try integer(flag, try value(for: flag, inline: inline), 0...600_000)
             case "--bandwidth":
                 config.bandwidthBytesPerSecond = try integer(flag, try value(for: flag, inline: inline), 1...Int(Int32.max))
+            case "--total-bandwidth":
+                config.totalBandwidthBytesPerSecond = try integer(flag, try value(for: flag, inline: inline), 1...Int(Int32.max))
+            case "--user-rate-limit":
+                let text = try value(for: flag, inline: inline)
+                guard let rate = Double(text), rate.isFinite, rate > 0, rate <= 1_000_000 else {
+                    throw UsageError(description: "option --user-rate-limit: \"\(text)\" is not a number of requests per second in (0, 1000000]")
+                }
+                userRate = rate
+            case "--user-rate-burst":
+                userBurst = try integer(flag, try value(for: flag, inline: inline), 1...1_000_000)
             case "--faults": config.faultsFile = URL(fileURLWithPath: try value(for: flag, inline: inline))
             case "--token-lifetime":
                 config.tokenLifetime = try integer(flag, try value(for: flag, inline: inline), 1...(366 * 86_400))
@@ -126,6 +145,11 @@ enum EmulatorCommandLine {
                                  : "unexpected argument \(argument)")
             }
             index += 1
+        }
+        if let userRate {
+            config.userRateLimit = UserRateLimit(perSecond: userRate, burst: userBurst)
+        } else if userBurst != nil {
+            throw UsageError(description: "option --user-rate-burst needs --user-rate-limit")
         }
         return .run(config)
     }

@@ -72,7 +72,13 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
         var matched = request
         if let override { matched.method = override }
         guard let (name, handler) = DriveService.match(matched) else { return nil }
-        return Route(method: name) { [self] req in
+        // Chunks sent to a resumable session URI carry no token (the upload_id is the credential):
+        // charged to nobody.
+        let quota: () -> QuotaIdentity? = { [validator] in
+            DriveService.isResumableSessionRequest(name, request) ? nil
+                : validator.quotaIdentity(authorization: request.headers["Authorization"])
+        }
+        return Route(method: name, quotaIdentity: quota) { [self] req in
             guard override != nil else { return try serve(name, req, handler(self)) }
             let rewritten: HTTPRequest
             do { rewritten = try DriveService.applyMethodOverride(req) } catch let e as GoogleError { return e.response }

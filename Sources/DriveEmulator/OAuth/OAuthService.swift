@@ -70,6 +70,34 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
         }
     }
 
+    /// The Cloud project number charged for clients whose ID does not start with one (Google's
+    /// client IDs are `PROJECTNUMBER-….apps.googleusercontent.com`), and for the service account.
+    public static let projectNumber = "100000000001"
+
+    /// The account behind an access token: the emulator's one user for tokens from its consent and
+    /// refresh-token grants, the service account for JWT grants; the project is the client's.
+    public func quotaIdentity(authorization: String?) -> QuotaIdentity? {
+        guard let token = Self.bearerToken(authorization) else { return nil }
+        let now = clock.now()
+        guard let grant = grants.withLock({ g in g.accessTokens[token].flatMap { $0.expiresAt > now ? $0 : nil } }) else {
+            return nil
+        }
+        if grant.clientID == Self.serviceAccountClientID {
+            return QuotaIdentity(subject: Self.serviceAccountEmail, project: Self.projectNumber)
+        }
+        let prefix = (grant.clientID ?? "").prefix { $0 != "-" }
+        let project = !prefix.isEmpty && prefix.allSatisfy({ $0.isASCII && $0.isNumber }) ? String(prefix) : Self.projectNumber
+        return QuotaIdentity(subject: DriveUser().emailAddress, project: project)
+    }
+
+    /// The token of `Bearer TOKEN` (any case), or nil.
+    static func bearerToken(_ authorization: String?) -> String? {
+        guard let authorization, !authorization.trimmingCharacters(in: .whitespaces).isEmpty else { return nil }
+        let parts = authorization.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+
     // MARK: Control
 
     /// Revokes one token (a refresh token with its access tokens, an access token with the refresh
