@@ -44,10 +44,12 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
         self.clock = clock
         self.limits = limits
         self.quirks = quirks
-        store = try DriveStore(directory: directory, clock: clock)
+        // A state directory of the user's is made durable at every commit; a temporary one, which
+        // nothing can restart on, is not.
+        store = try DriveStore(directory: directory, clock: clock, durable: stateDirectory != nil)
         sessions = try UploadSessions(store: store)
         if let seedDirectory, store.read({ $0.data.items.count == 1 }) {
-            try SeedImporter(service: self).importTree(at: seedDirectory)
+            try store.bulkLoad { try SeedImporter(service: self).importTree(at: seedDirectory) }
         }
     }
 
@@ -195,7 +197,16 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
         "files.emptyTrash", "drives.create", "drives.update", "drives.delete",
     ]
 
+    /// Answers a request, and sends nothing before what the answer says is on disk (`makeDurable`).
     private func serve(_ name: String, _ r: HTTPRequest, _ handler: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse {
+        let response = try answer(name, r, handler)
+        do { try store.makeDurable() } catch {
+            return GoogleError(500, reason: "backendError", message: "Backend Error").response
+        }
+        return response
+    }
+
+    private func answer(_ name: String, _ r: HTTPRequest, _ handler: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse {
         do {
             if !DriveService.isResumableSessionRequest(name, r) {
                 try authorize(name, r)

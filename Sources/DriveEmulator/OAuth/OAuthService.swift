@@ -219,8 +219,9 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
 
     /// `oauth.json` holds everything durable (refresh tokens, revocations, the key) and the access
     /// tokens alive when it was written; access tokens minted since are appended, one JSON line
-    /// each, to `oauth-access.log` (cheap, no fsync: losing one only costs its client a refresh).
-    /// Every full write truncates the log. Both are mode 0600.
+    /// each, to `oauth-access.log`, fdatasynced before the token is answered (a client such as rclone
+    /// does not refresh on a 401, so a token lost in a crash would stop it). Every full write
+    /// truncates the log. Both are mode 0600.
     static let stateFileName = "oauth.json"
     static let accessLogName = "oauth-access.log"
 
@@ -252,8 +253,15 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
         copy.pruneExpired(now: clock.now())
         guard let data = try? JSONEncoder().encode(copy) else { return }
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try? AtomicFile.write(data, to: directory.appendingPathComponent(Self.stateFileName).path, mode: 0o600)
-        _ = truncate(directory.appendingPathComponent(Self.accessLogName).path, 0)
+        // The log exists before the base file's write fsyncs the directory, so that its entry is on
+        // disk before any line appended to it is answered; it is emptied only once the base holds all.
+        let logPath = directory.appendingPathComponent(Self.accessLogName).path
+        let log = open(logPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        if log >= 0 { close(log) }
+        guard (try? AtomicFile.write(data, to: directory.appendingPathComponent(Self.stateFileName).path, mode: 0o600)) != nil else {
+            return  // the log still holds what the old base lacks
+        }
+        _ = truncate(logPath, 0)
     }
 
     /// Records one freshly minted access token. Call inside `grants.withLock`.
@@ -266,7 +274,7 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
         }
         guard var line = try? JSONEncoder().encode(AccessLogLine(token: token, grant: grant)) else { return }
         line.append(UInt8(ascii: "\n"))
-        try? AtomicFile.append(Array(line), to: directory.appendingPathComponent(Self.accessLogName).path, mode: 0o600)
+        try? AtomicFile.append(Array(line), to: directory.appendingPathComponent(Self.accessLogName).path, mode: 0o600, durable: true)
     }
 
     static func jsonString(_ s: String) -> String {
