@@ -86,12 +86,16 @@ public struct EmulatorServices: Sendable {
     /// The listing quirks that `/__emulator/quirks` switches (the Drive service's own object);
     /// nil: the control API keeps a detached one.
     public var quirks: ListingQuirks?
+    /// What the drives hold (`GET /__emulator/usage`); nil: that path answers 404.
+    public var usage: (@Sendable () -> DriveUsage)?
 
     public init(providers: [any RouteProvider], revoke: @escaping @Sendable (String?) -> Void = { _ in },
                 writeServiceAccountKey: (@Sendable (URL, String) throws -> Void)? = nil,
-                close: @escaping @Sendable () -> Void = {}, quirks: ListingQuirks? = nil) {
+                close: @escaping @Sendable () -> Void = {}, quirks: ListingQuirks? = nil,
+                usage: (@Sendable () -> DriveUsage)? = nil) {
         self.providers = providers
         self.quirks = quirks
+        self.usage = usage
         self.revoke = revoke
         self.writeServiceAccountKey = writeServiceAccountKey
         self.close = close
