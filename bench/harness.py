@@ -10,9 +10,13 @@ private mount + network + PID namespace (`unshare`), with a hosts file bind-moun
 Tests/interop/tls_front.py on 127.0.0.1:443 (the `inner` subcommand of this script); the emulator there
 serves the same state directory, so the same seeded data, with the same shaping.
 
-Every workload and system: wall time (median, min, max of the runs), API requests by method and bytes
-moved (the emulator's /__emulator/stats, reset before each measurement), peak RSS (VmHWM) and CPU seconds
-(utime + stime) of the filesystem process. Outputs: OUT/<date>-<profile>.json, a markdown table (written
+Every workload and system: wall time (median, min, max of the runs), API requests by method, bytes moved and
+requests the per-user rate limit refused (the emulator's /__emulator/stats, reset before each measurement), peak
+RSS (VmHWM) and CPU seconds (utime + stime) of the filesystem process. The writes (5-7) go to an empty drive of
+their own and count as done when the emulator holds every file (/__emulator/usage, not a counted request):
+drivefs is told with `drivefs unmount`, which returns once its uploads are on Drive; rclone's write-back runs on
+its own. A mount that refuses writes (EROFS: drivefs's read-only release) is reported as "not writable yet".
+Per profile the reads run first on every system, then the writes (what the time budget cuts first). Outputs: OUT/<date>-<profile>.json, a markdown table (written
 into --docs between markers, or OUT/<date>-<profile>.md), a PNG of the ratios when matplotlib is available.
 
 Exit status: 0 when every harness step worked (whatever the timings), 1 when a step broke (a mount did not
@@ -20,6 +24,7 @@ come up, a read returned wrong bytes, a listing missed entries, a tool failed), 
 """
 import argparse
 import datetime
+import errno
 import hashlib
 import json
 import os
@@ -43,20 +48,30 @@ DATA_VERSION = "1"  # bump when the seeded trees change shape
 
 # Sizes. "full" is the issue's; "smoke" runs every workload once at a tiny size in a minute or two (it only
 # proves that every step still works: its figures are not comparisons).
+# Writes (5-7): write_files files of 4 KiB (5), the big file (6), a source tree of src_tree = (top folders,
+# subfolders each, files each) packed as a tar (7); write_runs runs each (full: 1, for the 30 minutes: rclone's
+# default pacer alone needs minutes for 2,000 files); land_max bounds the wait until everything is on Drive.
 SIZES = {
     "full": dict(tree_top=10, tree_sub=24, tree_files=19, stat_fanout=(2, 2, 2, 5), stat_files=5,
                  big_mib=1024, random_reads=1000, scale=(100, 20, 100), runs=3, par_streams=8,
-                 scale_settle_max=90.0, deadline=1500.0),
+                 scale_settle_max=90.0, deadline=1500.0,
+                 write_files=1000, src_tree=(10, 10, 20), write_runs=1, land_max=600.0),
     "smoke": dict(tree_top=3, tree_sub=3, tree_files=4, stat_fanout=(2, 1, 1, 2), stat_files=2,
                   big_mib=8, random_reads=40, scale=(4, 5, 20), runs=1, par_streams=4,
-                  scale_settle_max=8.0, deadline=300.0),
+                  scale_settle_max=8.0, deadline=300.0,
+                  write_files=12, src_tree=(2, 2, 4), write_runs=1, land_max=60.0),
 }
+# Google's documented default per-user quota, 12,000 queries per 60 seconds (formerly 20,000 per 100 s): 200 a
+# second; the emulator's bucket holds one second of it (burst 200). docs/emulator.md, "Per-user rate limit".
+USER_RATE_LIMIT = 200
 PROFILES = {
-    "lan": dict(latency_ms=0, bandwidth=None, note="no shaping", weight=0.45, overrides={}),
+    "lan": dict(latency_ms=0, bandwidth=None, total_bandwidth=None, user_rate_limit=None, note="no shaping",
+                weight=0.45, overrides={}),
     # 1,000 serial random reads cost at least 50 s a run at 50 ms each, on each of four systems: the full
     # wan run takes 250 of them to stay within its 30 minutes (docs/benchmarks.md).
-    "wan": dict(latency_ms=50, bandwidth=40 * 1024 * 1024, weight=0.55, overrides=dict(full=dict(random_reads=250)),
-                note="50 ms per request, 40 MiB/s per connection; no total cap, no rate-limit budget: the emulator has neither yet"),
+    "wan": dict(latency_ms=50, bandwidth=40 * 1024 * 1024, total_bandwidth=120 * 1024 * 1024,
+                user_rate_limit=USER_RATE_LIMIT, weight=0.55, overrides=dict(full=dict(random_reads=250)),
+                note="50 ms per request, 40 MiB/s per connection, 120 MiB/s in all, 200 requests/s per user"),
 }
 # What drivefs uses by default, given to both mounts explicitly.
 CACHE_SIZE = "10G"
@@ -139,6 +154,60 @@ def scale_count(size):
     return top * sub * files
 
 
+def write_files_seed(root, size):
+    """Workload 5's source: write_files files of 4 KiB of random bytes, in files/."""
+    d = os.path.join(root, "files")
+    os.makedirs(d)
+    rng = random.Random(5)
+    for i in range(size["write_files"]):
+        with open(os.path.join(d, "f%04d.bin" % i), "wb") as f:
+            f.write(rng.randbytes(4096))
+
+
+def src_file_count(size):
+    top, sub, files = size["src_tree"]
+    return top * sub * files + top
+
+
+def write_src_seed(root, size):
+    """Workload 7's source, shaped like a source tree: src/pA/README and src/pA/mB/cC.txt, sizes from 64 B
+    to 64 KiB (log-normal, median about 3 KiB), packed as src.tar."""
+    top, sub, files = size["src_tree"]
+    rng = random.Random(7)
+
+    def put(path):
+        with open(path, "wb") as f:
+            f.write(rng.randbytes(int(min(65536, max(64, rng.lognormvariate(8, 1.2))))))
+    for a in range(top):
+        pa = os.path.join(root, "src", "p%02d" % a)
+        os.makedirs(pa)
+        put(os.path.join(pa, "README"))
+        for b in range(sub):
+            pb = os.path.join(pa, "m%02d" % b)
+            os.makedirs(pb)
+            for c in range(files):
+                put(os.path.join(pb, "c%03d.txt" % c))
+    run(["tar", "cf", os.path.join(root, "src.tar"), "-C", root, "src"], 300)
+
+
+def write_write_seed(root, size):
+    write_files_seed(root, size)
+    write_src_seed(root, size)
+
+
+def tree_manifest(top):
+    """{relative path: bytes} of every file under top, and the folders' relative paths."""
+    files, folders = {}, []
+    for dirpath, dirnames, filenames in os.walk(top):
+        rel = os.path.relpath(dirpath, top)
+        if rel != ".":
+            folders.append(rel)
+        for name in filenames:
+            with open(os.path.join(dirpath, name), "rb") as f:
+                files[os.path.normpath(os.path.join(rel, name))] = f.read()
+    return files, sorted(folders, key=lambda p: (p.count(os.sep), p))
+
+
 # ---------------------------------------------------------------------------------------------------
 # The emulator
 
@@ -151,6 +220,10 @@ class Emulator:
             cmd += ["--latency", str(profile["latency_ms"])]
         if profile and profile["bandwidth"]:
             cmd += ["--bandwidth", str(profile["bandwidth"])]
+        if profile and profile.get("total_bandwidth"):
+            cmd += ["--total-bandwidth", str(profile["total_bandwidth"])]
+        if profile and profile.get("user_rate_limit"):
+            cmd += ["--user-rate-limit", str(profile["user_rate_limit"])]
         if public_url:
             cmd += ["--public-url", public_url]
         self.logfile = logfile
@@ -186,6 +259,11 @@ class Emulator:
         req = urllib.request.Request(self.url + "__emulator/reset-stats", data=b"", method="POST")
         urllib.request.urlopen(req, timeout=30).read()
 
+    def usage(self):
+        """What the drive holds (files, folders, bytes outside the trash); not a counted request."""
+        with urllib.request.urlopen(self.url + "__emulator/usage", timeout=30) as r:
+            return json.load(r)
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -214,6 +292,11 @@ def api_requests(stats):
 def bytes_moved(stats):
     t = stats.get("totals", {})
     return t.get("bytesOut", 0) + t.get("bytesIn", 0)
+
+
+def refused(stats):
+    """Requests the per-user rate limit refused (403 userRateLimitExceeded)."""
+    return stats.get("totals", {}).get("rateLimited", 0)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -307,6 +390,10 @@ class MountSystem:
     def env(self):
         return os.environ.copy()
 
+    def finish_writes(self):
+        """What the system is told once the writes are done, so that they reach Drive (rclone: nothing, its
+        write-back runs on its own; the harness then watches the emulator)."""
+
 
 class Drivefs(MountSystem):
     def __init__(self, work, binary):
@@ -355,6 +442,19 @@ class Drivefs(MountSystem):
         return [self.binary, "mount", self.mnt, "-f", "--cache-dir", cache, "--cache-size", CACHE_SIZE,
                 "--poll-interval", POLL_INTERVAL, "--dir-cache-ttl", DIR_CACHE, "--log-file", self.logfile]
 
+    def finish_writes(self):
+        """`drivefs unmount` returns once every upload is on Drive (drivefs's write contract); the daemon
+        then exits. The harness still checks the emulator before it stops the clock."""
+        r = subprocess.run([self.binary, "unmount", "--timeout", "900", self.mnt], env=self.env(), timeout=960,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise HarnessError("drivefs unmount failed: %s" % (r.stderr.strip() or r.stdout.strip()))
+        if self.proc is not None:
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                raise HarnessError("drivefs did not exit after its unmount")
+
 
 RCLONE_CONF = """[emu]
 type = drive
@@ -390,18 +490,48 @@ class Rclone(MountSystem):
 # ---------------------------------------------------------------------------------------------------
 # Measurement
 
+class ProcSampler:
+    """The figures of a process that may exit during a measurement (drivefs unmounting at the end of a
+    write): sampled every 50 ms, the last sample stands for the end."""
+
+    def __init__(self, pid):
+        self.pid, self.last, self.done = pid, (None, None), threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        while not self.done.wait(0.05):
+            hwm, cpu = proc_figures(self.pid)
+            if hwm is None:
+                return
+            self.last = (max(hwm, self.last[0] or 0), cpu)
+
+    def stop(self):
+        self.done.set()
+        self.thread.join(5)
+        hwm, cpu = proc_figures(self.pid)
+        return (hwm, cpu) if hwm is not None else self.last
+
+
 def measure(emulator, system, action, settle=0.3):
     """Runs action() once; its wall time, the emulator's counters and the daemon's figures."""
     emulator.reset()
     pid = system.pid() if system is not None else None
     _, cpu0 = proc_figures(pid) if pid else (None, None)
+    sampler = ProcSampler(pid) if pid else None
     t0 = now()
-    extra = action()
-    wall = now() - t0
+    try:
+        extra = action()
+    finally:
+        wall = now() - t0
+        hwm, cpu1 = sampler.stop() if sampler else (None, None)
     time.sleep(settle)  # byte counts trail the answers by a moment
     stats = emulator.stats()
-    hwm, cpu1 = proc_figures(pid) if pid else (None, None)
-    result = dict(wall=wall, requests=api_requests(stats), bytes=bytes_moved(stats),
+    if pid:
+        later = proc_figures(pid)
+        if later[0] is not None:
+            hwm, cpu1 = later
+    result = dict(wall=wall, requests=api_requests(stats), bytes=bytes_moved(stats), refused=refused(stats),
                   rss_kib=hwm, cpu=(cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None)
     if isinstance(extra, dict):
         result.update(extra)
@@ -476,8 +606,6 @@ WORKLOADS = [
     ("8a", "scale: until ls of the root answers"),
     ("8b", "scale: until the mount is idle (index built)"),
 ]
-WRITE_SKIP = ("skipped: drivefs is read-only in this release; rclone and the limit are left for the write "
-              "release too, so that all three are measured by the same harness steps")
 
 
 def workload_names(size):
@@ -490,6 +618,9 @@ def workload_names(size):
     names["3a"] = "sequential read of %d MiB, cold" % size["big_mib"]
     names["3b"] = "sequential read of %d MiB, warm" % size["big_mib"]
     names["4"] = "%s random 4 KiB reads in %d MiB, cold" % (format(size["random_reads"], ","), size["big_mib"])
+    names["5"] = "cp -r of %s files of 4 KiB into the mount, until on Drive" % format(size["write_files"], ",")
+    names["6"] = "writing one %d MiB file, until on Drive" % size["big_mib"]
+    names["7"] = "tar x of %s files, then reading them back" % format(src_file_count(size), ",")
     names["8a"] = "scale (%s files): until ls of the root answers" % format(scale_count(size), ",")
     names["8b"] = "scale (%s files): until the mount is idle" % format(scale_count(size), ",")
     return names
@@ -665,6 +796,374 @@ def run_scale(ctx, emulator, system):
         finally:
             system.unmount()
             system.drop_cache(cache)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Writes (workloads 5, 6, 7), on an empty drive of their own
+
+# What a mount that takes no writes answers: drivefs's read-only release says EROFS.
+NOT_WRITABLE = {errno.EROFS: "EROFS", errno.ENOSYS: "ENOSYS", errno.EPERM: "EPERM", errno.EACCES: "EACCES",
+                errno.EOPNOTSUPP: "EOPNOTSUPP"}
+NOT_WRITABLE_TEXT = ("Read-only file system", "Function not implemented", "Operation not permitted",
+                     "Permission denied", "Operation not supported")
+
+
+class NotWritable(Exception):
+    """The mount refuses writes: reported as the system's note, not as a harness failure."""
+
+
+def probe_writable(system):
+    """Raises NotWritable when a folder cannot be made in the mount (then removed again)."""
+    probe = os.path.join(system.mnt, ".bench-write-probe")
+    try:
+        os.mkdir(probe)
+    except OSError as e:
+        if e.errno in NOT_WRITABLE:
+            raise NotWritable("not writable yet (mkdir: %s)" % NOT_WRITABLE[e.errno])
+        raise HarnessError("%s: mkdir in the mount: %s" % (system.name, e))
+    try:
+        os.rmdir(probe)
+    except OSError as e:
+        raise HarnessError("%s: rmdir in the mount: %s" % (system.name, e))
+
+
+def run_tool(cmd, timeout):
+    """A write tool (cp, tar, mkdir) run into the mount; a refusal to write is NotWritable."""
+    r = subprocess.run(cmd, timeout=timeout, capture_output=True, text=True)
+    if r.returncode != 0:
+        if any(t in r.stderr for t in NOT_WRITABLE_TEXT):
+            raise NotWritable("not writable yet (%s: %s)" % (cmd[0], r.stderr.strip().splitlines()[0]))
+        raise HarnessError("%s failed: %s" % (" ".join(cmd[:2]), r.stderr.strip()[-300:]))
+
+
+def wait_landed(emulator, files, nbytes, bound, what):
+    """Polls the emulator's usage (every 20 ms; not a counted request) until the drive holds `files` files of
+    `nbytes` bytes in all; raises when that takes longer than `bound` seconds."""
+    limit = now() + bound
+    while True:
+        u = emulator.usage()
+        if u["files"] >= files and u["bytes"] >= nbytes:
+            return
+        if now() > limit:
+            raise HarnessError("%s: not on Drive within %.0f s (the drive holds %d files, %s; expected %d, %s)" % (
+                what, bound, u["files"], human_bytes(u["bytes"]), files, human_bytes(nbytes)))
+        time.sleep(0.02)
+
+
+def api_get(emulator, path, params=None):
+    url = emulator.url + path + ("?" + urllib.parse.urlencode(params) if params else "")
+    req = urllib.request.Request(url, headers={"Authorization": "Bearer " + emulator.token})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.load(r)
+
+
+def api_delete(emulator, fid):
+    req = urllib.request.Request("%sdrive/v3/files/%s" % (emulator.url, fid), method="DELETE",
+                                 headers={"Authorization": "Bearer " + emulator.token})
+    urllib.request.urlopen(req, timeout=60).read()
+
+
+def api_list(emulator, q, fields="nextPageToken,files(id,name,mimeType,size,md5Checksum)"):
+    out, token = [], None
+    for _ in range(1000):
+        params = dict(q=q, fields=fields, pageSize="1000")
+        if token:
+            params["pageToken"] = token
+        page = api_get(emulator, "drive/v3/files", params)
+        out += page.get("files", [])
+        token = page.get("nextPageToken")
+        if not token:
+            return out
+    raise HarnessError("listing did not end")
+
+
+def api_child(emulator, parent, name):
+    found = api_list(emulator, "name = '%s' and '%s' in parents and trashed = false" % (name, parent))
+    if len(found) != 1:
+        raise HarnessError("%d items named %s on Drive, expected 1" % (len(found), name))
+    return found[0]
+
+
+def verify_on_drive(emulator, parent, name, manifest, what):
+    """The folder `name` under `parent` on Drive holds exactly the manifest's files (by md5) and folders."""
+    files, folders = manifest
+    top = api_child(emulator, parent, name)
+    seen, queue = {}, [(top["id"], "")]
+    seen_folders = []
+    while queue:
+        fid, rel = queue.pop()
+        for item in api_list(emulator, "'%s' in parents and trashed = false" % fid):
+            path = os.path.join(rel, item["name"]) if rel else item["name"]
+            if item["mimeType"] == FOLDER:
+                seen_folders.append(path)
+                queue.append((item["id"], path))
+            else:
+                seen[path] = item.get("md5Checksum")
+    want = {p: hashlib.md5(b).hexdigest() for p, b in files.items()}
+    if seen != want or sorted(seen_folders) != sorted(folders):
+        missing = sorted(set(want) - set(seen))[:3]
+        wrong = sorted(p for p in want if p in seen and seen[p] != want[p])[:3]
+        raise HarnessError("%s: Drive holds %d files and %d folders (expected %d and %d); missing %s, wrong %s" % (
+            what, len(seen), len(seen_folders), len(want), len(folders), missing, wrong))
+
+
+def read_back(top, manifest, what):
+    files, _ = manifest
+    for rel, data in files.items():
+        with open(os.path.join(top, rel), "rb") as f:
+            if f.read() != data:
+                raise HarnessError("%s: %s read back differs" % (what, rel))
+
+
+class WriteData:
+    """The write workloads' inputs, read once: workload 5's files, the big file, the source tree and its tar."""
+
+    def __init__(self, write_seed, big):
+        self.files_dir = os.path.join(write_seed, "files")
+        self.files = tree_manifest(self.files_dir)
+        self.tar = os.path.join(write_seed, "src.tar")
+        self.tree = tree_manifest(write_seed + "/src")
+        self.tree = ({os.path.join("src", p): b for p, b in self.tree[0].items()},
+                     ["src"] + [os.path.join("src", p) for p in self.tree[1]])
+        self.big = big
+        self.big_size = os.path.getsize(big)
+        h = hashlib.md5()
+        read_all(big, h)
+        self.big_md5 = h.hexdigest()
+
+    def tree_bytes(self):
+        return sum(len(b) for b in self.tree[0].values())
+
+
+def run_write_workloads(ctx, emulator, system, data):
+    """Workloads 5-7 on a mount system: each run on a fresh cache and mount, into a folder of its own on the
+    write emulator's empty drive; the clock stops once the emulator holds every file (5, 6), or once the tree
+    is read back (7, whose landing time is kept beside it)."""
+    size, name = ctx.size, system.name
+    runs, bound = size["write_runs"], size["land_max"]
+    root = api_get(emulator, "drive/v3/files/root", dict(fields="id"))["id"]
+    n5 = len(data.files[0])
+
+    def progress(wid, i, r):
+        extra = "  on Drive at %.3f s" % r["landed"] if r.get("landed") is not None else ""
+        log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s%s" % (
+            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]), extra))
+
+    plan = []
+    for i in range(runs):
+        plan += [("5", i), ("6", i), ("7", i)]
+    for wid, i in plan:
+        if ctx.out_of_time():
+            ctx.note(wid, name, "skipped: out of the time budget")
+            continue
+        cache = system.fresh_cache()
+        system.mount(cache, emulator)
+        try:
+            probe_writable(system)
+            u0 = emulator.usage()
+            if wid == "5":
+                target = "w5-%s-%d" % (name, i)
+
+                def cp_files():
+                    run_tool(["cp", "-r", data.files_dir, os.path.join(system.mnt, target)], 1800)
+                    system.finish_writes()
+                    wait_landed(emulator, u0["files"] + n5, u0["bytes"] + n5 * 4096, bound, "%s: workload 5" % name)
+                r = measure(emulator, system, cp_files)
+                verify_on_drive(emulator, root, target, (data.files[0], []), "%s: workload 5" % name)
+            elif wid == "6":
+                target = "w6-%s-%d.bin" % (name, i)
+
+                def cp_big():
+                    run_tool(["cp", data.big, os.path.join(system.mnt, target)], 1800)
+                    system.finish_writes()
+                    wait_landed(emulator, u0["files"] + 1, u0["bytes"] + data.big_size, bound, "%s: workload 6" % name)
+                r = measure(emulator, system, cp_big)
+                r["mib_per_s"] = data.big_size / 1048576 / r["wall"]
+                landed = api_child(emulator, root, target)
+                if landed.get("md5Checksum") != data.big_md5:
+                    raise HarnessError("%s: the 1 GiB file on Drive has md5 %s" % (name, landed.get("md5Checksum")))
+                api_delete(emulator, landed["id"])  # 1 GiB per run is not kept
+            else:
+                target = "w7-%s-%d" % (name, i)
+                top = os.path.join(system.mnt, target)
+
+                def tar_then_read():
+                    t0 = now()
+                    os.mkdir(top)
+                    run_tool(["tar", "xf", data.tar, "-C", top], 1800)
+                    read_back(top, data.tree, "%s: workload 7" % name)
+                    user = now() - t0
+                    system.finish_writes()
+                    wait_landed(emulator, u0["files"] + len(data.tree[0]), u0["bytes"] + data.tree_bytes(), bound,
+                                "%s: workload 7" % name)
+                    return dict(wall=user, landed=now() - t0)
+                try:
+                    r = measure(emulator, system, tar_then_read)
+                except OSError as e:
+                    if e.errno in NOT_WRITABLE:
+                        raise NotWritable("not writable yet (mkdir: %s)" % NOT_WRITABLE[e.errno])
+                    raise
+                verify_on_drive(emulator, root, target, data.tree, "%s: workload 7" % name)
+            ctx.add(wid, name, r)
+            progress(wid, i, r)
+        except NotWritable as e:
+            for w in ("5", "6", "7"):
+                ctx.note(w, name, str(e))
+            log("[%s] 5-7 %-12s %s" % (ctx.profile_name, name, e))
+            return
+        finally:
+            system.unmount()
+            system.drop_cache(cache)
+
+
+# The limit of the writes: curl straight at the emulator, multipart uploads (bodies made beforehand).
+
+BOUNDARY = "drivefs-bench-boundary"
+
+
+def multipart(meta, content):
+    return (b"--" + BOUNDARY.encode() + b"\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n" +
+            json.dumps(meta).encode() + b"\r\n--" + BOUNDARY.encode() + b"\r\nContent-Type: application/octet-stream\r\n\r\n" +
+            content + b"\r\n--" + BOUNDARY.encode() + b"--\r\n")
+
+
+def generate_ids(emulator, count):
+    ids = []
+    while len(ids) < count:
+        ids += api_get(emulator, "drive/v3/files/generateIds", dict(count=str(min(1000, count - len(ids))), space="drive"))["ids"]
+    return ids
+
+
+def curl_posts(emulator, posts, parallel, streams, timeout=1800):
+    """One curl process POSTing each (url path, content type, body file): one after the other on a kept-alive
+    connection, or `streams` at once."""
+    if not posts:
+        return
+    lines = []
+    for path, ctype, body in posts:
+        lines += ['url = "%s%s"' % (emulator.url, path), 'header = "Authorization: Bearer %s"' % emulator.token,
+                  'header = "Content-Type: %s"' % ctype, 'data-binary = "@%s"' % body, 'output = "/dev/null"', "next"]
+    config = os.path.join(tempfile.gettempdir(), "drivefs-bench-posts-%d.conf" % os.getpid())
+    with open(config, "w") as f:
+        f.write("\n".join(lines[:-1]) + "\n")
+    cmd = ["curl", "-s", "-f", "-K", config]
+    if parallel:
+        cmd[1:1] = ["--parallel", "--parallel-max", str(streams)]
+    try:
+        run(cmd, timeout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finally:
+        os.unlink(config)
+
+
+def run_limit_writes(ctx, emulator, data, work):
+    size = ctx.size
+    runs, streams = size["write_runs"], size["par_streams"]
+    root = api_get(emulator, "drive/v3/files/root", dict(fields="id"))["id"]
+    bodies = os.path.join(work, "limit-bodies")
+    upload = "upload/drive/v3/files?uploadType=multipart&fields=id"
+    mp = "multipart/related; boundary=" + BOUNDARY
+
+    def progress(wid, system, i, r):
+        log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s" % (
+            ctx.profile_name, wid, system, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"])))
+
+    def write_body(name, content):
+        path = os.path.join(bodies, name)
+        with open(path, "wb") as f:
+            f.write(content)
+        return path
+
+    for i in range(runs):
+        # 5: a folder, then every file into it.
+        for system, parallel in (("limit-1", False), ("limit-par", True)):
+            if ctx.out_of_time():
+                ctx.note("5", system, "skipped: out of the time budget")
+                continue
+            shutil.rmtree(bodies, ignore_errors=True)
+            os.makedirs(bodies)
+            folder = generate_ids(emulator, 1)[0]
+            target = "w5-%s-%d" % (system, i)
+            head = [("drive/v3/files?fields=id", "application/json",
+                     write_body("folder.json", json.dumps(dict(id=folder, name=target, mimeType=FOLDER, parents=[root])).encode()))]
+            posts = [(upload, mp, write_body("f%d" % k, multipart(dict(name=rel, parents=[folder]), content)))
+                     for k, (rel, content) in enumerate(sorted(data.files[0].items()))]
+
+            def upload_files():
+                curl_posts(emulator, head, False, 1)
+                curl_posts(emulator, posts, parallel, streams)
+            r = measure(emulator, None, upload_files)
+            verify_on_drive(emulator, root, target, (data.files[0], []), "%s: workload 5" % system)
+            ctx.add("5", system, r)
+            progress("5", system, i, r)
+        # 6: a resumable session, then the whole file in one PUT (one file: one stream).
+        if ctx.out_of_time():
+            ctx.note("6", "limit-1", "skipped: out of the time budget")
+        else:
+            target = "w6-limit-%d.bin" % i
+
+            def upload_big():
+                head = os.path.join(work, "limit-session.head")
+                run(["curl", "-s", "-f", "-D", head, "-o", "/dev/null", "-H", "Authorization: Bearer " + emulator.token,
+                     "-H", "Content-Type: application/json", "-H", "X-Upload-Content-Length: %d" % data.big_size,
+                     "--data-binary", json.dumps(dict(name=target, parents=[root])),
+                     emulator.url + "upload/drive/v3/files?uploadType=resumable"], 120)
+                location = re.search(r"(?im)^location:\s*(\S+)", open(head).read()).group(1)
+                run(["curl", "-s", "-f", "-o", "/dev/null", "-T", data.big, location], 1800)
+            r = measure(emulator, None, upload_big)
+            r["mib_per_s"] = data.big_size / 1048576 / r["wall"]
+            landed = api_child(emulator, root, target)
+            if landed.get("md5Checksum") != data.big_md5:
+                raise HarnessError("limit: the big file on Drive has md5 %s" % landed.get("md5Checksum"))
+            api_delete(emulator, landed["id"])
+            ctx.add("6", "limit-1", r)
+            progress("6", "limit-1", i, r)
+        # 7: the folders level by level, every file, then every file read back; all at once within a step.
+        if ctx.out_of_time():
+            ctx.note("7", "limit-par", "skipped: out of the time budget")
+            continue
+        shutil.rmtree(bodies, ignore_errors=True)
+        os.makedirs(bodies)
+        files, folders = data.tree
+        target = "w7-limit-%d" % i
+        ids = generate_ids(emulator, 1 + len(folders) + len(files))
+        folder_ids = {"": ids[0]}
+        levels = [[("drive/v3/files?fields=id", "application/json",
+                    write_body("top.json", json.dumps(dict(id=ids[0], name=target, mimeType=FOLDER, parents=[root])).encode()))]]
+        for k, rel in enumerate(folders):
+            folder_ids[rel] = ids[1 + k]
+            depth = rel.count(os.sep) + 1
+            while len(levels) <= depth:
+                levels.append([])
+            meta = dict(id=ids[1 + k], name=os.path.basename(rel), mimeType=FOLDER, parents=[folder_ids[os.path.dirname(rel)]])
+            levels[depth].append(("drive/v3/files?fields=id", "application/json", write_body("d%d.json" % k, json.dumps(meta).encode())))
+        file_ids = ids[1 + len(folders):]
+        posts = [(upload, mp, write_body("f%d" % k, multipart(dict(id=file_ids[k], name=os.path.basename(rel),
+                                                                  parents=[folder_ids[os.path.dirname(rel)]]), content)))
+                 for k, (rel, content) in enumerate(sorted(files.items()))]
+        ranges = [("%sdrive/v3/files/%s?alt=media" % (emulator.url, fid)) for fid in file_ids]
+
+        def upload_then_read():
+            t0 = now()
+            for level in levels:
+                curl_posts(emulator, level, True, streams)
+            curl_posts(emulator, posts, True, streams)
+            landed = now() - t0
+            lines = []
+            for url in ranges:
+                lines += ['url = "%s"' % url, 'header = "Authorization: Bearer %s"' % emulator.token, 'output = "/dev/null"', "next"]
+            config = os.path.join(work, "limit-reads.conf")
+            with open(config, "w") as f:
+                f.write("\n".join(lines[:-1]) + "\n")
+            run(["curl", "-s", "-f", "--parallel", "--parallel-max", str(streams), "-K", config], 1800,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            return dict(landed=landed)
+        r = measure(emulator, None, upload_then_read)
+        verify_on_drive(emulator, root, target, data.tree, "limit-par: workload 7")
+        ctx.add("7", "limit-par", r)
+        progress("7", "limit-par", i, r)
+    shutil.rmtree(bodies, ignore_errors=True)
+    ctx.note("6", "limit-par", "n/a (one file: one stream)")
+    ctx.note("7", "limit-1", "n/a (parallel only: one stream is one round trip per file and folder)")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -852,14 +1351,17 @@ def summarize(runs):
     rep = sorted(runs, key=lambda r: r["wall"])[len(runs) // 2]
     rss = [r["rss_kib"] for r in runs if r.get("rss_kib") is not None]
     cpu = [r["cpu"] for r in runs if r.get("cpu") is not None]
+    landed = [r["landed"] for r in runs if r.get("landed") is not None]
     return dict(median=med, min=min(walls), max=max(walls), runs=len(runs), requests=rep["requests"],
-                total_requests=sum(rep["requests"].values()), bytes=rep["bytes"],
+                total_requests=sum(rep["requests"].values()), bytes=rep["bytes"], refused=rep.get("refused", 0),
                 rss_kib=max(rss) if rss else None, cpu=statistics.median(cpu) if cpu else None,
-                mib_per_s=rep.get("mib_per_s"))
+                mib_per_s=rep.get("mib_per_s"), landed=statistics.median(landed) if landed else None)
 
 
 SHORT = {"files.list": "list", "files.get": "get", "files.get.media": "media", "changes.list": "changes",
-         "changes.getStartPageToken": "startToken", "about.get": "about", "drives.list": "drives"}
+         "changes.getStartPageToken": "startToken", "about.get": "about", "drives.list": "drives",
+         "files.create": "create", "files.create.upload": "upload", "files.update": "update",
+         "files.update.upload": "update-upload", "files.generateIds": "ids", "files.delete": "delete"}
 
 
 def methods_text(requests):
@@ -885,8 +1387,6 @@ def build_report(ctx, machine, rclone_status):
         for system in SYSTEMS:
             runs = ctx.results.get(wid, {}).get(system)
             note = ctx.notes.get(wid, {}).get(system)
-            if wid in ("5", "6", "7"):
-                note = WRITE_SKIP if system == "drivefs" else "skipped: measured with drivefs's write release"
             if system.startswith("rclone") and rclone_status != "ok" and not runs:
                 note = note or "rclone: " + rclone_status
             entry["systems"][system] = dict(summary=summarize(runs), runs=runs, note=note) if runs else dict(note=note or "—")
@@ -926,15 +1426,15 @@ def markdown(report, png_name):
                 cell = "%s (%s–%s)" % (human_s(x["median"]), human_s(x["min"]), human_s(x["max"]))
                 if x.get("mib_per_s"):
                     cell += ", %.0f MiB/s" % x["mib_per_s"]
+                if x.get("landed") is not None:
+                    cell += "; on Drive at %s" % human_s(x["landed"])
             else:
-                cell = e["note"] if w["id"] not in ("5", "6", "7") else "skipped"
+                cell = e["note"]
             cells.append(cell)
         for key in ("drivefs/rclone", "drivefs/rclone-10ms", "drivefs/limit"):
             v = w["ratios"].get(key)
             cells.append("—" if v is None else ("**%.2f**" % v if v > 1.0 else "%.2f" % v))
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append("Workloads 5, 6 and 7 (writes): " + WRITE_SKIP + ".")
     lines.append("")
     lines.append("API requests by method (the median run), bytes moved, peak RSS and CPU seconds of the filesystem process:")
     lines.append("")
@@ -942,8 +1442,6 @@ def markdown(report, png_name):
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for w in report["workloads"]:
-        if w["id"] in ("5", "6", "7"):
-            continue
         cells = [w["id"]]
         for s in SYSTEMS:
             e = w["systems"][s]
@@ -952,6 +1450,8 @@ def markdown(report, png_name):
                 continue
             x = e["summary"]
             cell = "%s; %s" % (methods_text(x["requests"]), human_bytes(x["bytes"]))
+            if x.get("refused"):
+                cell += "; %d refused (403 userRateLimitExceeded)" % x["refused"]
             if x["rss_kib"] is not None:
                 cell += "; RSS %s, CPU %.2f s" % (human_kib(x["rss_kib"]), x["cpu"] or 0.0)
             cells.append(cell)
@@ -1063,6 +1563,18 @@ def inner_main(config_path):
 
     status = 0
     try:
+        if "write" in cfg["parts"]:
+            write_state = os.path.join(work, "write-state")
+            shutil.rmtree(write_state, ignore_errors=True)
+            os.makedirs(write_state)
+            data = WriteData(cfg["write_seed"], os.path.join(cfg["main_seed"], "big", "big.bin"))
+            start(write_state)
+            try:
+                for system in systems:
+                    run_write_workloads(ctx, emulator, system, data)
+            finally:
+                stop()
+                shutil.rmtree(write_state, ignore_errors=True)
         if "main" in cfg["parts"]:
             start(cfg["main_state"])
             try:
@@ -1090,7 +1602,7 @@ def inner_main(config_path):
     return status
 
 
-def rclone_side(ctx, args, work, main_state, main_seed, scale_state, parts):
+def rclone_side(ctx, args, work, main_state, main_seed, scale_state, write_seed, parts):
     """Runs inner_main under unshare; merges its results into ctx. Returns a status string."""
     if not shutil.which("rclone"):
         return "not installed"
@@ -1100,8 +1612,11 @@ def rclone_side(ctx, args, work, main_state, main_seed, scale_state, parts):
     inner_work = os.path.join(work, "rclone-side")
     os.makedirs(inner_work, exist_ok=True)
     result = os.path.join(inner_work, "result.json")
+    if os.path.exists(result):
+        os.unlink(result)
     cfg = dict(work=inner_work, emulator=os.path.join(args.bin, "drivefs-emulator"), profile=ctx.profile_name,
-               main_state=main_state, main_seed=main_seed, scale_state=scale_state, parts=parts, result=result,
+               main_state=main_state, main_seed=main_seed, scale_state=scale_state, write_seed=write_seed, parts=parts,
+               result=result,
                deadline=ctx.deadline, tuned=not args.no_tuned, args=dict(size=args.size, bin=args.bin, budget=args.budget))
     cfg_path = os.path.join(inner_work, "config.json")
     with open(cfg_path, "w") as f:
@@ -1138,11 +1653,15 @@ def prepare_data(args, size, data_root, emulator_bin):
     """Seed trees and emulator state dirs, made once and kept under data_root (reused while DATA_VERSION
     and the size match: the runs only read)."""
     made = {}
-    for kind, writer in (("main", write_main_seed), ("scale", write_scale_seed)):
+    read_shape = ("tree_top", "tree_sub", "tree_files", "stat_fanout", "stat_files", "big_mib", "scale")
+    # The write sources have no emulator state: writes go to an empty drive of their own, made per run.
+    for kind, writer, keys, with_state in (("main", write_main_seed, read_shape, True),
+                                           ("scale", write_scale_seed, read_shape, True),
+                                           ("write", write_write_seed, ("write_files", "src_tree"), False)):
         base = os.path.join(data_root, "%s-%s" % (args.size, kind))
         marker = os.path.join(base, "ready")
         seed, state = os.path.join(base, "seed"), os.path.join(base, "state")
-        shape = {k: size[k] for k in ("tree_top", "tree_sub", "tree_files", "stat_fanout", "stat_files", "big_mib", "scale")}
+        shape = {k: size[k] for k in keys}
         want = "%s %s" % (DATA_VERSION, json.dumps(shape, sort_keys=True))
         if not (os.path.exists(marker) and open(marker).read() == want):
             shutil.rmtree(base, ignore_errors=True)
@@ -1150,8 +1669,9 @@ def prepare_data(args, size, data_root, emulator_bin):
             t0 = now()
             log("seeding %s data (%s) ..." % (kind, args.size))
             writer(seed, size)
-            emu = Emulator(emulator_bin, state, os.path.join(base, "seed.log"), seed=seed)
-            emu.stop()
+            if with_state:
+                emu = Emulator(emulator_bin, state, os.path.join(base, "seed.log"), seed=seed)
+                emu.stop()
             with open(marker, "w") as f:
                 f.write(want)
             log("seeded %s data in %.1f s" % (kind, now() - t0))
@@ -1229,7 +1749,8 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     try:
         data = prepare_data(args, size, args.data, emulator_bin)
-        (main_seed, main_state), (_, scale_state) = data["main"], data["scale"]
+        (main_seed, main_state), (_, scale_state), (write_seed, _) = data["main"], data["scale"], data["write"]
+        write_data = WriteData(write_seed, os.path.join(main_seed, "big", "big.bin"))
         # the profiles share what seeding left of the budget
         args.budget -= time.time() - start_all
         start_all = time.time()
@@ -1266,11 +1787,31 @@ def main():
                 rclone_status = "left out (--no-rclone)"
             else:
                 log("[%s] rclone side: private namespace, TLS front on 127.0.0.1:443" % profile)
-                rclone_status = rclone_side(ctx, args, work, main_state, main_seed, scale_state, ["main", "scale"])
+                rclone_status = rclone_side(ctx, args, work, main_state, main_seed, scale_state, write_seed, ["main", "scale"])
+            # The writes last (what the budget cuts first), on an empty drive of their own: drivefs and the
+            # limit, then rclone.
+            write_state = os.path.join(work, "write-state")
+            os.makedirs(write_state)
+            emulator = Emulator(emulator_bin, write_state, os.path.join(work, "emulator-write.log"), profile=PROFILES[profile])
+            cleanups.append(emulator.stop)
+            try:
+                drivefs.login(emulator)
+                run_write_workloads(ctx, emulator, drivefs, write_data)
+                run_limit_writes(ctx, emulator, write_data, work)
+            except HarnessError as e:
+                ctx.failures.append("drivefs side (writes): %s" % e)
+                log("FAIL %s" % e)
+            finally:
+                drivefs.unmount()
+                emulator.stop()
+                shutil.rmtree(write_state, ignore_errors=True)
+            if not args.no_rclone and rclone_status not in ("not installed",) and "missing" not in rclone_status:
+                log("[%s] rclone side, writes: private namespace, TLS front on 127.0.0.1:443" % profile)
+                writes_status = rclone_side(ctx, args, work, main_state, main_seed, scale_state, write_seed, ["write"])
+                if writes_status != "ok" and rclone_status == "ok":
+                    rclone_status = "partly failed"
             if rclone_status not in ("ok", "left out (--no-rclone)"):
                 log("[%s] rclone: %s" % (profile, rclone_status))
-            for wid in ("5", "6", "7"):
-                log("[%s] %-3s drivefs      %s" % (profile, wid, WRITE_SKIP))
             report = build_report(ctx, machine, rclone_status)
             stamp = datetime.date.today().isoformat()
             base = os.path.join(out_dir, "%s-%s" % (stamp, profile))

@@ -18,6 +18,7 @@ extension EmulatorServices {
             revoke: { token in _ = oauth.revoke(token: token) },
             writeServiceAccountKey: { url, tokenURL in try oauth.writeServiceAccountKey(to: url, tokenURL: tokenURL) },
             close: { drive.close() },
-            quirks: quirks)
+            quirks: quirks,
+            usage: { drive.usage() })
     }
 }

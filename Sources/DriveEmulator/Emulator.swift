@@ -42,13 +42,15 @@ public final class Emulator: Sendable {
         var http = HTTPServerConfig(host: config.host, port: config.port)
         http.publicURL = config.publicURL
         http.bandwidthBytesPerSecond = config.bandwidthBytesPerSecond
+        http.totalBandwidthBytesPerSecond = config.totalBandwidthBytesPerSecond
         http.maxConnections = config.maxConnections
         http.idleTimeout = config.idleTimeout
         http.readTimeout = config.readTimeout
         quirks = services.quirks ?? ListingQuirks(config.listingQuirks)
-        let control = ControlAPI(stats: counters, faults: faults, quirks: quirks, revoke: services.revoke)
+        let control = ControlAPI(stats: counters, faults: faults, quirks: quirks, revoke: services.revoke, usage: services.usage)
         let dispatcher = RequestDispatcher(control: control, providers: services.providers, stats: counters, faults: faults,
-                                           latencyMs: max(0, config.latencyMs), log: log)
+                                           latencyMs: max(0, config.latencyMs), log: log,
+                                           rateLimiter: config.userRateLimit.map(UserRateLimiter.init), clock: config.clock)
         self.server = HTTPServer(config: http, responder: dispatcher)
     }
 
@@ -94,6 +96,8 @@ public final class Emulator: Sendable {
     public func addFaults(_ rules: [FaultRule], seed: UInt64? = nil) { faults.add(rules, seed: seed) }
     public func clearFaults() { faults.clear() }
     public func revoke(token: String?) { services.revoke(token) }
+    /// What the drives hold (as `GET /__emulator/usage`); nil for services without a drive.
+    public func usage() -> DriveUsage? { services.usage?() }
     /// The listing quirks now in force (as `GET /__emulator/quirks`).
     public var listingQuirks: ListingQuirks.Settings { quirks.settings }
     /// Switches the listing quirks (as `POST /__emulator/quirks`); restarts their generator.

@@ -22,6 +22,11 @@ public struct EmulatorConfig: Sendable {
     public var latencyMs: Int
     /// Per-connection pacing of request and response bytes; nil = unlimited.
     public var bandwidthBytesPerSecond: Int?
+    /// Pacing of the bytes of all connections together, one budget they share fairly; nil = unlimited.
+    public var totalBandwidthBytesPerSecond: Int? = nil
+    /// Google's per-user rate limit: past it, requests get 403 `userRateLimitExceeded`; nil = off.
+    /// Its time is `clock`'s.
+    public var userRateLimit: UserRateLimit? = nil
     /// Access token lifetime, seconds.
     public var tokenLifetime: Int
     /// The refresh token that is always valid, for any client, until revoked.
@@ -81,12 +86,16 @@ public struct EmulatorServices: Sendable {
     /// The listing quirks that `/__emulator/quirks` switches (the Drive service's own object);
     /// nil: the control API keeps a detached one.
     public var quirks: ListingQuirks?
+    /// What the drives hold (`GET /__emulator/usage`); nil: that path answers 404.
+    public var usage: (@Sendable () -> DriveUsage)?
 
     public init(providers: [any RouteProvider], revoke: @escaping @Sendable (String?) -> Void = { _ in },
                 writeServiceAccountKey: (@Sendable (URL, String) throws -> Void)? = nil,
-                close: @escaping @Sendable () -> Void = {}, quirks: ListingQuirks? = nil) {
+                close: @escaping @Sendable () -> Void = {}, quirks: ListingQuirks? = nil,
+                usage: (@Sendable () -> DriveUsage)? = nil) {
         self.providers = providers
         self.quirks = quirks
+        self.usage = usage
         self.revoke = revoke
         self.writeServiceAccountKey = writeServiceAccountKey
         self.close = close

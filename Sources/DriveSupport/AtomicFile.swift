@@ -41,13 +41,15 @@ public enum AtomicFile {
         if dir >= 0 { _ = fsync(dir); close(dir) }
     }
 
-    /// Appends `bytes` with one O_APPEND descriptor (created with `mode`), without fsync: for
-    /// journals whose last line may be lost in a crash but never interleaves with another.
-    public static func append<C: ContiguousBytes>(_ bytes: C, to path: String, mode: mode_t = 0o600) throws {
+    /// Appends `bytes` with one O_APPEND descriptor (created with `mode`): for journals whose lines
+    /// never interleave. Without `durable`, no fsync: the last line may be lost in a crash. With it,
+    /// the line is on disk (fdatasync) when this returns.
+    public static func append<C: ContiguousBytes>(_ bytes: C, to path: String, mode: mode_t = 0o600, durable: Bool = false) throws {
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode)
         guard fd >= 0 else { throw Failure(operation: "open", path: path, errno: errno) }
         defer { close(fd) }
         if let e = bytes.withUnsafeBytes({ writeAll(fd, $0) }) { throw Failure(operation: "append to", path: path, errno: e) }
+        if durable, fdatasync(fd) != 0 { throw Failure(operation: "fdatasync", path: path, errno: errno) }
     }
 
     /// Writes everything, retrying EINTR and short writes; returns the errno of a failure.

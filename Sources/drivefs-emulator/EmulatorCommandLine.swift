@@ -75,6 +75,29 @@ enum EmulatorCommandLine {
         .value("bandwidth", "BYTES_PER_S", "limit each connection to BYTES_PER_S bytes per second") { config, text in
             config.bandwidthBytesPerSecond = try integer("--bandwidth", text, 1...Int(Int32.max))
         },
+        .value("total-bandwidth", "BYTES_PER_S", """
+            limit all connections together to BYTES_PER_S bytes per
+            second, shared fairly (N busy connections get about 1/N each)
+            """) { config, text in
+            config.totalBandwidthBytesPerSecond = try integer("--total-bandwidth", text, 1...Int(Int32.max))
+        },
+        .value("user-rate-limit", "REQ_PER_S", """
+            enforce Google's per-user rate limit: past REQ_PER_S requests per
+            second per user (after a burst), answer 403 userRateLimitExceeded
+            (Google's default quota: 12,000 per minute, i.e. 200)
+            """) { config, text in
+            guard let rate = Double(text), rate.isFinite, rate > 0, rate <= 1_000_000 else {
+                throw UsageError(description: "option --user-rate-limit: \"\(text)\" is not a number of requests per second in (0, 1000000]")
+            }
+            // A --user-rate-burst given before keeps its value (it is checked once all are read).
+            let burst = config.userRateLimit.map { $0.perSecond == 0 ? $0.burst : nil } ?? nil
+            config.userRateLimit = UserRateLimit(perSecond: rate, burst: burst)
+        },
+        .value("user-rate-burst", "N", "requests a user may send at once (default: one second's worth)") { config, text in
+            let burst = try integer("--user-rate-burst", text, 1...1_000_000)
+            // perSecond 0 until --user-rate-limit says (parse refuses a burst without a limit).
+            config.userRateLimit = UserRateLimit(perSecond: config.userRateLimit?.perSecond ?? 0, burst: burst)
+        },
         .value("faults", "FILE", "load scripted faults (JSON) from FILE") { config, text in
             config.faultsFile = URL(fileURLWithPath: text)
         },
@@ -167,6 +190,9 @@ enum EmulatorCommandLine {
                 try set(&config, value)
             }
             index += 1
+        }
+        if let limit = config.userRateLimit, limit.perSecond == 0 {
+            throw UsageError(description: "option --user-rate-burst needs --user-rate-limit")
         }
         return .run(config)
     }

@@ -71,7 +71,8 @@ final class EmulatorExecutableTests: XCTestCase {
     func testHelpAndVersion() throws {
         let help = try spawn(["--help"])
         XCTAssertEqual(help.waitForExit(timeout: 10), 0)
-        for flag in ["--host", "--port", "--public-url", "--state-dir", "--seed", "--latency", "--bandwidth", "--faults",
+        for flag in ["--host", "--port", "--public-url", "--state-dir", "--seed", "--latency", "--bandwidth", "--total-bandwidth",
+                     "--user-rate-limit", "--user-rate-burst", "--faults",
                      "--token-lifetime", "--refresh-token", "--write-service-account", "--log-level", "--max-parent-terms",
                      "--quirk-multi-parent-drop", "--quirk-seed"] {
             XCTAssertTrue(help.stdout.contains(flag), "help mentions \(flag)")
@@ -89,6 +90,13 @@ final class EmulatorExecutableTests: XCTestCase {
             (["--port"], "--port"),
             (["--latency", "-5"], "--latency"),
             (["--bandwidth", "0"], "--bandwidth"),
+            (["--total-bandwidth", "0"], "--total-bandwidth"),
+            (["--total-bandwidth", "fast"], "--total-bandwidth"),
+            (["--user-rate-limit", "0"], "--user-rate-limit"),
+            (["--user-rate-limit", "-3"], "--user-rate-limit"),
+            (["--user-rate-limit", "nan"], "--user-rate-limit"),
+            (["--user-rate-limit", "10", "--user-rate-burst", "0"], "--user-rate-burst"),
+            (["--user-rate-burst", "5"], "--user-rate-burst"),
             (["--log-level", "loud"], "--log-level"),
             (["--public-url", "ftp://x"], "--public-url"),
             (["stray"], "stray"),
@@ -151,5 +159,22 @@ final class EmulatorExecutableTests: XCTestCase {
         let r = try RawHTTP.request(port: port, "GET", "/drive/v3/files?q=\(q)", headers: [("Authorization", "Bearer \(token)")])
         XCTAssertEqual(r.status, 400, r.text)
         XCTAssertTrue(r.text.contains("The query is too complex."), r.text)
+    }
+
+    /// `--user-rate-limit` and `--user-rate-burst` reach the server: a rate so low that nothing refills
+    /// during the test (one request per 1,000 s), a burst of 2, so the third request is refused.
+    func testUserRateLimitFlagsRefusePastTheBurst() throws {
+        let (process, port) = try startEmulator(["--user-rate-limit", "0.001", "--user-rate-burst", "2"])
+        defer { process.terminate() }
+        let form = Array("grant_type=refresh_token&refresh_token=drivefs-emulator-refresh-token&client_id=a&client_secret=b".utf8)
+        let token = try RawHTTP.request(port: port, "POST", "/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                        body: form).json?["access_token"] as? String ?? ""
+        let statuses = try (0..<3).map { _ in
+            try RawHTTP.request(port: port, "GET", "/drive/v3/files", headers: [("Authorization", "Bearer \(token)")])
+        }
+        XCTAssertEqual(statuses.map(\.status), [200, 200, 403])
+        XCTAssertEqual(statuses[2].googleReason, "userRateLimitExceeded")
+        let stats = try RawHTTP.request(port: port, "GET", "/__emulator/stats").json
+        XCTAssertEqual((stats?["totals"] as? [String: Any])?["rateLimited"] as? Int, 1)
     }
 }

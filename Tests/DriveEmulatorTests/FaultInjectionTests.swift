@@ -153,6 +153,26 @@ final class FaultInjectionTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.15)
     }
 
+    /// `--total-bandwidth`: connections share one budget. Two 1 MiB downloads at once through a
+    /// 4 MiB/s total cap cannot both be done before (2 MiB − the cap's 1/20 s burst − a chunk per
+    /// connection) / 4 MiB/s ≈ 0.42 s (a lower bound the mechanism guarantees; nothing is asserted
+    /// about how much longer they take).
+    func testTotalBandwidthIsSharedByAllConnections() throws {
+        emulator.stop()
+        var config = EmulatorConfig()
+        config.totalBandwidthBytesPerSecond = 4 << 20
+        emulator = try startTestEmulator(config)
+        let port = self.port
+        let sizes = Locked<[Int]>([])
+        let started = Date()
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            let count = (try? RawHTTP.request(port: port, "GET", "/bytes?size=\(1 << 20)").body.count) ?? -1
+            sizes.withLock { $0.append(count) }
+        }
+        XCTAssertEqual(sizes.withLock { $0 }, [1 << 20, 1 << 20])
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.35)
+    }
+
     /// A request is counted before its answer is sent, so a client that has just read the answer
     /// sees it counted. Here the server still has work after answering (it must drain the 990
     /// unread body bytes the client holds back), so a count made after the exchange would be missing.

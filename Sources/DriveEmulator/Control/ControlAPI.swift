@@ -1,7 +1,7 @@
 import Foundation
 
 /// The emulator's own endpoints under `/__emulator/`: stats, faults, listing quirks, token
-/// revocation, health.
+/// revocation, health, what the drives hold.
 /// Control requests are neither counted in stats nor faulted.
 final class ControlAPI: Sendable {
     static let prefix = "/__emulator/"
@@ -10,12 +10,15 @@ final class ControlAPI: Sendable {
     private let faults: FaultPlan
     private let quirks: ListingQuirks
     private let revoke: @Sendable (String?) -> Void
+    private let usage: (@Sendable () -> DriveUsage)?
 
-    init(stats: EmulatorStats, faults: FaultPlan, quirks: ListingQuirks, revoke: @escaping @Sendable (String?) -> Void) {
+    init(stats: EmulatorStats, faults: FaultPlan, quirks: ListingQuirks, revoke: @escaping @Sendable (String?) -> Void,
+         usage: (@Sendable () -> DriveUsage)? = nil) {
         self.stats = stats
         self.faults = faults
         self.quirks = quirks
         self.revoke = revoke
+        self.usage = usage
     }
 
     func handles(_ request: HTTPRequest) -> Bool { request.path.hasPrefix(Self.prefix) }
@@ -27,6 +30,9 @@ final class ControlAPI: Sendable {
             return .json(200, ["status": "ok"])
         case ("stats", "GET"), ("stats", "HEAD"):
             return .json(200, stats.snapshot().json)
+        case ("usage", "GET"), ("usage", "HEAD"):
+            guard let usage else { return GoogleError.unknownPath(request.path).response }
+            return .json(200, usage().json)
         case ("reset-stats", "POST"):
             stats.reset()
             return .json(200, [String: Any]())
@@ -70,7 +76,7 @@ final class ControlAPI: Sendable {
         case ("quirks", "DELETE"):
             quirks.set(ListingQuirks.Settings(seed: quirks.settings.seed))
             return .json(200, quirks.json)
-        case ("health", _), ("stats", _), ("reset-stats", _), ("revoke", _), ("faults", _), ("quirks", _):
+        case ("health", _), ("stats", _), ("usage", _), ("reset-stats", _), ("revoke", _), ("faults", _), ("quirks", _):
             var error = GoogleError(405, reason: "httpMethodNotAllowed", message: "Method \(request.method) is not allowed on \(request.path).")
             error.extraHeaders.append(("Allow", Self.allowed(name)))
             return error.response
@@ -81,7 +87,7 @@ final class ControlAPI: Sendable {
 
     private static func allowed(_ name: String) -> String {
         switch name {
-        case "health", "stats": return "GET, HEAD"
+        case "health", "stats", "usage": return "GET, HEAD"
         case "faults", "quirks": return "GET, POST, DELETE"
         default: return "POST"
         }

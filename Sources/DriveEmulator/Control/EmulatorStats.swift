@@ -9,6 +9,9 @@ public struct MethodStats: Sendable, Equatable {
     public var statuses: [String: Int] = [:]
     public var bytesIn: Int64 = 0
     public var bytesOut: Int64 = 0
+    /// Requests refused by the per-user rate limit (403 `userRateLimitExceeded`; also counted in
+    /// `requests` and `statuses["403"]`). Scripted 403 faults are not counted here.
+    public var rateLimited = 0
 
     public init() {}
 
@@ -40,7 +43,7 @@ public struct MethodStats: Sendable, Equatable {
     }
 
     var json: [String: Any] {
-        ["requests": requests, "statuses": statuses, "bytesIn": bytesIn, "bytesOut": bytesOut]
+        ["requests": requests, "statuses": statuses, "bytesIn": bytesIn, "bytesOut": bytesOut, "rateLimited": rateLimited]
     }
 }
 
@@ -77,6 +80,11 @@ final class EmulatorStats: Sendable {
         }
     }
 
+    /// Counts a request of `key` refused by the per-user rate limit (before `record` counts the request).
+    func countRateLimited(_ key: String) {
+        state.withLock { $0[key, default: MethodStats()].rateLimited += 1 }
+    }
+
     func reset() { state.withLock { $0 = [:] } }
 
     func snapshot() -> EmulatorStatsSnapshot {
@@ -86,6 +94,7 @@ final class EmulatorStats: Sendable {
             totals.requests += m.requests
             totals.bytesIn += m.bytesIn
             totals.bytesOut += m.bytesOut
+            totals.rateLimited += m.rateLimited
             for (k, v) in m.statuses { totals.statuses[k, default: 0] += v }
         }
         return EmulatorStatsSnapshot(methods: methods, totals: totals)

@@ -1,7 +1,10 @@
+import DriveSupport
 import Foundation
 
 /// Routes each request: control API first, then the providers in order (OAuth, Drive), else
-/// Google's 404. Counted requests get the configured latency and the scripted faults.
+/// Google's 404. Counted requests get the configured latency, then the per-user rate limit (a
+/// request past its user's budget is refused with Google's 403 and reaches neither the faults nor
+/// the handler), then the scripted faults.
 final class RequestDispatcher: HTTPResponder {
     /// Stats key for requests no provider claims.
     static let unknownRouteKey = "unknown"
@@ -12,15 +15,20 @@ final class RequestDispatcher: HTTPResponder {
     let faults: FaultPlan
     let latencyMs: Int
     let log: EmulatorLog
+    let rateLimiter: UserRateLimiter?
+    /// The rate limiter's time.
+    let clock: any TimeSource
 
     init(control: ControlAPI, providers: [any RouteProvider], stats: EmulatorStats, faults: FaultPlan, latencyMs: Int,
-         log: EmulatorLog) {
+         log: EmulatorLog, rateLimiter: UserRateLimiter? = nil, clock: any TimeSource = SystemTimeSource()) {
         self.control = control
         self.providers = providers
         self.stats = stats
         self.faults = faults
         self.latencyMs = latencyMs
         self.log = log
+        self.rateLimiter = rateLimiter
+        self.clock = clock
     }
 
     func answer(_ request: HTTPRequest) -> HTTPAnswer {
@@ -31,6 +39,12 @@ final class RequestDispatcher: HTTPResponder {
             return HTTPAnswer(response: GoogleError.unknownPath(request.path).response, statsKey: Self.unknownRouteKey)
         }
         if latencyMs > 0 { Thread.sleep(forTimeInterval: Double(latencyMs) / 1000) }
+        if let rateLimiter, let identity = route.quotaIdentity?(),
+           !rateLimiter.admit(identity, now: UserRateLimiter.nanos(clock)) {
+            stats.countRateLimited(route.method)
+            return HTTPAnswer(response: GoogleError.userRateLimitExceeded(project: identity.project).response,
+                              statsKey: route.method)
+        }
         guard let hit = faults.next(for: route.method) else {
             return HTTPAnswer(response: Self.run(route, request, log: log), statsKey: route.method)
         }

@@ -106,6 +106,15 @@ final class ContentWriter {
         return copied
     }
 
+    /// Makes the bytes written so far durable (fdatasync): before a resumable chunk is acknowledged.
+    func sync() throws {
+        guard fd >= 0 else { return }
+        while fdatasync(fd) != 0 {
+            if errno == EINTR { continue }
+            throw DriveStore.StoreError.io("fdatasync \(path): \(String(cString: strerror(errno))) (errno \(errno))")
+        }
+    }
+
     private var summary: ContentSummary?
 
     /// Closes the file (idempotent); the checksums are empty strings for an appending writer.

@@ -243,6 +243,8 @@ extension DriveService {
                 let writer = try ContentWriter(appendingTo: sessions.dataPath(uploadId), hasher: session.hasher)
                 defer { writer.finish() }
                 do { appended = try writer.copy(from: r.body, limit: last + 1 - held) } catch { session.hasher = nil; throw error }
+                // The Range a 308 acknowledges must survive a crash (the client will not send it again).
+                if store.durable { try writer.sync() }
             }
             if skipped + appended < length {
                 // A chunked body that ended early (no declared length to check up front): undo.

@@ -44,10 +44,12 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
         self.clock = clock
         self.limits = limits
         self.quirks = quirks
-        store = try DriveStore(directory: directory, clock: clock)
+        // A state directory of the user's is made durable at every commit; a temporary one, which
+        // nothing can restart on, is not.
+        store = try DriveStore(directory: directory, clock: clock, durable: stateDirectory != nil)
         sessions = try UploadSessions(store: store)
         if let seedDirectory, store.read({ $0.data.items.count == 1 }) {
-            try SeedImporter(service: self).importTree(at: seedDirectory)
+            try store.bulkLoad { try SeedImporter(service: self).importTree(at: seedDirectory) }
         }
     }
 
@@ -72,7 +74,13 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
         var matched = request
         if let override { matched.method = override }
         guard let (name, handler) = DriveService.match(matched) else { return nil }
-        return Route(method: name) { [self] req in
+        // Chunks sent to a resumable session URI carry no token (the upload_id is the credential):
+        // charged to nobody.
+        let quota: () -> QuotaIdentity? = { [validator] in
+            DriveService.isResumableSessionRequest(name, request) ? nil
+                : validator.quotaIdentity(authorization: request.headers["Authorization"])
+        }
+        return Route(method: name, quotaIdentity: quota) { [self] req in
             guard override != nil else { return try serve(name, req, handler(self)) }
             let rewritten: HTTPRequest
             do { rewritten = try DriveService.applyMethodOverride(req) } catch let e as GoogleError { return e.response }
@@ -189,7 +197,16 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
         "files.emptyTrash", "drives.create", "drives.update", "drives.delete",
     ]
 
+    /// Answers a request, and sends nothing before what the answer says is on disk (`makeDurable`).
     private func serve(_ name: String, _ r: HTTPRequest, _ handler: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse {
+        let response = try answer(name, r, handler)
+        do { try store.makeDurable() } catch {
+            return GoogleError(500, reason: "backendError", message: "Backend Error").response
+        }
+        return response
+    }
+
+    private func answer(_ name: String, _ r: HTTPRequest, _ handler: (HTTPRequest) throws -> HTTPResponse) throws -> HTTPResponse {
         do {
             if !DriveService.isResumableSessionRequest(name, r) {
                 try authorize(name, r)

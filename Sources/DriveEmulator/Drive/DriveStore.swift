@@ -1,5 +1,6 @@
 import DriveSupport
 import Foundation
+import Synchronization
 
 /// The persisted part of My Drive's metadata.
 struct DriveSnapshot: Codable {
@@ -314,6 +315,18 @@ struct MetadataState {
 /// snapshot written after it, and replaying a record over a newer state of the same items ends in
 /// that newer state (records are whole items, last one wins), so a crash at any step loses nothing.
 ///
+/// Durability (`durable`, set when the state lives in a directory of the user's): every answer is
+/// sent only after what it says is on disk, so an emulator killed (SIGKILL, a crash, a power cut)
+/// after answering keeps what it answered. The commit points:
+/// - content (`adoptContent`): the file's data is fdatasynced, renamed into `content/`, and
+///   `content/` fsynced, all before the journal line that names it is written;
+/// - the journal: a mutation's line is written under the lock; `makeDurable()`, which the service
+///   calls before every answer, waits until an fdatasync covers every line written so far (group
+///   commit, `JournalCommits`: concurrent requests share one sync);
+/// - a journal rotation (compaction) fdatasyncs the old journal and fsyncs the directory under the
+///   lock; snapshots are written by `AtomicFile` (fsync, rename, directory fsync).
+/// Seeding (`bulkLoad`) defers all of it to one `sync()` at its end: nothing has been answered yet.
+///
 /// Lock order: `UploadSessions` locks may be held when taking the metadata lock, never the reverse.
 /// The metadata lock is never held while content streams (only for journal appends and the
 /// journal rotation); a task of the compaction queue may take it, so nothing waits for that queue
@@ -336,10 +349,24 @@ final class DriveStore: @unchecked Sendable {
     /// are written for real (a torn line), then write(2) fails with `errno` (ENOSPC, EIO, ...).
     let journalFault = Locked<(@Sendable (_ length: Int) -> (written: Int, errno: Int32)?)?>(nil)
     private let compaction = DispatchQueue(label: "drivefs-emulator.snapshot")
+    /// Whether commits are made durable (fdatasync); false for a temporary state directory.
+    let durable: Bool
+    /// Journal lines written so far, over every journal file (updated under the metadata lock).
+    private let appended = Atomic<Int64>(0)
+    let commits = JournalCommits()
+    /// While seeding: no per-commit syncs (one `sync()` at the end).
+    private let bulk = Atomic<Bool>(false)
+    /// Test seam: told of each content file made durable (its name in `content/`), after the
+    /// directory sync and before the journal line that names it.
+    let onContentDurable = Locked<(@Sendable (_ name: String) -> Void)?>(nil)
+    /// Test seam: told of each journal line written (its number, the content files its items name),
+    /// under the metadata lock.
+    let onJournalLine = Locked<(@Sendable (_ line: Int64, _ contentFiles: [String]) -> Void)?>(nil)
 
-    init(directory: URL, clock: TimeSource) throws {
+    init(directory: URL, clock: TimeSource, durable: Bool = false) throws {
         self.directory = directory
         self.clock = clock
+        self.durable = durable
         contentDirectory = directory.appendingPathComponent("content")
         tempDirectory = directory.appendingPathComponent("tmp")
         uploadsDirectory = directory.appendingPathComponent("uploads")
@@ -385,6 +412,8 @@ final class DriveStore: @unchecked Sendable {
         unlink(oldJournalURL.path)
         let fd = open(journalURL.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw StoreError.io("cannot open \(journalURL.path): errno \(errno)") }
+        // The journal's directory entry (perhaps new) must be on disk before its lines count.
+        if durable { DriveStore.syncDirectory(directory.path) }
         metadata = Locked((state, fd, 0, false))
         // Content no item refers to: a crash between writing content and journaling it.
         let referenced = Set(state.data.items.values.flatMap(\.allContentFiles))
@@ -451,6 +480,8 @@ final class DriveStore: @unchecked Sendable {
             }
             m.state.undo = UndoLog()
             m.journalLines += 1
+            let line = appended.add(1, ordering: .releasing).newValue
+            if let seam = onJournalLine.withLock({ $0 }) { seam(line, record.put?.flatMap(\.allContentFiles) ?? []) }
             if m.journalLines > max(2000, m.state.data.items.count), !m.compacting {
                 compact(&m)
             }
@@ -499,12 +530,23 @@ final class DriveStore: @unchecked Sendable {
             }
             return
         }
+        // Every line so far must be durable before its journal is renamed away (a waiter's sync
+        // would otherwise cover only the new journal); one sync under the lock per compaction.
+        if durable, !bulk.load(ordering: .relaxed) {
+            guard fdatasync(m.journalFD) == 0 else { return }
+        }
+        let through = appended.load(ordering: .relaxed)
         guard rename(journalURL.path, oldJournalURL.path) == 0 else { return }
         let fd = open(journalURL.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             // Put the journal back and keep appending to it; compaction is retried later.
             rename(oldJournalURL.path, journalURL.path)
             return
+        }
+        if durable, !bulk.load(ordering: .relaxed) {
+            // The rename and the new journal's entry.
+            DriveStore.syncDirectory(directory.path)
+            commits.markDurable(through: through)
         }
         Foundation.close(m.journalFD)
         m.journalFD = fd
@@ -532,11 +574,65 @@ final class DriveStore: @unchecked Sendable {
     /// A fresh path under `tmp/` for content being written.
     func newTempPath() -> String { tempDirectory.appendingPathComponent(SecureRandom.token(length: 16)).path }
 
-    /// Moves finished content into `content/` under a new revision-unique name.
+    /// Moves finished content into `content/` under a new revision-unique name. Durable: the data
+    /// and the rename are on disk when this returns, before any journal line can name the file.
     func adoptContent(tempPath: String) throws -> String {
         let name = SecureRandom.token(length: 24)
+        let syncing = durable && !bulk.load(ordering: .relaxed)
+        if syncing { try DriveStore.syncData(path: tempPath) }
         guard rename(tempPath, contentPath(name)) == 0 else { throw StoreError.io("rename \(tempPath): errno \(errno)") }
+        if syncing {
+            DriveStore.syncDirectory(contentDirectory.path)
+            onContentDurable.withLock { $0 }?(name)
+        }
         return name
+    }
+
+    // MARK: Durability
+
+    /// Returns once every journal line written so far is on disk (nothing to do when not durable).
+    /// Called before each answer: whatever the answer says (a mutation of its own, or state another
+    /// request changed and this one read) was journaled before, so it is covered. Throws
+    /// `StoreError.journal` when the disk failed; the emulator then answers 500 to everything, as
+    /// what is on disk is unknown.
+    func makeDurable() throws {
+        guard durable, !bulk.load(ordering: .relaxed) else { return }
+        let line = appended.load(ordering: .acquiring)
+        try commits.waitUntilDurable(line) {
+            metadata.withLock { m in (m.journalFD >= 0 ? dup(m.journalFD) : -1, appended.load(ordering: .relaxed)) }
+        }
+    }
+
+    /// Runs `body` (seeding) without per-commit syncs, then makes everything durable at once.
+    func bulkLoad<R>(_ body: () throws -> R) throws -> R {
+        bulk.store(true, ordering: .relaxed)
+        defer { bulk.store(false, ordering: .relaxed) }
+        let result = try body()
+        if durable {
+            sync()
+            commits.markDurable(through: appended.load(ordering: .relaxed))
+        }
+        return result
+    }
+
+    /// fdatasync of a file's data, by path.
+    static func syncData(path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError.io("open \(path): errno \(errno)") }
+        defer { Foundation.close(fd) }
+        while fdatasync(fd) != 0 {
+            if errno == EINTR { continue }
+            throw StoreError.io("fdatasync \(path): \(String(cString: strerror(errno))) (errno \(errno))")
+        }
+    }
+
+    /// fsync of a directory, so that renames and new entries in it survive a crash. Best effort: a
+    /// directory that cannot be opened has bigger problems, which the next write reports.
+    static func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        while fsync(fd) != 0 && errno == EINTR {}
+        Foundation.close(fd)
     }
 
     /// Content that no item refers to any more, with the (wall-clock) time it was released.

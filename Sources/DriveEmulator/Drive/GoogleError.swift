@@ -13,6 +13,8 @@ public struct GoogleError: Error {
     public var locationType: String?
     public var status: String?
     public var itemMessage: String?
+    /// `errors[0].extendedHelp`: a URL Google adds to some errors (quota errors name the quota page).
+    public var extendedHelp: String?
     public var extraHeaders: [(String, String)] = []
     /// `google.rpc.ErrorInfo` entries of `details` (ESF auth errors carry one).
     public var details: [GoogleErrorInfo] = []
@@ -35,6 +37,7 @@ public struct GoogleError: Error {
                                              ("reason", .string(reason))]
         if let location { item.append(("location", .string(location))) }
         if let locationType { item.append(("locationType", .string(locationType))) }
+        if let extendedHelp { item.append(("extendedHelp", .string(extendedHelp))) }
         var error: [(String, OrderedJSON)] = [("code", .int(code)), ("message", .string(message)), ("errors", .array([.object(item)]))]
         if let status { error.append(("status", .string(status))) }
         if !details.isEmpty { error.append(("details", .array(details.map(\.ordered)))) }
@@ -91,4 +94,15 @@ public enum AccessCheck: Sendable, Equatable {
 /// Validates access tokens; the OAuth part of the emulator implements it, the Drive part asks it.
 public protocol AccessTokenValidator: AnyObject, Sendable {
     func check(authorization: String?) -> AccessCheck
+    /// Who a request with this `Authorization` is charged to under the per-user rate limit; nil when
+    /// the token grants nothing (the request is answered 401 and charged to nobody).
+    func quotaIdentity(authorization: String?) -> QuotaIdentity?
+}
+
+extension AccessTokenValidator {
+    /// Validators that know no accounts charge each token on its own, to one project.
+    public func quotaIdentity(authorization: String?) -> QuotaIdentity? {
+        guard case .granted = check(authorization: authorization), let authorization else { return nil }
+        return QuotaIdentity(subject: authorization, project: "0")
+    }
 }

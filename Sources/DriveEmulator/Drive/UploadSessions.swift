@@ -62,11 +62,16 @@ final class UploadSessions: @unchecked Sendable {
 
     func dataPath(_ id: String) -> String { directory.appendingPathComponent("\(id).data").path }
 
+    /// The data file first, then the record: the record's durable write (`AtomicFile` fsyncs the
+    /// directory) also makes the data file's entry durable, so an answered session survives a crash.
     func create(_ record: UploadSessionRecord) throws -> Session {
         let session = Session(record)
-        try save(record)
         guard FileManager.default.createFile(atPath: dataPath(record.uploadId), contents: nil) else {
             throw DriveStore.StoreError.io("cannot create \(dataPath(record.uploadId))")
+        }
+        do { try save(record) } catch {
+            unlink(dataPath(record.uploadId))
+            throw error
         }
         sessions.withLock { $0[record.uploadId] = session }
         return session

@@ -22,8 +22,9 @@ final class HTTPConnection {
         self.server = server
         self.stream = SocketStream(fd: fd, bufferSize: server.config.maxHeadBytes + 1024,
                                    sendTimeoutSeconds: server.config.sendTimeout)
-        if let rate = server.config.bandwidthBytesPerSecond, rate > 0 {
-            stream.throttle = BandwidthThrottle(bytesPerSecond: rate)
+        let rate = server.config.bandwidthBytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
+        if rate != nil || server.sharedBandwidth != nil {
+            stream.throttle = BandwidthThrottle(bytesPerSecond: rate, shared: server.sharedBandwidth)
         }
     }
 

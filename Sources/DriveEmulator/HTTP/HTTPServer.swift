@@ -24,6 +24,8 @@ public struct HTTPServerConfig: Sendable {
     public var sendTimeout: Int = 60
     /// Per-connection pacing of request and response bytes; nil for unlimited.
     public var bandwidthBytesPerSecond: Int?
+    /// Pacing of the bytes of all connections together (one budget they share); nil for unlimited.
+    public var totalBandwidthBytesPerSecond: Int?
 
     public init(host: String = "127.0.0.1", port: Int = 0) {
         self.host = host
@@ -112,10 +114,15 @@ public final class HTTPServer: Sendable {
     }
     private let state = Locked(State())
     private let threads = DispatchGroup()
+    /// The budget every connection's throttle shares (`totalBandwidthBytesPerSecond`).
+    let sharedBandwidth: SharedBandwidth?
 
     public init(config: HTTPServerConfig, responder: any HTTPResponder) {
         self.config = config
         self.responder = responder
+        sharedBandwidth = config.totalBandwidthBytesPerSecond.flatMap { rate in
+            rate > 0 ? SharedBandwidth(bytesPerSecond: rate, now: BandwidthThrottle.monotonicNanos()) : nil
+        }
     }
 
     /// The bound port (valid after `start`).

@@ -176,8 +176,13 @@ public struct HTTPResponse {
 public struct Route {
     public let method: String
     public let handle: (HTTPRequest) throws -> HTTPResponse
-    public init(method: String, handle: @escaping (HTTPRequest) throws -> HTTPResponse) {
+    /// Who the request is charged to under the per-user rate limit (asked only when one is
+    /// configured, before `handle`); nil, or a nil answer: nobody, the request is never refused for it.
+    public let quotaIdentity: (() -> QuotaIdentity?)?
+    public init(method: String, quotaIdentity: (() -> QuotaIdentity?)? = nil,
+                handle: @escaping (HTTPRequest) throws -> HTTPResponse) {
         self.method = method
+        self.quotaIdentity = quotaIdentity
         self.handle = handle
     }
 }

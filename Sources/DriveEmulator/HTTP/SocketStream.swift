@@ -16,7 +16,7 @@ enum SocketError: Error, Equatable {
 ///
 /// Reads wait with `poll` so that a timeout (or `shutdown` from `HTTPServer.stop`) ends them;
 /// writes use `MSG_NOSIGNAL` and a send timeout. Bytes read and written pass through the
-/// connection's `BandwidthThrottle` when one is set.
+/// connection's `BandwidthThrottle` when one is set (its own rate, the rate all connections share).
 final class SocketStream {
     let fd: Int32
     /// Raw bytes moved, headers included.

@@ -70,6 +70,34 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
         }
     }
 
+    /// The Cloud project number charged for clients whose ID does not start with one (Google's
+    /// client IDs are `PROJECTNUMBER-….apps.googleusercontent.com`), and for the service account.
+    public static let projectNumber = "100000000001"
+
+    /// The account behind an access token: the emulator's one user for tokens from its consent and
+    /// refresh-token grants, the service account for JWT grants; the project is the client's.
+    public func quotaIdentity(authorization: String?) -> QuotaIdentity? {
+        guard let token = Self.bearerToken(authorization) else { return nil }
+        let now = clock.now()
+        guard let grant = grants.withLock({ g in g.accessTokens[token].flatMap { $0.expiresAt > now ? $0 : nil } }) else {
+            return nil
+        }
+        if grant.clientID == Self.serviceAccountClientID {
+            return QuotaIdentity(subject: Self.serviceAccountEmail, project: Self.projectNumber)
+        }
+        let prefix = (grant.clientID ?? "").prefix { $0 != "-" }
+        let project = !prefix.isEmpty && prefix.allSatisfy({ $0.isASCII && $0.isNumber }) ? String(prefix) : Self.projectNumber
+        return QuotaIdentity(subject: DriveUser().emailAddress, project: project)
+    }
+
+    /// The token of `Bearer TOKEN` (any case), or nil.
+    static func bearerToken(_ authorization: String?) -> String? {
+        guard let authorization, !authorization.trimmingCharacters(in: .whitespaces).isEmpty else { return nil }
+        let parts = authorization.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+
     // MARK: Control
 
     /// Revokes one token (a refresh token with its access tokens, an access token with the refresh
@@ -191,8 +219,9 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
 
     /// `oauth.json` holds everything durable (refresh tokens, revocations, the key) and the access
     /// tokens alive when it was written; access tokens minted since are appended, one JSON line
-    /// each, to `oauth-access.log` (cheap, no fsync: losing one only costs its client a refresh).
-    /// Every full write truncates the log. Both are mode 0600.
+    /// each, to `oauth-access.log`, fdatasynced before the token is answered (a client such as rclone
+    /// does not refresh on a 401, so a token lost in a crash would stop it). Every full write
+    /// truncates the log. Both are mode 0600.
     static let stateFileName = "oauth.json"
     static let accessLogName = "oauth-access.log"
 
@@ -224,8 +253,15 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
         copy.pruneExpired(now: clock.now())
         guard let data = try? JSONEncoder().encode(copy) else { return }
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try? AtomicFile.write(data, to: directory.appendingPathComponent(Self.stateFileName).path, mode: 0o600)
-        _ = truncate(directory.appendingPathComponent(Self.accessLogName).path, 0)
+        // The log exists before the base file's write fsyncs the directory, so that its entry is on
+        // disk before any line appended to it is answered; it is emptied only once the base holds all.
+        let logPath = directory.appendingPathComponent(Self.accessLogName).path
+        let log = open(logPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        if log >= 0 { close(log) }
+        guard (try? AtomicFile.write(data, to: directory.appendingPathComponent(Self.stateFileName).path, mode: 0o600)) != nil else {
+            return  // the log still holds what the old base lacks
+        }
+        _ = truncate(logPath, 0)
     }
 
     /// Records one freshly minted access token. Call inside `grants.withLock`.
@@ -238,7 +274,7 @@ public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked
         }
         guard var line = try? JSONEncoder().encode(AccessLogLine(token: token, grant: grant)) else { return }
         line.append(UInt8(ascii: "\n"))
-        try? AtomicFile.append(Array(line), to: directory.appendingPathComponent(Self.accessLogName).path, mode: 0o600)
+        try? AtomicFile.append(Array(line), to: directory.appendingPathComponent(Self.accessLogName).path, mode: 0o600, durable: true)
     }
 
     static func jsonString(_ s: String) -> String {
