@@ -107,6 +107,16 @@ final class WritePathTests: XCTestCase {
         XCTAssertEqual(try harness.read(inode), Array("abcdef".utf8), "after close, before the upload landed")
     }
 
+    func testReadingBackWhatWasUploadedDownloadsNothing() throws {
+        let bytes = CoreHarness.pattern(700_000, seed: 9)
+        let inode = try writeFile(.root, "back.bin", bytes)
+        drain()
+        XCTAssertEqual(fake.children(of: fake.rootID).first { $0.name == "back.bin" }.flatMap { fake.content(of: $0.id) }, bytes)
+        fake.resetCounters()
+        XCTAssertEqual(try harness.read(inode), bytes)
+        XCTAssertEqual(fake.downloadedBytes, 0, "the uploaded copy should serve reads of the new version")
+    }
+
     func testOpenWithTruncateFetchesNothing() throws {
         let id = fake.addFile("big.bin", content: CoreHarness.pattern(2 << 20, seed: 2))
         let inode = try harness.lookup(.root, "big.bin").inode

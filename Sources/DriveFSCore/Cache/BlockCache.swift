@@ -207,6 +207,38 @@ public final class BlockCache: Sendable {
         return Handle(entry: entry)
     }
 
+    /// Takes complete content of version `key` (`size` bytes, at `path`, open as `descriptor`) as
+    /// its cached copy: a file just uploaded, so that reading it back downloads nothing. The file
+    /// is hard-linked into the cache when it can be (no byte copied; its owner may delete its own
+    /// name), else copied from the descriptor. Nothing happens when the version is cached or open
+    /// already, or when the copy fails (the cache simply does not have it).
+    public func adopt(_ key: ContentKey, size: Int64, path: String, descriptor: Int32) {
+        condition.lock()
+        defer { condition.unlock() }
+        if let existing = entries[key] {
+            if existing.pins > 0 || existing.presentCount == existing.blockCount { return }
+            remove(existing)
+        }
+        let entry = Entry(key: key, size: size, path: newPath(for: key), blockSize: blockSize)
+        if link(path, entry.path) != 0 {
+            let fd = Glibc.open(entry.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { return }
+            defer { close(fd) }
+            do throws(FilesystemError) {
+                if ftruncate(fd, off_t(size)) != 0 { throw .ioError }
+                try LocalContent.copy(from: descriptor, to: fd, offset: 0, length: size)
+            } catch {
+                unlink(entry.path)
+                return
+            }
+        }
+        entries[key] = entry
+        for b in 0..<entry.blockCount where entry.setPresent(b) { usage += blockBytes(entry, b) }
+        entry.dirty = true
+        indexDirty = true
+        evictIfNeeded()
+    }
+
     /// Unpins; the last release of a version closes its file (its blocks are recorded by the next
     /// index write, off the caller's path: closing a file never waits for the disk).
     public func release(_ handle: Handle) {

@@ -595,6 +595,9 @@ extension DriveFilesystem {
             node.file = updated
             node.file.parents = parents
             node.file.name = name
+            // A local state still shown (an upload landing) must not hide the change.
+            if let permissions { node.local?.permissions = permissions }
+            if let modified { node.local?.modifiedMillis = modified }
         }
     }
 
@@ -687,7 +690,15 @@ extension DriveFilesystem {
         let held = locals.withLock { $0[inode] }
         let heldCopy = held.map { c -> Bool in
             c.lock.lock(); defer { c.lock.unlock() }
-            if c.sealed && c.path == outcome.contentPath { c.landed = true }
+            if c.sealed && c.path == outcome.contentPath {
+                c.landed = true
+                // What was just uploaded is Drive's new version, byte for byte: reading it back
+                // costs no download.
+                if outcome.error == nil, !outcome.wasConflict, let landed = outcome.file, landed.size == c.size,
+                   let key = ContentKey(landed, exportFormats: configuration.exportFormats) {
+                    cache.adopt(key, size: c.size, path: c.path, descriptor: c.descriptor)
+                }
+            }
             return !c.landed
         } ?? false
         defer {
@@ -728,6 +739,15 @@ extension DriveFilesystem {
             node.file = landed
             node.file.name = name
             if !parents.isEmpty { node.file.parents = parents }
+            // What was changed here is at least as new as what this upload carried (a chmod or
+            // touch made on Drive while it ran, or sent after it): it stays what the file shows.
+            if let local = node.local {
+                node.file.modifiedTime = local.modifiedMillis
+                if let permissions = local.permissions {
+                    node.file.appProperties = (node.file.appProperties ?? [:]).merging(
+                        [AppPropertyKeys.mode: String(permissions, radix: 8)]) { _, new in new }
+                }
+            }
             if !pendingNewer && !heldCopy { node.local = nil }
         }
         trashIfRemoved(outcome)
