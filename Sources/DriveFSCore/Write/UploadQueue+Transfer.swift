@@ -153,6 +153,16 @@ extension UploadQueue {
     /// Creates `id` with the job's content; an ID found taken is an earlier upload of this file
     /// (drivefs reserved it for this file alone), which is brought up to date instead.
     private func createOurs(_ job: UploadJob, id: String, name: String, _ digest: Digest3, _ running: Running) throws -> DriveFile {
+        let file = try createOrFind(job, id: id, name: name, digest, running)
+        if file.trashed, id == job.target, job.conflictCopy == nil {
+            // Ours, landed before (a crash or a lost answer hid it) and trashed on Drive since:
+            // made again, as a file gone from Drive is.
+            return try recreate(job.seq, wasTrashed: true, digest, running)
+        }
+        return file
+    }
+
+    private func createOrFind(_ job: UploadJob, id: String, name: String, _ digest: Digest3, _ running: Running) throws -> DriveFile {
         let session = sessionPath(id)
         running.sessionFiles.withLock { if !$0.contains(session) { $0.append(session) } }
         if let resumed = try resume(session, job, id: id, isUpdate: false, digest) { return resumed }
@@ -165,6 +175,7 @@ extension UploadQueue {
             }
         } catch let failure as JobFailure where failure.drive?.reason == "fileIdInUse" {
             let head = try step(.other) { try backend.getFile(id) }
+            if head.trashed { return head }
             log.info("uploads", "\(request.displayPath): an earlier upload of it is on Drive under \(id); bringing that one up to date")
             if Self.holds(head, digest) { return head }
             return try step(.update) {
@@ -185,12 +196,7 @@ extension UploadQueue {
             head = nil
         }
         guard let head, !head.trashed else {
-            let newID = try step(.other) { try backend.reserveFileID() }
-            try decide(.retarget(seq: seq, target: newID), seq: seq, point: .retargeted(job.fileID))
-            log.warning("uploads", "\(job.request.displayPath): the file is gone from Drive (\(head == nil ? "deleted" : "trashed")); "
-                        + "uploading it again as a new file (\(newID))")
-            let now = try current(seq)
-            return (try createOurs(now, id: newID, name: now.request.name, digest, running), false)
+            return (try recreate(seq, wasTrashed: head != nil, digest, running), false)
         }
         if Self.holds(head, digest) { return (head, false) }
         if Self.conflicts(head, job.request) {
@@ -212,6 +218,18 @@ extension UploadQueue {
                                       modifiedTime: request.modifiedTime, sessionFile: session, appProperties: Self.properties(request))
         }
         return (file, false)
+    }
+
+    /// The file is gone from Drive (deleted, or trashed): it is created again under a new ID,
+    /// journaled before the create.
+    private func recreate(_ seq: UInt64, wasTrashed: Bool, _ digest: Digest3, _ running: Running) throws -> DriveFile {
+        let job = try current(seq)
+        let newID = try step(.other) { try backend.reserveFileID() }
+        try decide(.retarget(seq: seq, target: newID), seq: seq, point: .retargeted(job.fileID))
+        log.warning("uploads", "\(job.request.displayPath): the file is gone from Drive (\(wasTrashed ? "trashed" : "deleted")); "
+                    + "uploading it again as a new file (\(newID))")
+        let now = try current(seq)
+        return try createOurs(now, id: newID, name: now.request.name, digest, running)
     }
 
     /// Continues a persisted resumable session of this very content, if there is one; a session of
@@ -258,6 +276,7 @@ extension UploadQueue {
                 return UploadOutcome(request: now.request, file: file, wasConflict: wasConflict, contentPath: now.contentPath)
             }
             guard let outcome else { continue }
+            log.debug("uploads", "\(outcome.request.displayPath): job \(seq) landed as \(file.id) revision \(file.headRevisionId ?? "?")")
             withLock { $0.onFinished }?(outcome)
             removeContent(outcome.contentPath)
             running.sessionFiles.withLock { $0 }.forEach { unlink($0) }

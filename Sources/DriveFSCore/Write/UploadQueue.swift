@@ -143,13 +143,19 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         let journal = try UploadJournal(directory: directory, compactionBound: compactionBound, log: log)
         let (records, report) = try journal.replay()
         var state = UploadQueueState(replaying: records)
+        // Files open for writing when the last run ended are nobody's now: queued, and the queue's
+        // (compacted below, so that a later replay agrees).
+        let wereOpen = state.jobs.values.contains { !$0.ready }
         state.readyAll()
         let live = Set(state.jobs.values.map(\.contentPath))
         for move in state.failedMoves where !live.contains(move.from) && LocalFiles.exists(move.from) && !LocalFiles.exists(move.to) {
             try? LocalFiles.move(move.from, to: move.to)
         }
-        for path in state.leftoverContent where LocalFiles.exists(path) { unlink(path) }
-        if report.skippedBytes > 0 || journal.wantsCompaction {
+        for path in state.leftoverContent where LocalFiles.exists(path) {
+            // Content of jobs that ended just before a crash, which the queue had not removed yet.
+            if unlink(path) == 0 { log.debug("uploads", "removed \(path), left by a job that ended before a restart") }
+        }
+        if report.skippedBytes > 0 || wereOpen || journal.wantsCompaction {
             try journal.compact(to: state.snapshot)
         }
         let uploads = state.ordered.filter { $0.kind == .upload }
@@ -203,7 +209,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
 
     func removeContent(_ path: String) {
         guard !path.isEmpty, !withLock({ Self.isReferenced(path, $0) }) else { return }
-        unlink(path)
+        if unlink(path) == 0 { log.debug("uploads", "removed \(path)") }
     }
 
     // MARK: UploadQueueing
@@ -233,6 +239,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         try Self.record(.commit(seq: seq, request: request, contentPath: contentPath, ready: ready, replaces: replaces?.seq,
                                 rebasedOn: rebasedOn), &shared)
         if let replaces, replaces.ready, replaces.contentPath != contentPath { superseded = replaces.contentPath }
+        log.debug("uploads", "\(request.displayPath): job \(seq) committed\(ready ? "" : " (still open)"), content \(contentPath)"
+                  + (replaces.map { ", replacing job \($0.seq)" } ?? "") + (rebasedOn.map { ", over our upload \($0.headRevisionId ?? "?")" } ?? ""))
         if crashes(at: .committed(request.fileID), &shared) { throw FilesystemError(errno: EIO) }
         compactIfWanted(&shared)
         lock.broadcast()
@@ -298,6 +306,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             }
             if running != nil { s.running[fileID]?.flag.cancel() }
             dropped = jobs.filter { $0.ready && $0.seq != running?.seq }.map(\.contentPath)
+            log.debug("uploads", "\(first.request.displayPath): cancelled \(jobs.map(\.seq))" + (removal.map { ", removal job \($0.seq) of \($0.target)" } ?? ""))
             _ = crashes(at: .cancelled(fileID), &s)
             compactIfWanted(&s)
             lock.broadcast()
@@ -308,7 +317,11 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     public func waitUntilUploaded(_ fileID: String, deadline: Double, cancellation: CancellationFlag?) throws(FilesystemError) {
         lock.lock()
         defer { lock.unlock() }
-        guard let awaited = shared.state.jobs(of: fileID).last(where: { $0.kind == .upload && $0.ready })?.seq else { return }
+        guard let awaited = shared.state.jobs(of: fileID).last(where: { $0.kind == .upload && $0.ready })?.seq else {
+            // Nothing in flight: the file's last upload, if it failed for good, still says so.
+            if let error = shared.settled[fileID]?.error { throw error }
+            return
+        }
         shared.waiters[fileID, default: 0] += 1
         defer {
             shared.waiters[fileID]! -= 1
