@@ -15,7 +15,7 @@ requests the per-user rate limit refused (the emulator's /__emulator/stats, rese
 RSS (VmHWM) and CPU seconds (utime + stime) of the filesystem process. The writes (5-7) go to an empty drive of
 their own and count as done when the emulator holds every file (/__emulator/usage, not a counted request):
 drivefs is told with `drivefs unmount`, which returns once its uploads are on Drive; rclone's write-back runs on
-its own. A mount that refuses writes (EROFS: drivefs's read-only release) is reported as "not writable yet".
+its own. A mount that refuses writes (EROFS, as drivefs's read-only release did) is reported as "not writable yet".
 Per profile the reads run first on every system, then the writes (what the time budget cuts first). Outputs: OUT/<date>-<profile>.json, a markdown table (written
 into --docs between markers, or OUT/<date>-<profile>.md), a PNG of the ratios when matplotlib is available.
 
@@ -801,7 +801,7 @@ def run_scale(ctx, emulator, system):
 # ---------------------------------------------------------------------------------------------------
 # Writes (workloads 5, 6, 7), on an empty drive of their own
 
-# What a mount that takes no writes answers: drivefs's read-only release says EROFS.
+# What a mount that takes no writes answers: drivefs's read-only release said EROFS.
 NOT_WRITABLE = {errno.EROFS: "EROFS", errno.ENOSYS: "ENOSYS", errno.EPERM: "EPERM", errno.EACCES: "EACCES",
                 errno.EOPNOTSUPP: "EOPNOTSUPP"}
 NOT_WRITABLE_TEXT = ("Read-only file system", "Function not implemented", "Operation not permitted",
