@@ -533,6 +533,7 @@ extension UploadQueue {
         var left = seconds
         while left > 0 {
             _ = try current(seq)
+            if seconds - left >= Self.drainingBackoff && draining.withLock({ $0 > 0 }) { break }
             let slice = min(left, 0.1)
             time.sleep(slice)
             left -= slice

@@ -49,6 +49,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// `maximumBackoff` seconds (or the server's Retry-After when longer).
     let initialBackoff: Double
     let maximumBackoff: Double
+    /// While `drain` waits (unmount), no backoff lasts longer than `drainingBackoff` seconds:
+    /// the user is waiting, and the client's own retries already spaced the attempts.
+    let draining = Locked(0)
+    static let drainingBackoff: Double = 3
 
     let lock = NSCondition()
     var shared: Shared
@@ -340,6 +344,9 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     }
 
     public func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool {
+        // Someone waits for the queue now (an unmount): backoffs are cut short.
+        draining.withLock { $0 += 1 }
+        defer { draining.withLock { $0 -= 1 } }
         let start = time.now()
         var lastReport = -Double.infinity
         while true {
