@@ -347,6 +347,41 @@ final class WritePathTests: XCTestCase {
         XCTAssertEqual(copies.first.flatMap { fake.content(of: $0.id) }, Array("mine".utf8))
     }
 
+    func testSyncCloseWaitsForTheUploadAndReportsItsFailure() throws {
+        harness.remove()
+        harness = try CoreHarness { $0.readOnly = false; $0.syncClose = true }
+        try harness.mount()
+        let folderID = fake.addFolder("box")
+        let folder = try harness.lookup(.root, "box")
+        let created = try create(folder.inode, "sure.txt")
+        try write(created.attributes.inode, created.opened.handle, Array("on Drive at close".utf8), at: 0)
+        try close(created.attributes.inode, created.opened.handle)
+        let landed = fake.children(of: folderID).first { $0.name == "sure.txt" }
+        XCTAssertEqual(landed.flatMap { fake.content(of: $0.id) }, Array("on Drive at close".utf8),
+                       "with --sync-close the file is on Drive when close returns")
+
+        // The folder goes away on Drive before the next file's close: close reports the failure.
+        let doomed = try create(folder.inode, "lost.txt")
+        try write(doomed.attributes.inode, doomed.opened.handle, Array("x".utf8), at: 0)
+        _ = try fake.delete(folderID)
+        XCTAssertThrowsError(try BlockingCall.wait { fs.flush(doomed.attributes.inode, handle: doomed.opened.handle, reply: $0) },
+                             "close must report an upload that failed for good")
+        fs.release(doomed.attributes.inode, handle: doomed.opened.handle)
+    }
+
+    func testFsyncReportsAnUploadThatFailedAfterClose() throws {
+        let folderID = fake.addFolder("gone")
+        let folder = try harness.lookup(.root, "gone")
+        let created = try create(folder.inode, "late.txt")
+        let inode = created.attributes.inode
+        try write(inode, created.opened.handle, Array("late".utf8), at: 0)
+        _ = try fake.delete(folderID)
+        try BlockingCall.wait { fs.flush(inode, handle: created.opened.handle, reply: $0) }
+        XCTAssertThrowsError(try BlockingCall.wait { fs.synchronize(inode, handle: created.opened.handle, dataOnly: false, reply: $0) },
+                             "fsync must report the upload's failure")
+        fs.release(inode, handle: created.opened.handle)
+    }
+
     func testAReadOnlyMountRefusesWrites() throws {
         harness.remove()
         harness = try CoreHarness()

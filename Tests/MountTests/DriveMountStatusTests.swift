@@ -141,5 +141,33 @@ final class DriveMountStatusTests: XCTestCase {
         let data = try JSONEncoder().encode(status)
         try data.write(to: URL(fileURLWithPath: drive.runtimeDirectory + "/\(status.pid).json"))
     }
-}
 
+    /// Issue 9: `drivefs status --json` parsed during an upload shows it progressing. A 12 MiB file
+    /// goes up at 2 MiB/s (a resumable upload in chunks) while the test reads the status; then
+    /// `drivefs unmount` waits for it.
+    func testStatusShowsAnUploadProgressing() throws {
+        _ = try MountedDriveFS.requireFuse()
+        let drive = try EmulatedDrive(configure: { $0.bandwidthBytesPerSecond = 2 << 20 }) { _ in }
+        defer { drive.stop() }
+        let mount = try drive.mount()
+        XCTAssertTrue(waitForStatusFile(drive, mount), "no status file in \(drive.runtimeDirectory); log:\n\(mount.log)")
+        let bytes = TestContent.bytes(count: 12 << 20, seed: 77)
+        let local = drive.temp.appendingPathComponent("big.bin")
+        try Data(bytes).write(to: local)
+        try ExternalCommand.tool("cp", [local.path, mount.path("big.bin")], timeout: 60).requireSuccess("cp of a 12 MiB file")
+        var seen: [MountStatus.Upload] = []
+        var queuedOrRunning = false
+        _ = waitUntil(timeout: 60) {
+            guard let status = try? self.statuses(drive).first else { return false }
+            if status.uploads.queued > 0 || !status.uploads.running.isEmpty { queuedOrRunning = true }
+            if let upload = status.uploads.running.first(where: { $0.path.hasSuffix("big.bin") }) { seen.append(upload) }
+            return seen.contains { $0.bytesDone > 0 && $0.bytesDone < $0.size } || (queuedOrRunning && status.uploads.queued == 0 && status.uploads.running.isEmpty)
+        }
+        XCTAssertTrue(queuedOrRunning, "the status never showed the upload queued or running")
+        XCTAssertTrue(seen.contains { $0.size == Int64(bytes.count) }, "the running upload's size: \(seen)")
+        XCTAssertTrue(seen.contains { $0.bytesDone > 0 && $0.bytesDone < $0.size },
+                      "the status must show the upload part done (bytes done between 0 and the size): \(seen)")
+        try drive.drivefsUnmount(mount, timeout: 120)
+        XCTAssertEqual(try drive.file(at: "big.bin").md5Checksum, Digest.hex(.md5, of: bytes))
+    }
+}
