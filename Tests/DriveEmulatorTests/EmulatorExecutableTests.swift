@@ -71,6 +71,7 @@ final class EmulatorExecutableTests: XCTestCase {
     func testHelpAndVersion() throws {
         let help = try spawn(["--help"])
         XCTAssertEqual(help.waitForExit(timeout: 10), 0)
+        XCTAssertTrue(help.waitForStdout(containing: "stops on SIGINT or SIGTERM", timeout: 10), "the whole help: \(help.stdout)")
         for flag in ["--host", "--port", "--public-url", "--state-dir", "--seed", "--latency", "--bandwidth", "--total-bandwidth",
                      "--user-rate-limit", "--user-rate-burst", "--faults",
                      "--token-lifetime", "--refresh-token", "--write-service-account", "--log-level", "--max-parent-terms",
@@ -79,6 +80,7 @@ final class EmulatorExecutableTests: XCTestCase {
         }
         let version = try spawn(["--version"])
         XCTAssertEqual(version.waitForExit(timeout: 10), 0)
+        XCTAssertTrue(version.waitForStdout(containing: "\n", timeout: 10), version.stdout)
         XCTAssertTrue(version.stdout.hasPrefix("drivefs-emulator "))
     }
 

@@ -80,6 +80,18 @@ final class SpawnedProcess: @unchecked Sendable {
         }
     }
 
+    /// Waits (bounded) until stdout contains `text`: after the process has exited, what it wrote
+    /// may still be on its way through the pipe to the reading handler.
+    func waitForStdout(containing text: String, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        changed.lock()
+        defer { changed.unlock() }
+        while !stdoutText.contains(text) {
+            if !changed.wait(until: deadline) && Date() >= deadline { return stdoutText.contains(text) }
+        }
+        return true
+    }
+
     /// Waits for exit; the status, or nil on timeout.
     func waitForExit(timeout: Double) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
