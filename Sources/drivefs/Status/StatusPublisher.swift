@@ -25,7 +25,6 @@ final class StatusPublisher: Sendable {
     /// a leaf lock, nothing else is taken under it), so no file is written after `stop` removed it.
     private struct State {
         var started = false
-        var thread: pthread_t?
         var stopping = false
     }
 
@@ -61,7 +60,6 @@ final class StatusPublisher: Sendable {
             defer { finished.signal() }
             var set = Self.requestSet()
             let wait = timespec(tv_sec: Int(Self.interval), tv_nsec: Int((Self.interval - Self.interval.rounded(.down)) * 1e9))
-            if state.withLock({ $0.thread = pthread_self(); return $0.stopping }) { return }
             while true {
                 var remaining = wait
                 _ = sigtimedwait(&set, nil, &remaining)
@@ -83,15 +81,17 @@ final class StatusPublisher: Sendable {
 
     /// Ends the thread (bounded) and removes the file; idempotent.
     func stop() {
-        let (started, thread) = state.withLock { s -> (Bool, pthread_t?) in
-            guard !s.stopping else { return (false, nil) }
+        let started = state.withLock { s -> Bool in
+            guard !s.stopping else { return false }
             s.stopping = true
             directory.remove(pid: pid)
-            return (s.started, s.thread)
+            return s.started
         }
         guard started else { return }
-        // A thread not yet known sees `stopping` before it first waits.
-        if let thread { pthread_kill(thread, Self.requestSignal) }
+        // To the process, not the thread (which may have ended already): the publisher is the one
+        // thread that takes it; a thread with it unblocked would leave the publisher to its
+        // timeout, a second at most.
+        kill(getpid(), Self.requestSignal)
         _ = finished.wait(timeout: .now() + 3)
     }
 }
