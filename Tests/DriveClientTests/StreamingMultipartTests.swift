@@ -29,7 +29,7 @@ final class StreamingMultipartTests: XCTestCase {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("parts-\(UUID().uuidString)").path
         defer { unlink(path) }
         let content = TransportTestRoutes.bytes(0..<(3 << 20))
-        FileManager.default.createFile(atPath: path, contents: Data(content))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(content))
         let head = Array("head\r\n".utf8)
         let tail = Array("\r\ntail".utf8)
         let slice = Array(content[100..<(100 + 2_500_000)])
@@ -51,7 +51,7 @@ final class StreamingMultipartTests: XCTestCase {
     func testAnObserverThatMissedBytesHasNoMD5AndTheCallerHashesTheFile() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("partial-\(UUID().uuidString)").path
         defer { unlink(path) }
-        FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3, 4]))
+        _ = FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3, 4]))
         let observer = StreamedMD5(size: 4)
         observer.begin()
         [UInt8]([1, 2]).withUnsafeBytes { observer.read($0) }

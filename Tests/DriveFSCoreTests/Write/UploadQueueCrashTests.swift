@@ -260,7 +260,7 @@ final class UploadQueueCrashTests: XCTestCase {
                     if let back = queue.reclaim(model[i].request.fileID) {
                         // Open for writing again: written in place and committed (a crash between
                         // them still uploads what was written: the journal holds it as not ready).
-                        FileManager.default.createFile(atPath: back.contentPath, contents: Data(bytes))
+                        _ = FileManager.default.createFile(atPath: back.contentPath, contents: Data(bytes))
                         _ = commit(back.request, back.contentPath)
                         model[i].content = bytes
                     } else if !queue.hasCrashed, commit(request(for: model[i]), h.content(bytes)) {

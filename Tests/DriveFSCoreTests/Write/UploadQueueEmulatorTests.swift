@@ -38,7 +38,7 @@ final class UploadQueueEmulatorTests: XCTestCase {
         var expected: [String: (name: String, md5: String)] = [:]
         func commit(_ name: String, _ bytes: [UInt8]) throws {
             let path = "\(staging)/\(name)"
-            FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
             let request = UploadRequest(fileID: try api.reserveFileID(), isNew: true, parentID: root, name: name,
                                         modifiedTime: 1_750_000_000_000, appProperties: ["mode": "100644"], displayPath: "/" + name)
             try queue.commit(request, contentPath: path, ready: true)
@@ -94,7 +94,7 @@ final class UploadQueueEmulatorTests: XCTestCase {
         func content(_ text: String) -> String {
             n += 1
             let path = "\(directory)/staging/\(n)"
-            FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+            _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
             return path
         }
         func request(_ file: DriveFile) -> UploadRequest {

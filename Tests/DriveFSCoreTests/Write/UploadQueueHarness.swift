@@ -29,7 +29,7 @@ final class UploadQueueHarness {
         staging = root + "/staging"
         try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
         logPath = root + "/log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let fd = open(logPath, O_WRONLY | O_APPEND | O_CLOEXEC)
         log = Log(level: .debug, descriptor: fd)
     }
@@ -49,7 +49,7 @@ final class UploadQueueHarness {
     func content(_ bytes: [UInt8]) -> String {
         counter += 1
         let path = "\(staging)/content-\(counter)"
-        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         return path
     }
 

@@ -116,7 +116,7 @@ final class UploadQueueTests: XCTestCase {
         XCTAssertEqual(again.recovered.map(\.contentPath), [path])
         XCTAssertEqual(again.status.queued, 1)
         // The core writes on and commits again: one upload of the newest content.
-        FileManager.default.createFile(atPath: path, contents: Data("one and more".utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data("one and more".utf8))
         try queue.commit(request, contentPath: path, ready: true)
         XCTAssertTrue(FileManager.default.fileExists(atPath: path), "the same path, committed again, is not removed")
         h.start(queue)
