@@ -733,6 +733,13 @@ extension DriveFilesystem {
             invalidator.apply(Invalidations(inodes: [inode]))
             return
         }
+        if landed.id != id, let other = table.inode(forID: landed.id), other != inode {
+            // Made again under a new ID (it was gone from Drive), and the change feed showed that
+            // file first: it is the file now; the old node goes.
+            if let node = table.node(inode), let parent = node.parent { table.detachChild(parent: parent, name: node.name) }
+            table.update(inode) { $0.local = nil }
+            return
+        }
         table.update(inode) { node in
             let name = node.file.name
             let parents = node.file.parents
