@@ -79,6 +79,16 @@ final class DriveMountWriteCacheFullTests: XCTestCase {
         // The mount keeps working: a new file of 1 MiB is written, read back, and uploaded.
         let after = source.appendingPathComponent("after.bin")
         try Data(TestContent.bytes(count: 1 << 20, seed: 13_100)).write(to: after)
+        // The removed file's copy is given back by the daemon (at once, or when its upload, which
+        // the removal cancelled, stops retrying): wait, bounded, until the cache disk has room.
+        let freed = waitUntil(timeout: 30, interval: 0.05) {
+            var fs = statvfs()
+            return statvfs(cache, &fs) == 0 && UInt64(fs.f_bavail) * UInt64(fs.f_frsize) >= 3 << 20
+        }
+        if !freed {
+            let du = try ExternalCommand.tool("du", ["-ab", cache])
+            XCTFail("the removed file's space was not given back within 30 s: \(du.output)\nlog:\n\(mount.log.suffix(3000))")
+        }
         try ExternalCommand.tool("cp", [after.path, mount.path("full/after.bin")], timeout: 60)
             .requireSuccess("cp of a 1 MiB file once the space is free again")
         let cmp = try ExternalCommand.tool("cmp", [after.path, mount.path("full/after.bin")])

@@ -280,6 +280,8 @@ extension DriveFilesystem {
         content.handles -= 1
         if file.writable { content.writers -= 1 }
         let last = content.handles == 0
+        // The last handle of a removed file: its space is free before this returns.
+        if last && content.removed { content.releaseSpace() }
         content.lock.unlock()
         if last { closeLocal(inode, content) }
     }
@@ -396,6 +398,7 @@ extension DriveFilesystem {
             content.lock.lock()
             content.removed = true
             let idle = content.handles == 0
+            if idle { content.releaseSpace() }
             content.lock.unlock()
             // Nobody has it open: its descriptor goes now, so a removed file's space is free at once.
             if idle { locals.withLock { l in if l[node.inode] === content { l[node.inode] = nil } } }

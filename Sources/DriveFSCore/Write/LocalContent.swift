@@ -285,4 +285,14 @@ final class LocalContent: @unchecked Sendable {
     func discardFile() {
         if !sealed { unlink(path) }
     }
+
+    /// A removed file nobody has open: its space is given back now (truncated, not only
+    /// unlinked: a descriptor may outlive this call). Content the queue owns is the queue's to remove.
+    func releaseSpace() {
+        guard !sealed else { return }
+        _ = ftruncate(descriptor, 0)
+        unlink(path)
+        size = 0
+        remoteLimit = 0
+    }
 }
