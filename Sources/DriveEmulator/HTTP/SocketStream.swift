@@ -161,7 +161,9 @@ final class SocketStream {
     ///
     /// `lingering`: the peer may still be sending (a refused request, an unread body). Closing with
     /// unread input makes the kernel send a RST, which can destroy our answer before the client reads
-    /// it; so read and discard for a while (up to 2 s, 8 MiB) until the peer closes its side.
+    /// it; so read and discard for a while (up to 2 s, 8 MiB) until the peer closes its side. A peer
+    /// slow to read our answer (a loaded machine) is waited for the whole time, not given up on at
+    /// its first pause.
     func close(lingering: Bool = false) {
         _ = shutdown(fd, Int32(SHUT_WR))
         if lingering {
@@ -169,8 +171,11 @@ final class SocketStream {
             let deadline = DispatchTime.now().uptimeNanoseconds &+ 2_000_000_000
             var discarded = 0
             var scratch = [UInt8](repeating: 0, count: 64 * 1024)
-            while discarded < 8 << 20 && DispatchTime.now().uptimeNanoseconds < deadline {
-                guard (try? waitReadable(timeoutMs: 200)) == true else { break }
+            while discarded < 8 << 20 {
+                let now = DispatchTime.now().uptimeNanoseconds
+                guard now < deadline else { break }
+                let left = Int32(max(1, min(2_000, (deadline - now) / 1_000_000)))
+                guard (try? waitReadable(timeoutMs: left)) == true else { break }
                 let n = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if n <= 0 { break }
                 discarded += n
