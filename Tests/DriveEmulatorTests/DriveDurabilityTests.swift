@@ -7,9 +7,10 @@ import Glibc
 @testable import DriveEmulator
 
 /// What the emulator answered survives its death: a child `drivefs-emulator` is killed with SIGKILL
-/// right after its answers and restarted on the same state directory. In-process, the commit order
-/// is checked through test seams: content durable before the journal line naming it, the line
-/// durable before the answer.
+/// right after its answers and restarted on the same state directory. SIGKILL leaves the page cache
+/// alone, so those tests show that nothing answered lived only in the process (and that replay works
+/// at whatever point the kill fell); the fdatasyncs themselves are checked in-process through test
+/// seams: content durable before the journal line naming it, the line durable before the answer.
 final class DriveDurabilityTests: XCTestCase {
     var stateDirectory: URL!
 
@@ -171,14 +172,14 @@ final class DriveDurabilityTests: XCTestCase {
     }
 
     /// Every answer is sent after a sync covering the journal line of its own mutation, and a
-    /// content file is durable before the line naming it is written: 8 threads of uploads,
-    /// updates and folder creates.
+    /// content file is durable before the line naming it is written: 8 threads of media uploads,
+    /// folder creates and metadata-only file creates.
     func testEachAnswerWaitsForItsLineAndContentPrecedesItsLine() throws {
         let h = try DriveHarness(stateDirectory: stateDirectory.appendingPathComponent("inproc"))
         defer { h.shutdown() }
         let store = h.service.store
         XCTAssertTrue(store.durable)
-        /// Per thread: the last journal line it wrote. Globally: the order of content and line events.
+        // Per thread: the last journal line it wrote. Globally: the order of content and line events.
         let lines = Locked<[UInt: Int64]>([:])
         let events = Locked<[Event]>([])
         store.onJournalLine.withLock { $0 = { line, contentFiles in
