@@ -33,6 +33,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     private var clock: Int64 = 1_700_000_000_000
     private var sessions: [String: UploadSessionState] = [:]
     private var sessionCount = 0
+    private var created = 0
     let rootID = "root-folder-id"
 
     /// Google's grouped-listing bug, always on when true.
@@ -405,6 +406,12 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
             .sorted { ($0.name, $0.id) < ($1.name, $1.id) }
     }
 
+    /// Items the writes made (a create that found its ID taken makes none).
+    var filesCreated: Int {
+        lock.lock(); defer { lock.unlock() }
+        return created
+    }
+
     /// IDs handed out by `reserveFileID` and not yet used by a create.
     var unusedReservedIDs: Int {
         lock.lock(); defer { lock.unlock() }
@@ -711,6 +718,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
                                  appProperties: appProperties?.isEmpty == false ? appProperties : nil)
             if let content { setContent(&file, content) } else { file.version = 1 }
             files[fileID] = file
+            created += 1
             record(fileID)
             return .created(file)
         }

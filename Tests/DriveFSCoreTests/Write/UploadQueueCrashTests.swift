@@ -21,6 +21,7 @@ final class UploadQueueCrashTests: XCTestCase {
         let deleted: String
         let doomed: String
         let bigBytes = (0..<3500).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        var filesBefore = 0
     }
 
     private func makeWorld() throws -> World {
@@ -31,7 +32,9 @@ final class UploadQueueCrashTests: XCTestCase {
         let conflicted = h.fake.addFile("conflict.txt", content: Array("base".utf8))
         let deleted = h.fake.addFile("gone.txt", content: Array("g1".utf8))
         let doomed = h.fake.addFile("doomed.txt", content: Array("d1".utf8))
-        return World(h: h, existing: existing, conflicted: conflicted, deleted: deleted, doomed: doomed)
+        var world = World(h: h, existing: existing, conflicted: conflicted, deleted: deleted, doomed: doomed)
+        world.filesBefore = h.fake.filesCreated
+        return world
     }
 
     /// Runs `op` on the first queue (before its transfers start).
@@ -120,6 +123,10 @@ final class UploadQueueCrashTests: XCTestCase {
         XCTAssertLessThanOrEqual(extra.count, (done.contains(.conflict) ? 1 : 0) + (done.contains(.gone) ? 1 : 0),
                                  "\(context): \(extra.map(\.name))")
         XCTAssertEqual(h.stagingFiles, [], "\(context): every content file removed")
+        // Each new file made once, however often its create was sent.
+        let made: [Op] = [.small, .big, .renameCommit, .firstVersion, .conflict, .gone].filter(done.contains)
+            + (done.contains(.temporaryCommit) && !done.contains(.temporaryCancel) ? [.temporaryCommit] : [])
+        XCTAssertEqual(h.fake.filesCreated - w.filesBefore, made.count, "\(context): files made")
     }
 
     /// Crash after the k-th commit point, for every k of the scenario, then once more during the
