@@ -122,9 +122,11 @@ final class DriveMountWritePOSIXTests: XCTestCase {
         let mount = try drive.mount()
         let save = """
             import os, sys
-            path, tmp, text, rename = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "rename"
+            path, tmp, content, rename = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "rename"
+            data = open(content, "rb").read()
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            os.write(fd, text.encode())
+            if os.write(fd, data) != len(data):
+                sys.exit("short write")
             os.fsync(fd)
             os.close(fd)
             if rename:
@@ -133,16 +135,20 @@ final class DriveMountWritePOSIXTests: XCTestCase {
         let second = "second draft\n" + String(repeating: "a line of the second draft\n", count: 4_000)
         let third = "third draft\n" + String(repeating: "a line of the third draft, saved right after the second\n", count: 2_000)
         let notes = mount.path("docs/notes.txt"), tmp = mount.path("docs/.notes.txt.swp")
+        // The editor's buffers, handed to the writer as local files (200 KB is too long for argv).
+        let buffers = try WriteTests.directory(drive.temp, "buffers")
+        try Data(second.utf8).write(to: buffers.appendingPathComponent("second"))
+        try Data(third.utf8).write(to: buffers.appendingPathComponent("third"))
 
         // fsync returns once the file is on Drive: the temporary file is there, whole, before its rename.
-        try WriteTests.python(save, [notes, tmp, second, "no-rename"]).requireSuccess("write and fsync the temporary file")
+        try WriteTests.python(save, [notes, tmp, buffers.appendingPathComponent("second").path, "no-rename"]).requireSuccess("write and fsync the temporary file")
         let tmpOnDrive = try RemoteTree.read(drive, at: "docs").file(".notes.txt.swp")
         XCTAssertEqual(tmpOnDrive?.md5Checksum, WriteTests.md5(Array(second.utf8)),
                        "once fsync returned, the fsynced temporary file must be on Drive with its bytes")
         try ExternalCommand.tool("mv", [tmp, notes]).requireSuccess("rename the temporary file over the original")
         XCTAssertEqual(try cat(notes), second, "the saved content in the mount right after the rename")
         // The next save at once, in one go.
-        try WriteTests.python(save, [notes, mount.path("docs/.notes.txt.swx"), third, "rename"]).requireSuccess("the second save")
+        try WriteTests.python(save, [notes, mount.path("docs/.notes.txt.swx"), buffers.appendingPathComponent("third").path, "rename"]).requireSuccess("the second save")
         XCTAssertEqual(try cat(notes), third, "the second save's content in the mount")
         let ls = try ExternalCommand.tool("ls", ["-A", mount.path("docs")])
         XCTAssertEqual(ls.output, "notes.txt\n", "no temporary file left in the mount: \(ls.summary)")

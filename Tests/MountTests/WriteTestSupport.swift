@@ -168,8 +168,9 @@ extension EmulatedDrive {
             throw StepFailed(description: "drivefs unmount \(mount.mountpoint) must return 0 once every queued upload is on Drive;"
                              + " got \(result.summary) after \(Int(took)) s; daemon log:\n\(mount.log.suffix(4000))")
         }
-        guard ExternalCommand.waitForExit(mount.process, timeout: 30) else {
-            throw StepFailed(description: "drivefs unmount returned 0 but the daemon was still running 30 s later; log:\n\(mount.log.suffix(4000))")
+        // Bounded generously: the daemon's change poller may be in a retry's backoff when asked to stop.
+        guard ExternalCommand.waitForExit(mount.process, timeout: 60) else {
+            throw StepFailed(description: "drivefs unmount returned 0 but the daemon was still running 60 s later; log:\n\(mount.log.suffix(4000))")
         }
         guard mount.exitStatus == 0 else {
             throw StepFailed(description: "the daemon must exit 0 after drivefs unmount, got \(mount.exitStatus.map(String.init) ?? "?");"
