@@ -52,8 +52,10 @@ final class SystemdUnitTests: XCTestCase {
         XCTAssertEqual(values("Restart", in: text), ["on-failure"])
         XCTAssertTrue(values("ExecStart", in: text).first?.contains(" mount --foreground --profile %i ") == true, text)
         XCTAssertTrue(values("ExecStop", in: text).first?.contains(" unmount ") == true, text)
-        let stopTimeout = try XCTUnwrap(values("TimeoutStopSec", in: text).first.flatMap { Int($0) })
-        XCTAssertGreaterThanOrEqual(stopTimeout, 60, "uploads need time to drain")
+        let stopTimeout = try XCTUnwrap(values("TimeoutStopSec", in: text).first.flatMap { text -> Int? in
+            text.hasSuffix("min") ? Int(text.dropLast(3)).map { $0 * 60 } : Int(text)
+        })
+        XCTAssertGreaterThanOrEqual(stopTimeout, 600, "queued uploads need time to drain")
     }
 
     /// A datagram socket where systemd would listen.
