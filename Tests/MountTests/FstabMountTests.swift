@@ -40,6 +40,11 @@ final class FstabMountTests: XCTestCase {
         let helper = try helperLink(temp)
         let plain = try ExternalCommand.run(helper.path, ["default", "/m", "-f", "-v", "-o", "profile=other,cache_dir=/var/cache/d"])
         XCTAssertEqual(plain.errorOutput, "drivefs mount /m --cache-dir=/var/cache/d --profile=other (not run: -f)\n", plain.summary)
+        // fstab's ro makes a read-only mount; a later rw undoes it (mount(8) reads them in order).
+        let readOnly = try ExternalCommand.run(helper.path, ["drivefs", "/m", "-f", "-v", "-o", "noauto,ro"])
+        XCTAssertEqual(readOnly.errorOutput, "drivefs mount /m --read-only (not run: -f)\n", readOnly.summary)
+        let undone = try ExternalCommand.run(helper.path, ["drivefs", "/m", "-f", "-v", "-o", "ro,rw"])
+        XCTAssertEqual(undone.errorOutput, "drivefs mount /m (not run: -f)\n", undone.summary)
         let missing = try ExternalCommand.run(helper.path, ["drivefs", "/m", "-f", "-o", "cache_size"])
         XCTAssertEqual(missing.status, 2, missing.summary)
         XCTAssertTrue(missing.errorOutput.contains("'cache_size' needs a value"), missing.summary)

@@ -9,14 +9,14 @@
 /// `drivefs` for the default profile. Every `drivefs mount` option has an `-o` spelling: its long
 /// name with `_` for `-` (`cache_size=20G`, `poll_interval=30s`, `allow_other`, `profile=work`).
 /// The options that belong to mount(8) or systemd (`noauto`, `user`, `_netdev`, `nofail`, `x-*`...)
-/// are dropped, `rw`/`ro` too (the mount is read-only in this release); anything else is handed to
+/// are dropped; `ro` means `--read-only` (a later `rw` undoes it, as mount(8) reads them); anything else is handed to
 /// FUSE as `--options` (`default_permissions`, `auto_unmount`, `nosuid`...), which libfuse checks.
 enum MountHelper {
     static let programNames: Set<String> = ["mount.drivefs", "mount.fuse.drivefs"]
 
-    /// What mount(8), fstab or systemd mean for themselves, and the mount's own ro/rw.
+    /// What mount(8), fstab or systemd mean for themselves (`ro`/`rw` are read, not dropped).
     static let droppedOptions: Set<String> = ["defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group",
-                                               "_netdev", "nofail", "rw", "ro", "loop", "comment"]
+                                               "_netdev", "nofail", "loop", "comment"]
     /// `drivefs mount` options that make no sense under mount(8), which waits for the helper.
     static let excludedSpecs: Set<String> = ["foreground", "debug", "options"]
 
@@ -75,10 +75,15 @@ enum MountHelper {
 
         let specs = Dictionary(uniqueKeysWithValues: mount.allOptions.filter { !excludedSpecs.contains($0.long) }.map { (optionName($0), $0) })
         var fuse: [String] = []
+        var readOnly = false
         for option in options {
             let parts = option.split(separator: "=", maxSplits: 1).map(String.init)
             let name = parts[0]
             if droppedOptions.contains(name) || name.hasPrefix("x-") { continue }
+            if name == "ro" || name == "rw" {
+                readOnly = name == "ro"
+                continue
+            }
             guard let spec = specs[name] else {
                 fuse.append(option)
                 continue
@@ -92,6 +97,7 @@ enum MountHelper {
                 words.append("--\(spec.long)")
             }
         }
+        if readOnly && !words.contains("--read-only") { words.append("--read-only") }
         if let profile { words.append("--profile=\(profile)") }
         if !fuse.isEmpty { words.append("--options=\(fuse.joined(separator: ","))") }
         return (fake ? .fake(words) : .run(words), verbose)
