@@ -16,14 +16,8 @@ extension DriveFilesystem {
         return MountStatus.Filesystem(
             cache: MountStatus.Cache(directory: configuration.cacheDirectory.path, usedBytes: cache.bytesUsed,
                                      capBytes: configuration.cacheSize),
-            uploads: Self.uploads(uploads.status),
+            uploads: uploads.status,
             changes: changes,
             items: table.count)
-    }
-
-    static func uploads(_ queue: UploadQueueStatus) -> MountStatus.Uploads {
-        MountStatus.Uploads(queued: queue.queued,
-                            running: queue.running.map { MountStatus.Upload(path: $0.path, size: $0.size, bytesDone: $0.bytesDone) },
-                            failed: queue.failed, lastError: queue.lastError)
     }
 }

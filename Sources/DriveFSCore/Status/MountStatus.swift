@@ -47,38 +47,10 @@ public struct MountStatus: Codable, Sendable, Equatable {
         }
     }
 
-    public struct Uploads: Codable, Sendable, Equatable {
-        /// Files waiting for their turn to go up.
-        public var queued: Int
-        /// Uploads in flight, each with its path in the mount and progress.
-        public var running: [Upload]
-        /// Uploads that gave up (each is kept for a retry or reported at close/fsync).
-        public var failed: Int
-        /// Why the last upload failed, if one did.
-        public var lastError: String?
-
-        public init(queued: Int = 0, running: [Upload] = [], failed: Int = 0, lastError: String? = nil) {
-            self.queued = queued
-            self.running = running
-            self.failed = failed
-            self.lastError = lastError
-        }
-
-        public static let none = Uploads()
-    }
-
-    public struct Upload: Codable, Sendable, Equatable {
-        /// The file's path inside the mount (`/Projects/plan.txt`).
-        public var path: String
-        public var size: Int64
-        public var bytesDone: Int64
-
-        public init(path: String, size: Int64, bytesDone: Int64) {
-            self.path = path
-            self.size = size
-            self.bytesDone = bytesDone
-        }
-    }
+    /// The upload queue's own status, as the queue reports it (queued, running with bytes done,
+    /// failed, the last error).
+    public typealias Uploads = UploadQueueStatus
+    public typealias Upload = UploadProgress
 
     public struct Changes: Codable, Sendable, Equatable {
         /// `--poll-interval`, seconds.
@@ -149,4 +121,9 @@ public struct MountStatus: Codable, Sendable, Equatable {
         items = filesystem.items
         self.lastError = lastError
     }
+}
+
+extension UploadQueueStatus {
+    /// No upload queued, running or failed.
+    public static let none = UploadQueueStatus()
 }
