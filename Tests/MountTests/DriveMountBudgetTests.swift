@@ -51,7 +51,7 @@ final class DriveMountBudgetTests: XCTestCase {
         // Remount over the index the first mount saved (same cache directory).
         XCTAssertEqual(try mount.unmount().status, 0)
         XCTAssertTrue(ExternalCommand.waitForExit(mount.process, timeout: 20), "drivefs did not end after unmount")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: drive.cacheDirectory + "/index.json"), "no index saved")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: drive.cacheDirectory + "/index.bin"), "no index saved")
         drive.emulator.resetStats()
         let again = try drive.mount(pollInterval: "10m")
         XCTAssertTrue(drive.waitForPolls(1), "no change-feed read at start: \(drive.statsSummary())")

@@ -43,6 +43,11 @@ public struct DriveFile: Codable, Sendable, Equatable {
     public struct ShortcutDetails: Codable, Sendable, Equatable {
         public var targetId: String
         public var targetMimeType: String?
+
+        public init(targetId: String, targetMimeType: String? = nil) {
+            self.targetId = targetId
+            self.targetMimeType = targetMimeType
+        }
     }
 
     /// The subset of `capabilities` the filesystem uses for permissions.
@@ -54,6 +59,26 @@ public struct DriveFile: Codable, Sendable, Equatable {
         public var canRename: Bool?
         public var canTrash: Bool?
         public var canDelete: Bool?
+
+        public init(canEdit: Bool? = nil, canDownload: Bool? = nil, canAddChildren: Bool? = nil, canListChildren: Bool? = nil,
+                    canRename: Bool? = nil, canTrash: Bool? = nil, canDelete: Bool? = nil) {
+            self.canEdit = canEdit
+            self.canDownload = canDownload
+            self.canAddChildren = canAddChildren
+            self.canListChildren = canListChildren
+            self.canRename = canRename
+            self.canTrash = canTrash
+            self.canDelete = canDelete
+        }
+
+        /// The flags in a fixed order (the metadata index packs them as bits).
+        public var flags: [Bool?] { [canEdit, canDownload, canAddChildren, canListChildren, canRename, canTrash, canDelete] }
+
+        public init(flags: [Bool?]) {
+            func at(_ i: Int) -> Bool? { i < flags.count ? flags[i] : nil }
+            self.init(canEdit: at(0), canDownload: at(1), canAddChildren: at(2), canListChildren: at(3), canRename: at(4),
+                      canTrash: at(5), canDelete: at(6))
+        }
     }
 
     public static let folderMimeType = "application/vnd.google-apps.folder"

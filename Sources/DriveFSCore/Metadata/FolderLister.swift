@@ -29,12 +29,13 @@ final class FolderLister: Sendable {
     /// How many levels below a listed folder prefetching goes.
     static let prefetchDepth = 16
 
+    /// Folders go by Drive ID: those listed ahead are packed (NodeTable+Packed.swift) and have no inode.
     private struct State {
-        var inFlight: [Inode: Ticket] = [:]
+        var inFlight: [String: Ticket] = [:]
         /// FIFO of folders to prefetch, with their depth below the folder the user listed.
-        var queue: [(inode: Inode, depth: Int)] = []
+        var queue: [(id: String, depth: Int)] = []
         var head = 0
-        var queued: Set<Inode> = []
+        var queued: Set<String> = []
     }
 
     /// One listing in flight; waiters block on it.
@@ -78,18 +79,21 @@ final class FolderLister: Sendable {
     func ensureListed(_ folder: Inode, cancellation: CancellationFlag?) throws(FilesystemError) {
         for _ in 0..<4 {
             if table.freshListing(folder) != nil { return }
-            enum Plan { case wait(Ticket), list([Inode]) }
+            guard let node = table.node(folder) else { throw FilesystemError(errno: ESTALE) }
+            guard node.kind == .directory else { throw .notADirectory }
+            let id = node.file.id
+            enum Plan { case wait(Ticket), list([String]) }
             let plan = state.withLock { s -> Plan in
-                if let ticket = s.inFlight[folder] { return .wait(ticket) }
-                var group = [folder]
-                if s.queued.contains(folder) {
+                if let ticket = s.inFlight[id] { return .wait(ticket) }
+                var group = [id]
+                if s.queued.contains(id) {
                     // Promote: the user's folder and its neighbours in the queue, in one query.
-                    s.queued.remove(folder)
+                    s.queued.remove(id)
                     while group.count < configuration.listingGroupSize, let next = Self.dequeue(&s) {
-                        if s.inFlight[next.inode] == nil { group.append(next.inode) }
+                        if s.inFlight[next.id] == nil { group.append(next.id) }
                     }
                 }
-                for inode in group { s.inFlight[inode] = Ticket() }
+                for member in group { s.inFlight[member] = Ticket() }
                 return .list(group)
             }
             switch plan {
@@ -99,23 +103,28 @@ final class FolderLister: Sendable {
                 let context = RequestContext(priority: .interactive, deadline: time.now() + configuration.requestDeadline,
                                              cancellation: cancellation)
                 let results = list(group, context: context)
-                if let error = results[folder] ?? nil { throw error }
+                if let error = results[id] ?? nil { throw error }
             }
         }
         // Listed four times and still not fresh: changes keep racing the listing. Serve what we have.
-        if table.node(folder)?.listing == nil { throw .ioError }
+        if !table.hasListing(folder) { throw .ioError }
     }
 
     /// Queues the subfolders of `folder` (and, as they are listed, theirs) for listing in the background.
-    func prefetch(below folder: Inode, depth: Int = 0) {
+    func prefetch(below folder: Inode) {
+        guard let id = table.node(folder)?.file.id else { return }
+        prefetch(below: id, depth: 0)
+    }
+
+    private func prefetch(below folderID: String, depth: Int) {
         guard depth < Self.prefetchDepth else { return }
-        let candidates = table.subfoldersNeedingListing(of: folder)
+        let candidates = table.subfoldersNeedingListing(of: folderID)
         guard !candidates.isEmpty else { return }
         let added = state.withLock { s -> Int in
             var added = 0
-            for candidate in candidates where !s.queued.contains(candidate.inode) && s.inFlight[candidate.inode] == nil {
-                s.queue.append((candidate.inode, depth + 1))
-                s.queued.insert(candidate.inode)
+            for candidate in candidates where !s.queued.contains(candidate) && s.inFlight[candidate] == nil {
+                s.queue.append((candidate, depth + 1))
+                s.queued.insert(candidate)
                 added += 1
             }
             return added
@@ -124,7 +133,7 @@ final class FolderLister: Sendable {
         for _ in 0..<jobs { background.submit { [self] in self.drainOneGroup() } }
     }
 
-    private static func dequeue(_ s: inout State) -> (inode: Inode, depth: Int)? {
+    private static func dequeue(_ s: inout State) -> (id: String, depth: Int)? {
         while s.head < s.queue.count {
             let next = s.queue[s.head]
             s.head += 1
@@ -132,44 +141,39 @@ final class FolderLister: Sendable {
                 s.queue.removeFirst(s.head)
                 s.head = 0
             }
-            if s.queued.remove(next.inode) != nil { return next }
+            if s.queued.remove(next.id) != nil { return next }
         }
         return nil
     }
 
     /// Lists up to one group of queued folders at background priority.
     private func drainOneGroup() {
-        let group = state.withLock { s -> [(inode: Inode, depth: Int)] in
-            var group: [(inode: Inode, depth: Int)] = []
+        let group = state.withLock { s -> [(id: String, depth: Int)] in
+            var group: [(id: String, depth: Int)] = []
             while group.count < configuration.listingGroupSize, let next = Self.dequeue(&s) {
-                guard s.inFlight[next.inode] == nil else { continue }
-                s.inFlight[next.inode] = Ticket()
+                guard s.inFlight[next.id] == nil else { continue }
+                s.inFlight[next.id] = Ticket()
                 group.append(next)
             }
             return group
         }
         guard !group.isEmpty else { return }
-        let results = list(group.map(\.inode), context: RequestContext(priority: .background))
-        for item in group where (results[item.inode] ?? nil) == nil {
-            prefetch(below: item.inode, depth: item.depth)
+        let results = list(group.map(\.id), context: RequestContext(priority: .background))
+        for item in group where (results[item.id] ?? nil) == nil {
+            prefetch(below: item.id, depth: item.depth)
         }
     }
 
-    /// Lists `group` (each already marked in flight) in as few queries as Google allows, applies
-    /// the listings, and finishes their tickets. Returns each folder's failure, if any.
-    private func list(_ group: [Inode], context: RequestContext) -> [Inode: FilesystemError?] {
-        var ids: [String: Inode] = [:]
-        var order: [String] = []  // the group's Drive IDs, in the group's order
-        for inode in group {
-            if let node = table.node(inode), node.kind == .directory, ids[node.file.id] == nil {
-                ids[node.file.id] = inode
-                order.append(node.file.id)
-            }
-        }
+    /// Lists `group` (folder IDs, each already marked in flight) in as few queries as Google allows,
+    /// applies the listings, and finishes their tickets. Returns each folder's failure, if any.
+    private func list(_ group: [String], context: RequestContext) -> [String: FilesystemError?] {
+        var order: [String] = []  // the group's Drive IDs, in the group's order, once each
+        var seen = Set<String>()
+        for id in group where seen.insert(id).inserted { order.append(id) }
         let generation = table.generation
-        var results: [Inode: FilesystemError?] = [:]
+        var results: [String: FilesystemError?] = [:]
         var children: [String: [DriveFile]] = [:]
-        for id in ids.keys { children[id] = [] }
+        for id in order { children[id] = [] }
         let fields = DriveFile.listingFieldMask
         do {
             try context.scope {
@@ -188,20 +192,20 @@ final class FolderLister: Sendable {
                     }
                 }
             }
-            for (id, inode) in ids {
+            for id in order {
                 // A file seen twice (pages are not snapshots) is kept once.
                 var seen = Set<String>()
                 let files = children[id]!.filter { seen.insert($0.id).inserted }
-                invalidator.apply(table.applyListing(inode, files: files, startedAt: generation))
-                results[inode] = .some(nil)
+                invalidator.apply(table.applyListing(id, files: files, startedAt: generation))
+                results[id] = .some(nil)
             }
         } catch {
             let mapped = FilesystemError.from(error)
-            Log.shared.warning("listing", "listing \(ids.count) folder(s) failed (\(context.priority)): \(error)")
-            for inode in group { results[inode] = .some(mapped) }
+            Log.shared.warning("listing", "listing \(order.count) folder(s) failed (\(context.priority)): \(error)")
+            for id in group { results[id] = .some(mapped) }
         }
         let tickets = state.withLock { s in group.map { ($0, s.inFlight.removeValue(forKey: $0)) } }
-        for (inode, ticket) in tickets { ticket?.finish(results[inode] ?? nil) }
+        for (id, ticket) in tickets { ticket?.finish(results[id] ?? nil) }
         return results
     }
 }

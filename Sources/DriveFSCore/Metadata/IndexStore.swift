@@ -1,41 +1,40 @@
 import DriveClient
 import DriveSupport
 import Foundation
+import Glibc
 
-/// The metadata index on disk (`<cache dir>/index.json`): every listed folder's children and the
-/// change feed's position they are current at, so a remount lists at once and only reads the
-/// changes since.
+/// The metadata index on disk (`<cache dir>/index.bin`): every listed folder's children, packed as
+/// the node table packs them (`PackedListing`), and the change feed's position they are current
+/// at, so a remount lists at once and only reads the changes since.
 ///
-/// Contract: a saved index is always consistent with its `changeToken` (it is written by the
-/// change poller between polls, or at unmount after the last one): replaying the feed from that
-/// token brings it up to date, because each change carries the item's whole current state.
-/// An index from another root, another format or other export settings is ignored.
+/// Contracts:
+/// - A saved index is always consistent with its `changeToken` (it is written by the change poller
+///   between polls, or at unmount after the last one): replaying the feed from that token brings it
+///   up to date, because each change carries the item's whole current state.
+/// - Loading decodes no item: the listings go into the table packed, and each is turned into nodes
+///   when first used. A drive of a million items is back at mount in the time it takes to read the
+///   file (about 200 bytes an item).
+/// - An index from another root, another format or other export settings is ignored, and so is a
+///   damaged one (a CRC-32 over the whole file): the folders are listed again.
+/// - Only what the change feed can correct is kept: trusted listings reachable from the root, and
+///   no file made here that is not on Drive yet (the upload journal brings those back).
+///
+/// File layout (little-endian, varints as `ByteWriter` writes them): the magic line, the format,
+/// the root's ID, the settings' fingerprint, the change token, the folder count; per folder its ID,
+/// item count, subfolder IDs, the items' ID hashes (8 bytes each), the packed bytes' length and the
+/// bytes; then the CRC-32 of everything before it.
 final class IndexStore: Sendable {
     let path: String
 
-    static let format = 1
+    static let format: UInt64 = 2
+    static let fileName = "index.bin"
+    private static let magic = Array("drivefs index\n".utf8)
 
     struct Restored: Sendable {
         var state: NodeTable.State
         var changeToken: String
-    }
-
-    private struct File: Codable {
-        var format: Int
-        var rootID: String
-        var fingerprint: String
-        var changeToken: String
-        var nextInode: UInt64
-        var items: [Item]
-    }
-
-    private struct Item: Codable {
-        var inode: UInt64
-        var file: DriveFile
-        var parent: UInt64?
-        var name: String
-        var listed: Bool
-        var exportedSize: Int64?
+        var folders: Int
+        var items: Int
     }
 
     init(path: String) { self.path = path }
@@ -44,54 +43,134 @@ final class IndexStore: Sendable {
         "exports=" + configuration.exportFormats.preference.joined(separator: ",")
     }
 
-    func load(rootID: String, configuration: DriveFSConfiguration) -> Restored? {
+    /// The index saved for `root`, as a table state whose root has no listing yet but the root's
+    /// packed one (and every other), or nil when there is none to use.
+    func load(root: DriveFile, configuration: DriveFSConfiguration, now: Double) -> Restored? {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        guard let file = try? JSONDecoder().decode(File.self, from: data) else {
-            Log.shared.warning("index", "ignoring the unreadable index \(path)")
+        let bytes = [UInt8](data)
+        guard bytes.count > Self.magic.count + 4, Array(bytes[0..<Self.magic.count]) == Self.magic else {
+            Log.shared.warning("index", "ignoring \(path): not a drivefs index")
             return nil
         }
-        guard file.format == Self.format, file.rootID == rootID, file.fingerprint == Self.fingerprint(configuration) else {
-            Log.shared.info("index", "ignoring the index \(path): made for another root, format or settings")
+        var trailer = ByteReader(bytes, from: bytes.count - 4)
+        guard let stored = trailer.uint32(),
+              stored == bytes.withUnsafeBytes({ CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<bytes.count - 4])) })
+        else {
+            Log.shared.warning("index", "ignoring the damaged index \(path) (checksum)")
+            return nil
+        }
+        var r = ByteReader(bytes, from: Self.magic.count, to: bytes.count - 4)
+        guard let format = r.varint(), format == Self.format, let rootID = r.string(), let fingerprint = r.string(),
+              let token = r.string(), let folderCount = r.count() else {
+            Log.shared.info("index", "ignoring the index \(path): made by another version of drivefs")
+            return nil
+        }
+        guard rootID == root.id, fingerprint == Self.fingerprint(configuration) else {
+            Log.shared.info("index", "ignoring the index \(path): made for another root or other settings")
             return nil
         }
         var state = NodeTable.State()
-        state.nextInode = file.nextInode
-        // Restored listings count from now: the change feed from the saved token catches them up.
-        let now = Date().timeIntervalSince1970
-        var byParent: [UInt64: [String: Inode]] = [:]
-        for item in file.items {
-            let inode = Inode(item.inode)
-            state.nodes[inode] = Node(inode: inode, file: item.file, parent: item.parent.map(Inode.init), name: item.name,
-                                      listing: item.listed ? Listing(children: [:], listedAt: now, trusted: true) : nil,
-                                      exportedSize: item.exportedSize)
-            state.byID[item.file.id] = inode
-            if let parent = item.parent { byParent[parent, default: [:]][item.name] = inode }
+        state.nodes[.root] = Node(inode: .root, file: root, parent: nil, name: "/")
+        state.byID[root.id] = .root
+        for _ in 0..<folderCount {
+            guard let id = r.string(), let count = r.count(), let subfolderCount = r.count(max: count) else { return damaged() }
+            var subfolders: [String] = []
+            subfolders.reserveCapacity(subfolderCount)
+            for _ in 0..<subfolderCount {
+                guard let sub = r.string() else { return damaged() }
+                subfolders.append(sub)
+            }
+            var hashes: [UInt64] = []
+            hashes.reserveCapacity(count)
+            for _ in 0..<count {
+                guard let low = r.uint32(), let high = r.uint32() else { return damaged() }
+                hashes.append(UInt64(high) << 32 | UInt64(low))
+            }
+            guard let length = r.count(), let packed = r.raw(length), state.packed[id] == nil else { return damaged() }
+            // Restored listings count from now: the change feed from the saved token catches them up.
+            NodeTable.storePacked(id, PackedListing(bytes: Array(packed), count: count, listedAt: now, trusted: true,
+                                                    subfolders: subfolders, idHashes: hashes), &state)
         }
-        guard state.nodes[.root]?.file.id == rootID else { return nil }
-        for (parent, children) in byParent where state.nodes[Inode(parent)]?.listing != nil {
-            state.nodes[Inode(parent)]!.listing!.children = children
-        }
-        return Restored(state: state, changeToken: file.changeToken)
+        guard r.atEnd else { return damaged() }
+        return Restored(state: state, changeToken: token, folders: folderCount, items: state.packedItems)
+    }
+
+    private func damaged() -> Restored? {
+        Log.shared.warning("index", "ignoring the damaged index \(path)")
+        return nil
     }
 
     func save(_ table: NodeTable, changeToken: String) {
-        let file = table.withState { s -> File in
-            var items: [Item] = []
-            items.reserveCapacity(s.nodes.count)
-            // Files not on Drive yet are left out: the upload journal brings them back at the next
-            // start, and an index must only hold what the change feed can correct.
-            for node in s.nodes.values where (node.inode == .root || node.parent != nil) && node.local?.isNew != true {
-                items.append(Item(inode: node.inode.rawValue, file: node.file, parent: node.parent?.rawValue, name: node.name,
-                                  listed: node.listing?.trusted == true, exportedSize: node.exportedSize))
+        let snapshot = table.indexSnapshot()
+        var w = ByteWriter(capacity: snapshot.reduce(64) { $0 + $1.listing.bytes.count + $1.listing.count * 8 + 64 })
+        w.raw(Self.magic)
+        w.varint(Self.format)
+        w.string(table.rootID)
+        w.string(Self.fingerprint(table.configuration))
+        w.string(changeToken)
+        w.varint(UInt64(snapshot.count))
+        for (id, listing) in snapshot {
+            w.string(id)
+            w.varint(UInt64(listing.count))
+            w.varint(UInt64(listing.subfolders.count))
+            for sub in listing.subfolders { w.string(sub) }
+            for h in listing.idHashes {
+                w.uint32(UInt32(truncatingIfNeeded: h))
+                w.uint32(UInt32(truncatingIfNeeded: h >> 32))
             }
-            return File(format: Self.format, rootID: s.nodes[.root]!.file.id, fingerprint: Self.fingerprint(table.configuration),
-                        changeToken: changeToken, nextInode: s.nextInode, items: items)
+            w.varint(UInt64(listing.bytes.count))
+            w.raw(listing.bytes)
         }
+        let crc = w.bytes.withUnsafeBytes { CRC32.checksum($0) }
+        w.uint32(crc)
         do {
-            let data = try JSONEncoder().encode(file)
-            try AtomicFile.write(Array(data), to: path, mode: 0o600)
+            try AtomicFile.write(w.bytes, to: path, mode: 0o600)
+            // The JSON index of drivefs 0.1's first releases, replaced by this one.
+            unlink((path as NSString).deletingLastPathComponent + "/index.json")
         } catch {
             Log.shared.warning("index", "cannot save the index \(path): \(error)")
+        }
+    }
+}
+
+extension NodeTable {
+    /// What the index keeps, packed: every trusted listing reachable from the root (a walk down
+    /// materialized listings and packed ones' subfolders), without files not on Drive yet.
+    /// Materialized listings are copied under the lock and packed outside it.
+    func indexSnapshot() -> [(id: String, listing: PackedListing)] {
+        enum Held { case packed(PackedListing), nodes([PackedListing.Entry]) }
+        let held: [(String, Held)] = withState { s in
+            var out: [(String, Held)] = []
+            var queue = [s.nodes[.root]!.file.id]
+            var seen = Set(queue)
+            var head = 0
+            while head < queue.count {
+                let id = queue[head]
+                head += 1
+                var next: [String] = []
+                if let inode = s.byID[id], let listing = s.nodes[inode]?.listing {
+                    var entries: [PackedListing.Entry] = []
+                    entries.reserveCapacity(listing.children.count)
+                    for child in listing.children.values {
+                        guard let node = s.nodes[child], node.local?.isNew != true else { continue }
+                        entries.append(PackedListing.Entry(file: node.file, exportedSize: node.exportedSize))
+                        if node.kind == .directory && node.file.isFolder { next.append(node.file.id) }
+                    }
+                    if listing.trusted { out.append((id, .nodes(entries))) }
+                } else if let packed = s.packed[id] {
+                    next = packed.subfolders
+                    if packed.trusted { out.append((id, .packed(packed))) }
+                }
+                for sub in next where seen.insert(sub).inserted { queue.append(sub) }
+            }
+            return out
+        }
+        let listedAt = time.now()
+        return held.map { id, held in
+            switch held {
+            case .packed(let listing): return (id, listing)
+            case .nodes(let entries): return (id, PackedListing(folderID: id, entries: entries, listedAt: listedAt, trusted: true))
+            }
         }
     }
 }

@@ -29,6 +29,7 @@ extension NodeTable {
                      countLookup: Bool = true) throws(FilesystemError) -> Node {
         let now = time.now()
         return try withState { s -> Result<Node, FilesystemError> in
+            materialize(parent, &s)
             guard let folder = s.nodes[parent] else { return .failure(.stale) }
             guard folder.kind == .directory else { return .failure(.notADirectory) }
             guard folder.listing != nil else { return .failure(.ioError) }
@@ -53,6 +54,7 @@ extension NodeTable {
     /// The child `name` of `parent` from its listing (which must be held), without counting a lookup.
     func listedChild(_ parent: Inode, _ name: String) throws(FilesystemError) -> Node? {
         try withState { s -> Result<Node?, FilesystemError> in
+            materialize(parent, &s)
             guard let folder = s.nodes[parent] else { return .failure(.stale) }
             guard folder.kind == .directory else { return .failure(.notADirectory) }
             guard let listing = folder.listing else { return .failure(.ioError) }
@@ -65,6 +67,7 @@ extension NodeTable {
     @discardableResult
     func detachChild(parent: Inode, name: String) -> Node? {
         withState { s in
+            materialize(parent, &s)
             guard let inode = s.nodes[parent]?.listing?.children[name], var node = s.nodes[inode] else { return nil }
             s.nodes[parent]!.listing!.children[name] = nil
             node.parent = nil
@@ -82,6 +85,8 @@ extension NodeTable {
     /// stays the same.
     func moveChild(parent: Inode, name: String, newParent: Inode, newName: String, file: DriveFile?) {
         withState { s in
+            materialize(parent, &s)
+            materialize(newParent, &s)
             guard let inode = s.nodes[parent]?.listing?.children[name], var node = s.nodes[inode],
                   let parentID = s.nodes[newParent]?.file.id, s.nodes[newParent]?.listing != nil else { return }
             var touchedIDs = [node.file.id]

@@ -102,8 +102,9 @@ final class NodeTable: Sendable {
         var nextInode: UInt64 = Inode.root.rawValue + 1
         /// Counts applied changes; a listing remembers the generation it started at.
         var generation: UInt64 = 0
-        /// The generation at which the change feed last touched each folder.
-        var touched: [Inode: UInt64] = [:]
+        /// The generation at which the change feed last touched each folder, by Drive ID (packed
+        /// folders have no inode).
+        var touched: [String: UInt64] = [:]
         /// The generation of the last change made here (a create, rename, removal) to each folder
         /// and to each item (by Drive ID): a listing or a page of changes read before it is older
         /// than the table and must not undo it.
@@ -111,6 +112,18 @@ final class NodeTable: Sendable {
         var itemsChangedHere: [String: UInt64] = [:]
         /// Nodes made here and not on Drive yet (`local.isNew`): listings of their folder keep them.
         var localNew: Set<Inode> = []
+        /// Listings of folders that are not nodes' listings yet, by folder Drive ID (the compact part
+        /// of the index; NodeTable+Packed.swift).
+        /// INVARIANT: a folder's listing is packed or materialized (`listing` of its node), never both.
+        var packed: [String: PackedListing] = [:]
+        /// Which packed listing holds each packed item, by `PackedListing.hash` of its ID. A hash
+        /// collision is caught where it is used (the folder is checked; a miss falls back to a scan).
+        var packedLocation: [UInt64: String] = [:]
+        /// Items in packed listings.
+        var packedItems = 0
+        /// What materializing a packed listing found for the kernel to forget (a node that had
+        /// moved): handed out with the next listing or page of changes applied.
+        var deferred = Invalidations()
     }
 
     let configuration: DriveFSConfiguration
@@ -136,7 +149,8 @@ final class NodeTable: Sendable {
 
     var rootID: String { state.withLock { $0.nodes[.root]!.file.id } }
     var generation: UInt64 { state.withLock { $0.generation } }
-    var count: Int { state.withLock { $0.nodes.count } }
+    /// Items known: nodes and packed entries.
+    var count: Int { state.withLock { $0.nodes.count + $0.packedItems } }
 
     func node(_ inode: Inode) -> Node? { state.withLock { $0.nodes[inode] } }
     func inode(forID id: String) -> Inode? { state.withLock { $0.byID[id] } }
@@ -190,7 +204,9 @@ final class NodeTable: Sendable {
         let now = time.now()
         let ttl = configuration.directoryCacheTTL
         return state.withLock { s in
-            guard let folder = s.nodes[parent] else { return .unknownParent }
+            guard s.nodes[parent] != nil else { return .unknownParent }
+            materialize(parent, &s)
+            let folder = s.nodes[parent]!
             guard folder.kind == .directory else { return .notAFolder }
             guard let listing = folder.listing, listing.trusted, now - listing.listedAt < ttl else { return .needsListing }
             guard let inode = listing.children[name], var child = s.nodes[inode] else { return .missing }
@@ -207,6 +223,7 @@ final class NodeTable: Sendable {
         let now = time.now()
         let ttl = configuration.directoryCacheTTL
         return state.withLock { s in
+            materialize(folder, &s)
             guard let listing = s.nodes[folder]?.listing, listing.trusted, now - listing.listedAt < ttl else { return nil }
             return listing
         }
@@ -278,7 +295,8 @@ final class NodeTable: Sendable {
 
     /// The INVARIANTs of `State`, checked after every change in debug builds (`assert`): the ID
     /// index matches the nodes both ways, every listed child exists with that folder as its
-    /// parent and that name, and no inode is at or past `nextInode`.
+    /// parent and that name, no inode is at or past `nextInode`, and no folder's listing is both
+    /// packed and materialized.
     static func invariantsHold(_ s: State) -> Bool {
         for (inode, node) in s.nodes {
             guard node.inode == inode, s.byID[node.file.id] == inode, inode.rawValue < s.nextInode || inode == .root else {
@@ -295,6 +313,12 @@ final class NodeTable: Sendable {
         for (id, inode) in s.byID where s.nodes[inode]?.file.id != id {
             assertionFailure("the ID index maps \(id) to \(inode), which is another item")
             return false
+        }
+        for id in s.packed.keys {
+            if let inode = s.byID[id], s.nodes[inode]?.listing != nil {
+                assertionFailure("\(id)'s listing is both packed and materialized")
+                return false
+            }
         }
         return true
     }
@@ -319,6 +343,7 @@ final class NodeTable: Sendable {
     /// The children to show for a listing: the ordered (shown name, inode) pairs.
     func entries(of folder: Inode) -> [(name: String, inode: Inode, kind: FileKind)]? {
         state.withLock { s in
+            materialize(folder, &s)
             guard let listing = s.nodes[folder]?.listing else { return nil }
             return listing.children
                 .sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
@@ -326,36 +351,57 @@ final class NodeTable: Sendable {
         }
     }
 
-    /// Subfolders of `folder` whose own listing is not fresh: what prefetching lists next.
-    func subfoldersNeedingListing(of folder: Inode) -> [(inode: Inode, id: String)] {
+    /// Subfolders of the folder `folderID` (materialized or packed) whose own listing is not fresh:
+    /// what prefetching lists next, by Drive ID.
+    func subfoldersNeedingListing(of folderID: String) -> [String] {
         let now = time.now()
         let ttl = configuration.directoryCacheTTL
         return state.withLock { s in
-            guard let listing = s.nodes[folder]?.listing else { return [] }
-            return listing.children.values.compactMap { inode in
-                guard let child = s.nodes[inode], child.kind == .directory else { return nil }
-                if let l = child.listing, l.trusted, now - l.listedAt < ttl { return nil }
-                return (inode, child.file.id)
-            }.sorted { $0.inode < $1.inode }
+            let candidates: [String]
+            if let inode = s.byID[folderID], let listing = s.nodes[inode]?.listing {
+                candidates = listing.children.values.compactMap { child in
+                    guard let node = s.nodes[child], node.kind == .directory else { return nil }
+                    return node.file.id
+                }
+            } else if let packed = s.packed[folderID] {
+                candidates = packed.subfolders
+            } else {
+                return []
+            }
+            return candidates.filter { !Self.isFresh($0, now: now, ttl: ttl, s) }.sorted()
         }
     }
 
-    /// Replaces `folder`'s listing with `files` (all its children, every page), listed from
-    /// `generation` on. Children keep their inodes (matched by Drive ID); names are recomputed for
-    /// the whole folder; what moved, vanished or changed content is returned for the kernel.
-    func applyListing(_ folder: Inode, files: [DriveFile], startedAt generation: UInt64) -> Invalidations {
+    /// Whether the folder `id` has a trusted listing, materialized or packed, within the TTL.
+    static func isFresh(_ id: String, now: Double, ttl: Double, _ s: State) -> Bool {
+        if let inode = s.byID[id], let listing = s.nodes[inode]?.listing {
+            return listing.trusted && now - listing.listedAt < ttl
+        }
+        if let packed = s.packed[id] { return packed.trusted && now - packed.listedAt < ttl }
+        return false
+    }
+
+    /// Replaces the listing of the folder `folderID` with `files` (all its children, every page),
+    /// listed from `generation` on. A folder whose listing is materialized is updated in place:
+    /// children keep their inodes (matched by Drive ID), names are recomputed for the whole folder,
+    /// and what moved, vanished or changed content is returned for the kernel. Any other folder's
+    /// listing is kept packed until something asks for it.
+    func applyListing(_ folderID: String, files: [DriveFile], startedAt generation: UInt64) -> Invalidations {
         let now = time.now()
         return state.withLock { s in
-            guard s.nodes[folder]?.kind == .directory else { return Invalidations() }
-            // Started before a change made here: it may not show it (a folder made, a file moved
-            // in); the listing held already does, and the change feed brings what else changed.
-            if let changed = s.changedHere[folder], changed > generation, s.nodes[folder]?.listing != nil {
-                return Invalidations()
+            var out = s.deferred
+            s.deferred = Invalidations()
+            let trusted = (s.touched[folderID] ?? 0) <= generation
+            if let folder = s.byID[folderID], let node = s.nodes[folder], node.kind == .directory, node.listing != nil {
+                // Started before a change made here: it may not show it (a folder made, a file moved
+                // in); the listing held already does, and the change feed brings what else changed.
+                if let changed = s.changedHere[folder], changed > generation { return out }
+                out.merge(setChildren(folder, files, &s))
+                s.nodes[folder]!.listing!.listedAt = now
+                s.nodes[folder]!.listing!.trusted = trusted
+            } else {
+                out.merge(pack(folderID, files.map { PackedListing.Entry(file: $0) }, listedAt: now, trusted: trusted, &s))
             }
-            let out = setChildren(folder, files, &s)
-            let trusted = (s.touched[folder] ?? 0) <= generation
-            s.nodes[folder]!.listing!.listedAt = now
-            s.nodes[folder]!.listing!.trusted = trusted
             assert(Self.invariantsHold(s))
             return out
         }
@@ -439,6 +485,7 @@ final class NodeTable: Sendable {
             for inode in Array(s.nodes.keys) where s.nodes[inode]?.listing != nil {
                 s.nodes[inode]!.listing!.trusted = false
             }
+            for id in Array(s.packed.keys) { s.packed[id]!.trusted = false }
         }
     }
 
@@ -449,9 +496,12 @@ final class NodeTable: Sendable {
     /// stay as current as a fresh listing; items under folders not listed are dropped from view.
     func apply(_ changes: [DriveChange], readFrom: UInt64 = .max) -> Invalidations {
         state.withLock { s in
-            var out = Invalidations()
+            var out = s.deferred
+            s.deferred = Invalidations()
             s.generation += 1
             let generation = s.generation
+            // Packed listings this page changes, decoded once and packed again at its end.
+            var work = PackedWork()
             for change in changes {
                 // Read before a change made here to the same item: older than what the table shows
                 // (the next poll brings the item's state after that change).
@@ -467,8 +517,9 @@ final class NodeTable: Sendable {
                     s.nodes[.root]!.file = visible
                     continue
                 }
+                let newParentIsPacked = applyToPacked(change, visible: visible, generation: generation, &work, &s)
                 for folder in affected {
-                    s.touched[folder] = generation
+                    if let id = s.nodes[folder]?.file.id { s.touched[id] = generation }
                     guard s.nodes[folder]?.listing != nil else { continue }
                     var files = s.nodes[folder]!.listing!.children.values.compactMap { s.nodes[$0]?.file }
                     files.removeAll { $0.id == change.fileId }
@@ -490,7 +541,11 @@ final class NodeTable: Sendable {
                 if let oldInode, visible == nil || newParent == nil, s.nodes[oldInode]?.listing != nil {
                     s.nodes[oldInode]!.listing!.trusted = false
                 }
+                if visible == nil || (newParent == nil && !newParentIsPacked) {
+                    distrustPacked(change.fileId, &work, &s)
+                }
             }
+            finish(&work, &s)
             assert(Self.invariantsHold(s))
             return out
         }

@@ -55,7 +55,7 @@ extension DriveFilesystem {
         guard let node = table.node(parent) else { throw .stale }
         guard node.kind == .directory else { throw .notADirectory }
         if table.freshListing(parent) == nil { try lister.ensureListed(parent, cancellation: cancellation) }
-        guard let listed = table.node(parent), listed.listing != nil else { throw .ioError }
+        guard table.hasListing(parent), let listed = table.node(parent) else { throw .ioError }
         return listed
     }
 

@@ -99,7 +99,7 @@ public final class DriveFilesystem: FilesystemOperations {
         cacheLock = try CacheDirectoryLock(directory: cacheDirectory)
         cache = try BlockCache(directory: cacheDirectory.appendingPathComponent("blocks"), capacity: configuration.cacheSize,
                                blockSize: configuration.blockSize)
-        index = IndexStore(path: cacheDirectory.appendingPathComponent("index.json").path)
+        index = IndexStore(path: cacheDirectory.appendingPathComponent(IndexStore.fileName).path)
         interactive = WorkPool(name: "drivefs-io", threads: configuration.interactiveThreads)
         readAhead = WorkPool(name: "drivefs-readahead", threads: configuration.readAheadStreams)
         backgroundListing = WorkPool(name: "drivefs-prefetch", threads: configuration.backgroundListingThreads)
@@ -122,11 +122,10 @@ public final class DriveFilesystem: FilesystemOperations {
         }
         invalidator = Invalidator(cache: cache, queue: notifications)
         var token = startPageToken
-        if let restored = index.load(rootID: root.id, configuration: configuration) {
+        if let restored = index.load(root: root, configuration: configuration, now: time.now()) {
             table = NodeTable(restoring: restored.state, configuration: configuration, time: time)
-            table.withState { $0.nodes[.root]!.file = root }
             token = restored.changeToken
-            Log.shared.info("index", "restored \(restored.state.nodes.count) items from \(index.path)")
+            Log.shared.info("index", "restored \(restored.items) items in \(restored.folders) folders from \(index.path)")
         } else {
             table = NodeTable(root: root, configuration: configuration, time: time)
         }

@@ -1,0 +1,104 @@
+/// Little binary writers and readers for drivefs's own files (the metadata index): LEB128 varints,
+/// zigzag for signed values, length-prefixed UTF-8 strings.
+///
+/// Contract: `ByteReader` never traps on malformed input: every read past the end or of a length
+/// that does not fit answers nil, so a damaged file is refused, not a crash.
+struct ByteWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
+
+    mutating func byte(_ value: UInt8) { bytes.append(value) }
+
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    mutating func signed(_ value: Int64) {
+        varint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+    }
+
+    mutating func string(_ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    mutating func raw(_ other: [UInt8]) { bytes.append(contentsOf: other) }
+
+    mutating func uint32(_ value: UInt32) {
+        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+    }
+}
+
+struct ByteReader {
+    let bytes: [UInt8]
+    private(set) var offset: Int
+    let end: Int
+
+    init(_ bytes: [UInt8], from start: Int = 0, to end: Int? = nil) {
+        self.bytes = bytes
+        offset = start
+        self.end = min(end ?? bytes.count, bytes.count)
+    }
+
+    var atEnd: Bool { offset >= end }
+
+    mutating func byte() -> UInt8? {
+        guard offset < end else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func varint() -> UInt64? {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while offset < end, shift < 64 {
+            let b = bytes[offset]
+            offset += 1
+            value |= UInt64(b & 0x7f) << shift
+            if b < 0x80 { return value }
+            shift += 7
+        }
+        return nil
+    }
+
+    mutating func signed() -> Int64? {
+        guard let v = varint() else { return nil }
+        return Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1)
+    }
+
+    mutating func count(max limit: Int = Int(Int32.max)) -> Int? {
+        guard let v = varint(), v <= UInt64(limit) else { return nil }
+        return Int(v)
+    }
+
+    mutating func string() -> String? {
+        guard let v = varint(), v <= UInt64(end - offset) else { return nil }
+        let n = Int(v)
+        defer { offset += n }
+        return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[offset..<offset + n]), as: UTF8.self) }
+    }
+
+    /// The next `n` bytes as they are.
+    mutating func raw(_ n: Int) -> ArraySlice<UInt8>? {
+        guard n >= 0, n <= end - offset else { return nil }
+        defer { offset += n }
+        return bytes[offset..<offset + n]
+    }
+
+    mutating func uint32() -> UInt32? {
+        guard end - offset >= 4 else { return nil }
+        var v: UInt32 = 0
+        for i in 0..<4 { v |= UInt32(bytes[offset + i]) << UInt32(8 * i) }
+        offset += 4
+        return v
+    }
+}
