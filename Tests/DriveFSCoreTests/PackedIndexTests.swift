@@ -210,6 +210,67 @@ final class PackedIndexTests: XCTestCase {
         XCTAssertFalse(saved.contains(inner))
     }
 
+    // MARK: The whole-drive index
+
+    private func waitForIndex(_ fs: DriveFilesystem) -> Bool {
+        let deadline = Date().addingTimeInterval(60)
+        while fs.lister.isIndexing && Date() < deadline { usleep(5_000) }
+        return !fs.lister.isIndexing && fs.waitForPrefetch()
+    }
+
+    /// Root → 10 folders → 24 subfolders each → 19 files each: 250 folders, 4,820 entries.
+    func testTheWholeDriveIsIndexedFromMountOnInAFewRequestsAndThenWalkedForNothing() throws {
+        harness = try CoreHarness { $0.indexWholeDrive = true }
+        let entries = CoreHarness.buildTree(harness.backend, top: 10, sub: 24, files: 19)
+        try harness.mount()
+        XCTAssertTrue(waitForIndex(harness.fs), "the index was not built in time")
+        // Root, its 10 folders, 240 subfolders in groups of 50, pages of at most 460.
+        XCTAssertLessThanOrEqual(harness.backend.requests["files.list"] ?? 0, 20, describe(harness.backend))
+        XCTAssertEqual(harness.fs.table.indexExtent.folders, 251)
+        XCTAssertEqual(harness.fs.table.indexExtent.items, 1 + entries)
+        XCTAssertLessThanOrEqual(harness.fs.table.withState { $0.nodes.count }, 1, "nothing materialized before it is used")
+
+        harness.backend.resetCounters()
+        XCTAssertEqual(try harness.walk().count, entries)
+        XCTAssertEqual(harness.backend.totalRequests, 0, describe(harness.backend))
+        harness.unmount()
+
+        // A remount restores the whole index: nothing to list.
+        harness.backend.resetCounters()
+        try harness.mount()
+        XCTAssertTrue(waitForIndex(harness.fs))
+        XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, describe(harness.backend))
+        XCTAssertEqual(try harness.walk().count, entries)
+        XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, describe(harness.backend))
+    }
+
+    /// Folders a user's lookups listed (whose subfolders nobody queued) are walked through, and
+    /// what is below them indexed.
+    func testIndexingWalksThroughListedFoldersToTheUnlistedOnesBelow() throws {
+        harness = try CoreHarness()
+        let entries = CoreHarness.buildTree(harness.backend, top: 3, sub: 4, files: 2)
+        try harness.mount()
+        XCTAssertEqual(try harness.resolve("dir1/sub2/file1.txt").size, UInt64("content 1/2/1\n".utf8.count))
+        harness.fs.lister.indexWholeDrive()
+        XCTAssertTrue(waitForIndex(harness.fs))
+        XCTAssertEqual(harness.fs.table.foldersNeedingListing(under: harness.backend.rootID), [])
+        harness.backend.resetCounters()
+        XCTAssertEqual(try harness.walk().count, entries)
+        XCTAssertEqual(harness.backend.totalRequests, 0, describe(harness.backend))
+    }
+
+    /// A folder that cannot be listed does not keep the index from finishing.
+    func testIndexingEndsWhenAFolderKeepsFailing() throws {
+        harness = try CoreHarness { $0.indexWholeDrive = true }
+        _ = CoreHarness.buildTree(harness.backend, top: 2, sub: 2, files: 1)
+        harness.backend.failNext(method: "files.list", count: 1_000, error: .permissionDenied(
+            GoogleErrorInfo(status: 403, reason: "insufficientFilePermissions", message: "no")))
+        try harness.mount()
+        XCTAssertTrue(waitForIndex(harness.fs), "indexing never ended")
+        harness.backend.clearFaults()
+        XCTAssertEqual(try harness.walk().count, 2 + 4 + 4)
+    }
+
     // MARK: The file
 
     private var indexPath: String { harness.configuration.cacheDirectory.appendingPathComponent(IndexStore.fileName).path }

@@ -7,6 +7,8 @@ import XCTest
 /// excepted; each failure message lists the counts per method.
 ///
 /// The mounts use a 10-minute poll interval, so that the only change-feed read is the one at start.
+/// The cold budgets measure how folders are listed as they are used, so those mounts run with
+/// `--no-index` (the whole-drive index, listing everything from mount on, has its own test below).
 final class DriveMountBudgetTests: XCTestCase {
     /// root → 10 folders → 24 subfolders each → 20 files each: 250 folders, 4,800 files.
     private func wideDrive(breadth: Int = 10, sub: Int = 24, filesPerLeaf: Int = 20,
@@ -35,7 +37,7 @@ final class DriveMountBudgetTests: XCTestCase {
         defer { drive.stop() }
         XCTAssertEqual(tree.files.count + tree.folders.count, 5_050)
         drive.emulator.resetStats()
-        let mount = try drive.mount(pollInterval: "10m")
+        let mount = try drive.mount(pollInterval: "10m", extraArguments: ["--no-index"])
         try assertListsEveryFile(mount, tree, "cold")
         let cold = drive.apiRequests()
         print("budget: cold ls -lR of 5,050 entries: \(cold) requests from mount start (\(drive.statsSummary()))")
@@ -53,7 +55,7 @@ final class DriveMountBudgetTests: XCTestCase {
         XCTAssertTrue(ExternalCommand.waitForExit(mount.process, timeout: 20), "drivefs did not end after unmount")
         XCTAssertTrue(FileManager.default.fileExists(atPath: drive.cacheDirectory + "/index.bin"), "no index saved")
         drive.emulator.resetStats()
-        let again = try drive.mount(pollInterval: "10m")
+        let again = try drive.mount(pollInterval: "10m", extraArguments: ["--no-index"])
         XCTAssertTrue(drive.waitForPolls(1), "no change-feed read at start: \(drive.statsSummary())")
         let atStart = drive.apiRequests()
         try assertListsEveryFile(again, tree, "remounted")
@@ -75,7 +77,7 @@ final class DriveMountBudgetTests: XCTestCase {
         }
         defer { drive.stop() }
         drive.emulator.resetStats()
-        let mount = try drive.mount(pollInterval: "10m")
+        let mount = try drive.mount(pollInterval: "10m", extraArguments: ["--no-index"])
         XCTAssertTrue(drive.waitForPolls(1), "no change-feed read at start: \(drive.statsSummary())")
         let atStart = drive.apiRequests()
         let stat = try ExternalCommand.tool("stat", ["-c", "%s", mount.path("a/b/c/d/e/deep.txt")])
@@ -91,6 +93,36 @@ final class DriveMountBudgetTests: XCTestCase {
         let warm = drive.apiRequests() - before
         print("budget: warm stat: \(warm) requests")
         XCTAssertEqual(warm, 0, "warm stat: \(drive.statsSummary())")
+    }
+
+    /// The whole-drive index (the default): from mount on every folder is listed in the background,
+    /// many per request; once it is built (the daemon says so), `ls -lR` and `find` ask Drive
+    /// nothing, and a remount restores it from the cache directory without listing anything.
+    func testTheWholeDriveIndexIsBuiltAtMountInFewRequestsAndServesEverything() throws {
+        _ = try MountedDriveFS.requireFuse()
+        let (drive, tree) = try wideDrive()
+        defer { drive.stop() }
+        drive.emulator.resetStats()
+        let mount = try drive.mount(pollInterval: "10m")
+        XCTAssertTrue(waitUntil(timeout: 120) { mount.log.contains("index built:") },
+                      "the index was not built in 120 s: \(drive.statsSummary())\nlog:\n\(mount.log)")
+        let built = drive.apiRequests()
+        print("index: 5,050 entries indexed in \(built) requests from mount start (\(drive.statsSummary()))")
+        XCTAssertLessThanOrEqual(built, 25, "building the index: \(drive.statsSummary())")
+        XCTAssertTrue(mount.log.contains("index built: 5051 items in 251 folders"), mount.log)
+
+        try assertListsEveryFile(mount, tree, "indexed")
+        let find = try ExternalCommand.tool("find", [mount.mountpoint, "-mindepth", "1"], timeout: 60)
+        XCTAssertEqual(find.output.split(separator: "\n").count, 5_050, find.summary)
+        XCTAssertEqual(drive.apiRequests(), built, "ls -lR and find over the index: \(drive.statsSummary())")
+
+        XCTAssertEqual(try mount.unmount().status, 0)
+        XCTAssertTrue(ExternalCommand.waitForExit(mount.process, timeout: 20), "drivefs did not end after unmount")
+        drive.emulator.resetStats()
+        let again = try drive.mount(pollInterval: "10m")
+        XCTAssertTrue(waitUntil(timeout: 60) { again.log.contains("the index restored is complete") }, again.log)
+        try assertListsEveryFile(again, tree, "remounted")
+        XCTAssertEqual(drive.requests("files.list"), 0, "a remount over the saved index: \(drive.statsSummary())")
     }
 
     /// Google's grouped-listing bug on (half of the parents of every multi-parent query dropped):

@@ -26,17 +26,27 @@ final class FolderLister: Sendable {
     private let time: any TimeSource
     private let state = Locked(State())
 
-    /// How many levels below a listed folder prefetching goes.
+    /// How many levels below a listed folder prefetching goes (the whole-drive index has no limit).
     static let prefetchDepth = 16
 
     /// Folders go by Drive ID: those listed ahead are packed (NodeTable+Packed.swift) and have no inode.
     private struct State {
         var inFlight: [String: Ticket] = [:]
-        /// FIFO of folders to prefetch, with their depth below the folder the user listed.
-        var queue: [(id: String, depth: Int)] = []
+        /// FIFO of folders to prefetch, with how many levels below them prefetching may still go.
+        var queue: [String] = []
         var head = 0
-        var queued: Set<String> = []
+        /// The folders in `queue` still to list, with their depth (the deepest asked for wins).
+        var queued: [String: Int] = [:]
+        /// The whole-drive index is being built: when the queue runs dry, the tree is walked again
+        /// for folders still unlisted (`sweep`).
+        var indexing = false
+        var sweeps = 0
+        var indexStarted = 0.0
     }
+
+    /// Walks of the tree for folders the index still lacks, before it settles for what it has
+    /// (folders whose listing keeps failing are listed when used).
+    static let maximumSweeps = 8
 
     /// One listing in flight; waiters block on it.
     final class Ticket: Sendable {
@@ -82,27 +92,34 @@ final class FolderLister: Sendable {
             guard let node = table.node(folder) else { throw FilesystemError(errno: ESTALE) }
             guard node.kind == .directory else { throw .notADirectory }
             let id = node.file.id
-            enum Plan { case wait(Ticket), list([String]) }
+            enum Plan { case wait(Ticket), list([String], promoted: [(id: String, depth: Int)]) }
             let plan = state.withLock { s -> Plan in
                 if let ticket = s.inFlight[id] { return .wait(ticket) }
                 var group = [id]
-                if s.queued.contains(id) {
+                var promoted: [(id: String, depth: Int)] = []
+                if let depth = s.queued.removeValue(forKey: id) {
                     // Promote: the user's folder and its neighbours in the queue, in one query.
-                    s.queued.remove(id)
+                    promoted.append((id, depth))
                     while group.count < configuration.listingGroupSize, let next = Self.dequeue(&s) {
-                        if s.inFlight[next.id] == nil { group.append(next.id) }
+                        if s.inFlight[next.id] == nil {
+                            group.append(next.id)
+                            promoted.append(next)
+                        }
                     }
                 }
                 for member in group { s.inFlight[member] = Ticket() }
-                return .list(group)
+                return .list(group, promoted: promoted)
             }
             switch plan {
             case .wait(let ticket):
                 try ticket.wait(cancellation: cancellation)
-            case .list(let group):
+            case .list(let group, let promoted):
                 let context = RequestContext(priority: .interactive, deadline: time.now() + configuration.requestDeadline,
                                              cancellation: cancellation)
                 let results = list(group, context: context)
+                // Folders taken from the queue carry on what queued them (prefetching, the index).
+                for item in promoted where (results[item.id] ?? nil) == nil { prefetch(below: item.id, depth: item.depth) }
+                if !promoted.isEmpty { sweepIfIdle() }
                 if let error = results[id] ?? nil { throw error }
             }
         }
@@ -113,18 +130,77 @@ final class FolderLister: Sendable {
     /// Queues the subfolders of `folder` (and, as they are listed, theirs) for listing in the background.
     func prefetch(below folder: Inode) {
         guard let id = table.node(folder)?.file.id else { return }
-        prefetch(below: id, depth: 0)
+        prefetch(below: id, depth: Self.prefetchDepth)
     }
 
+    /// The whole-drive index: queues every folder without a fresh listing, however deep (walking
+    /// down the listings held to find them), and, as each is listed, the folders below it.
+    func indexWholeDrive() {
+        state.withLock { s in
+            s.indexing = true
+            s.sweeps = 0
+            s.indexStarted = time.now()
+        }
+        let unlisted = table.foldersNeedingListing(under: table.rootID)
+        Log.shared.info("index", unlisted.isEmpty ? "the index restored is complete"
+                                                  : "indexing the drive: \(unlisted.count) folder(s) to list first")
+        if unlisted.isEmpty {
+            finishIndexing()
+        } else {
+            enqueue(unlisted, depth: Int.max)
+        }
+    }
+
+    /// Whether the whole-drive index is still being built.
+    var isIndexing: Bool { state.withLock { $0.indexing } }
+
+    /// The queue ran dry while indexing: walk the tree again for folders still unlisted (listed by
+    /// a user's lookup meanwhile, whose subfolders nobody queued; or a listing that failed).
+    private func sweep() {
+        let walk = state.withLock { s -> Bool? in
+            guard s.indexing, s.queued.isEmpty, s.inFlight.isEmpty else { return nil }
+            s.sweeps += 1
+            return s.sweeps <= Self.maximumSweeps
+        }
+        guard let walk else { return }
+        let unlisted = table.foldersNeedingListing(under: table.rootID)
+        if unlisted.isEmpty || !walk {
+            finishIndexing(left: unlisted.count)
+        } else {
+            enqueue(unlisted, depth: Int.max)
+        }
+    }
+
+    private func finishIndexing(left: Int = 0) {
+        let started = state.withLock { s -> Double? in
+            guard s.indexing else { return nil }
+            s.indexing = false
+            return s.indexStarted
+        }
+        guard let started else { return }
+        let (folders, items) = table.indexExtent
+        Log.shared.info("index", "index built: \(items) items in \(folders) folders, "
+                        + String(format: "%.1f s", max(0, time.now() - started))
+                        + (left > 0 ? "; \(left) folder(s) could not be listed and are listed when used" : ""))
+    }
+
+    /// Queues the subfolders of `folderID` that need listing, `depth` levels down at most.
     private func prefetch(below folderID: String, depth: Int) {
-        guard depth < Self.prefetchDepth else { return }
-        let candidates = table.subfoldersNeedingListing(of: folderID)
+        guard depth > 0 else { return }
+        enqueue(table.subfoldersNeedingListing(of: folderID), depth: depth - 1)
+    }
+
+    private func enqueue(_ candidates: [String], depth: Int) {
         guard !candidates.isEmpty else { return }
         let added = state.withLock { s -> Int in
             var added = 0
-            for candidate in candidates where !s.queued.contains(candidate) && s.inFlight[candidate] == nil {
-                s.queue.append((candidate, depth + 1))
-                s.queued.insert(candidate)
+            for candidate in candidates where s.inFlight[candidate] == nil {
+                if let queuedDepth = s.queued[candidate] {
+                    s.queued[candidate] = max(queuedDepth, depth)
+                    continue
+                }
+                s.queue.append(candidate)
+                s.queued[candidate] = depth
                 added += 1
             }
             return added
@@ -141,7 +217,7 @@ final class FolderLister: Sendable {
                 s.queue.removeFirst(s.head)
                 s.head = 0
             }
-            if s.queued.remove(next.id) != nil { return next }
+            if let depth = s.queued.removeValue(forKey: next) { return (next, depth) }
         }
         return nil
     }
@@ -157,11 +233,18 @@ final class FolderLister: Sendable {
             }
             return group
         }
-        guard !group.isEmpty else { return }
+        guard !group.isEmpty else { return sweepIfIdle() }
         let results = list(group.map(\.id), context: RequestContext(priority: .background))
         for item in group where (results[item.id] ?? nil) == nil {
             prefetch(below: item.id, depth: item.depth)
         }
+        sweepIfIdle()
+    }
+
+    /// While indexing, once nothing is queued or in flight: the next sweep.
+    private func sweepIfIdle() {
+        guard state.withLock({ $0.indexing && $0.queued.isEmpty && $0.inFlight.isEmpty }) else { return }
+        sweep()
     }
 
     /// Lists `group` (folder IDs, each already marked in flight) in as few queries as Google allows,

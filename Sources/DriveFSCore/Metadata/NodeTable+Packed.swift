@@ -31,6 +31,13 @@ extension NodeTable {
         }
     }
 
+    /// Folders whose listing is held (materialized or packed) and items known.
+    var indexExtent: (folders: Int, items: Int) {
+        withState { s in
+            (s.packed.count + s.nodes.values.filter { $0.listing != nil }.count, s.nodes.count + s.packedItems)
+        }
+    }
+
     /// Items in packed listings and their bytes (for tests and the log).
     var packedSummary: (folders: Int, items: Int, bytes: Int) {
         withState { s in (s.packed.count, s.packedItems, s.packed.values.reduce(0) { $0 + $1.bytes.count }) }

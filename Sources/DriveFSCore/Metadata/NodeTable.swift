@@ -372,6 +372,35 @@ final class NodeTable: Sendable {
         }
     }
 
+    /// Every folder under `rootID` (itself included) without a fresh listing, found by walking down
+    /// the fresh ones: what the whole-drive index lists first.
+    func foldersNeedingListing(under rootID: String) -> [String] {
+        let now = time.now()
+        let ttl = configuration.directoryCacheTTL
+        return state.withLock { s in
+            var out: [String] = []
+            var queue = [rootID]
+            var seen = Set(queue)
+            var head = 0
+            while head < queue.count {
+                let id = queue[head]
+                head += 1
+                guard Self.isFresh(id, now: now, ttl: ttl, s) else {
+                    out.append(id)
+                    continue
+                }
+                let below: [String]
+                if let inode = s.byID[id], let listing = s.nodes[inode]?.listing {
+                    below = listing.children.values.compactMap { s.nodes[$0].flatMap { $0.kind == .directory ? $0.file.id : nil } }
+                } else {
+                    below = s.packed[id]?.subfolders ?? []
+                }
+                for sub in below where seen.insert(sub).inserted { queue.append(sub) }
+            }
+            return out
+        }
+    }
+
     /// Whether the folder `id` has a trusted listing, materialized or packed, within the TTL.
     static func isFresh(_ id: String, now: Double, ttl: Double, _ s: State) -> Bool {
         if let inode = s.byID[id], let listing = s.nodes[inode]?.listing {

@@ -37,6 +37,10 @@ public struct DriveFSConfiguration: Sendable {
     public var readAheadStreams: Int
     /// Folders listed in one query (`'a' in parents or 'b' in parents ...`).
     public var listingGroupSize: Int
+    /// From mount on, every folder of the drive is listed in the background (the whole-drive index,
+    /// kept packed and on disk); otherwise folders are listed as they are used, and those below a
+    /// listed one ahead of the user (`drivefs mount --no-index`).
+    public var indexWholeDrive: Bool
     /// Threads that answer requests needing Drive (never the kernel's threads), and that prefetch listings.
     public var interactiveThreads: Int
     public var backgroundListingThreads: Int
@@ -52,7 +56,7 @@ public struct DriveFSConfiguration: Sendable {
                 maxReadAhead: Int64 = 32 << 20, readAheadChunk: Int64 = 4 << 20, readAheadStreams: Int = 4,
                 listingGroupSize: Int = 50, interactiveThreads: Int = 16, backgroundListingThreads: Int = 4,
                 requestDeadline: Double = 60, kernelCacheTimeout: Double = 30, transfers: Int = 4, syncClose: Bool = false,
-                deletePermanently: Bool = false, drainTimeout: Double = 3600) {
+                deletePermanently: Bool = false, drainTimeout: Double = 3600, indexWholeDrive: Bool = false) {
         self.userID = userID
         self.groupID = groupID
         self.umask = umask
@@ -75,5 +79,6 @@ public struct DriveFSConfiguration: Sendable {
         self.syncClose = syncClose
         self.deletePermanently = deletePermanently
         self.drainTimeout = drainTimeout
+        self.indexWholeDrive = indexWholeDrive
     }
 }

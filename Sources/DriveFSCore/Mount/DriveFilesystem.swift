@@ -144,6 +144,7 @@ public final class DriveFilesystem: FilesystemOperations {
         for pool in [interactive, readAhead, backgroundListing, notifications, commits] { pool.start() }
         uploads.start { [weak self] outcome in self?.uploadFinished(outcome) }
         poller.start()
+        if configuration.indexWholeDrive { lister.indexWholeDrive() }
         cache.startFlushing(interval: BlockCache.flushInterval)
     }
 

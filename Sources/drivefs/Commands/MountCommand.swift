@@ -24,8 +24,12 @@ enum MountCommand {
                 uploaded by the next mount if need be. fsync returns once the file is on Drive;
                 'drivefs unmount' returns once every upload is. rm moves files to Drive's trash
                 (--delete-permanently deletes them). Google Docs, Sheets, Slides and Drawings appear
-                as exported files (--export-formats), read-only; shortcuts as symbolic links. Listings and file blocks are cached under --cache-dir and survive
-                remounts; the change feed is read every --poll-interval.
+                as exported files (--export-formats), read-only; shortcuts as symbolic links.
+
+                From mount on, every folder is listed in the background, many per request (the
+                index: --no-index lists folders only as they are used). Listings, kept compact, and
+                file blocks are cached under --cache-dir and survive remounts; the change feed is
+                read every --poll-interval.
 
                 A mount point left behind by a killed drivefs ("Transport endpoint is not connected")
                 is cleaned up and mounted again.
@@ -41,6 +45,7 @@ enum MountCommand {
                        validate: { Int($0).map { (1...64).contains($0) } == true ? nil : "expected a number from 1 to 64" }),
                 .flag("sync-close", help: "close() waits until the file is on Drive and reports\nan upload's failure"),
                 .flag("delete-permanently", help: "rm deletes for good instead of moving to Drive's trash"),
+                .flag("no-index", help: "Do not list the whole drive in the background from mount on;\nlist folders as they are used (and those below ahead)"),
                 .flag("allow-other", help: "Let other users see the mount (needs user_allow_other\nin /etc/fuse.conf when not root)"),
                 .value("uid", valueName: "UID", help: "Owner shown for every file (default: yours)", validate: validateID),
                 .value("gid", valueName: "GID", help: "Group shown for every file (default: yours)", validate: validateID),
@@ -155,6 +160,7 @@ enum MountCommand {
         if let transfers = invocation.value("transfers").flatMap(Int.init) { configuration.transfers = transfers }
         configuration.syncClose = invocation.flag("sync-close")
         configuration.deletePermanently = invocation.flag("delete-permanently")
+        configuration.indexWholeDrive = !invocation.flag("no-index")
 
         // Every file closed but not yet on Drive keeps its local copy open (reads are served from
         // it until the upload lands): allow as many descriptors as the system lets us.
