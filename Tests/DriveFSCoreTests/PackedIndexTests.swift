@@ -205,7 +205,7 @@ final class PackedIndexTests: XCTestCase {
         try harness.fs.pollChanges()
         XCTAssertThrowsError(try harness.resolve("gone"))
         // What the index keeps is walked from the root: the trashed folder's subtree is not saved.
-        let saved = harness.fs.table.indexSnapshot().map(\.id)
+        let saved = harness.fs.table.indexSnapshot().folders.map(\.id)
         XCTAssertFalse(saved.contains(gone))
         XCTAssertFalse(saved.contains(inner))
     }
@@ -303,6 +303,23 @@ final class PackedIndexTests: XCTestCase {
         XCTAssertNil(all["dir3/sub4/file0.txt"])
         XCTAssertEqual(all.keys.filter { $0.hasSuffix("/renamed.txt") }.count, 1)
         XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, describe(harness.backend))
+    }
+
+    /// Inode numbers survive a remount (git's index and backup tools remember `st_ino`), and new
+    /// items never take a saved number.
+    func testInodeNumbersAreKeptAcrossARemount() throws {
+        harness = try CoreHarness()
+        let entries = CoreHarness.buildTree(harness.backend, top: 3, sub: 3, files: 3)
+        try harness.mount()
+        let before = try harness.walk().mapValues(\.inode)
+        XCTAssertEqual(before.count, entries)
+        harness.unmount()
+        harness.backend.addFile("later.txt", content: [1])
+        try harness.mount()
+        let after = try harness.walk()
+        XCTAssertEqual(after.filter { $0.key != "later.txt" }.mapValues(\.inode), before)
+        let later = try XCTUnwrap(after["later.txt"]?.inode)
+        XCTAssertFalse(before.values.contains(later), "a new item took a saved inode number")
     }
 
     func testADamagedIndexIsIgnoredAndTheFoldersListedAgain() throws {

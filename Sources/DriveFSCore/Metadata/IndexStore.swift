@@ -20,7 +20,8 @@ import Glibc
 ///   no file made here that is not on Drive yet (the upload journal brings those back).
 ///
 /// File layout (little-endian, varints as `ByteWriter` writes them): the magic line, the format,
-/// the root's ID, the settings' fingerprint, the change token, the folder count; per folder its ID,
+/// the root's ID, the settings' fingerprint, the change token, the next free inode number, the
+/// folder count; per folder its ID,
 /// item count, subfolder IDs, the items' ID hashes (8 bytes each), the packed bytes' length and the
 /// bytes; then the CRC-32 of everything before it.
 final class IndexStore: Sendable {
@@ -61,7 +62,7 @@ final class IndexStore: Sendable {
         }
         var r = ByteReader(bytes, from: Self.magic.count, to: bytes.count - 4)
         guard let format = r.varint(), format == Self.format, let rootID = r.string(), let fingerprint = r.string(),
-              let token = r.string(), let folderCount = r.count() else {
+              let token = r.string(), let nextInode = r.varint(), let folderCount = r.count() else {
             Log.shared.info("index", "ignoring the index \(path): made by another version of drivefs")
             return nil
         }
@@ -72,6 +73,7 @@ final class IndexStore: Sendable {
         var state = NodeTable.State()
         state.nodes[.root] = Node(inode: .root, file: root, parent: nil, name: "/")
         state.byID[root.id] = .root
+        state.nextInode = max(state.nextInode, nextInode)
         for _ in 0..<folderCount {
             guard let id = r.string(), let count = r.count(), let subfolderCount = r.count(max: count) else { return damaged() }
             var subfolders: [String] = []
@@ -101,13 +103,14 @@ final class IndexStore: Sendable {
     }
 
     func save(_ table: NodeTable, changeToken: String) {
-        let snapshot = table.indexSnapshot()
+        let (snapshot, nextInode) = table.indexSnapshot()
         var w = ByteWriter(capacity: snapshot.reduce(64) { $0 + $1.listing.bytes.count + $1.listing.count * 8 + 64 })
         w.raw(Self.magic)
         w.varint(Self.format)
         w.string(table.rootID)
         w.string(Self.fingerprint(table.configuration))
         w.string(changeToken)
+        w.varint(nextInode)
         w.varint(UInt64(snapshot.count))
         for (id, listing) in snapshot {
             w.string(id)
@@ -137,9 +140,9 @@ extension NodeTable {
     /// What the index keeps, packed: every trusted listing reachable from the root (a walk down
     /// materialized listings and packed ones' subfolders), without files not on Drive yet.
     /// Materialized listings are copied under the lock and packed outside it.
-    func indexSnapshot() -> [(id: String, listing: PackedListing)] {
+    func indexSnapshot() -> (folders: [(id: String, listing: PackedListing)], nextInode: UInt64) {
         enum Held { case packed(PackedListing), nodes([PackedListing.Entry]) }
-        let held: [(String, Held)] = withState { s in
+        let (held, nextInode): ([(String, Held)], UInt64) = withState { s in
             var out: [(String, Held)] = []
             var queue = [s.nodes[.root]!.file.id]
             var seen = Set(queue)
@@ -153,7 +156,7 @@ extension NodeTable {
                     entries.reserveCapacity(listing.children.count)
                     for child in listing.children.values {
                         guard let node = s.nodes[child], node.local?.isNew != true else { continue }
-                        entries.append(PackedListing.Entry(file: node.file, exportedSize: node.exportedSize))
+                        entries.append(PackedListing.Entry(file: node.file, exportedSize: node.exportedSize, inode: node.inode.rawValue))
                         if node.kind == .directory && node.file.isFolder { next.append(node.file.id) }
                     }
                     if listing.trusted { out.append((id, .nodes(entries))) }
@@ -163,14 +166,14 @@ extension NodeTable {
                 }
                 for sub in next where seen.insert(sub).inserted { queue.append(sub) }
             }
-            return out
+            return (out, s.nextInode)
         }
         let listedAt = time.now()
-        return held.map { id, held in
+        return (held.map { id, held in
             switch held {
             case .packed(let listing): return (id, listing)
             case .nodes(let entries): return (id, PackedListing(folderID: id, entries: entries, listedAt: listedAt, trusted: true))
             }
-        }
+        }, nextInode)
     }
 }

@@ -54,7 +54,9 @@ extension NodeTable {
             Log.shared.warning("index", "the packed listing of \(id) does not decode; it is listed again")
             return
         }
-        s.deferred.merge(setChildren(folder, entries.map(\.file), &s))
+        var saved: [String: UInt64] = [:]
+        for entry in entries { if let inode = entry.inode { saved[entry.file.id] = inode } }
+        s.deferred.merge(setChildren(folder, entries.map(\.file), &s, savedInodes: saved))
         s.nodes[folder]!.listing!.listedAt = packed.listedAt
         s.nodes[folder]!.listing!.trusted = packed.trusted
         for entry in entries {
@@ -74,13 +76,15 @@ extension NodeTable {
         else { return out }
         var entries = incoming
         if let old = s.packed[folderID] {
-            // Exported sizes survive a relisting of an unchanged document.
-            if incoming.contains(where: { $0.file.isGoogleWorkspaceDocument }), let previous = old.entries(folderID: folderID) {
-                var sizes: [String: (Int64?, Int64)] = [:]
-                for e in previous { if let size = e.exportedSize { sizes[e.file.id] = (e.file.version, size) } }
-                for i in entries.indices {
-                    if let (version, size) = sizes[entries[i].file.id], version == entries[i].file.version {
-                        entries[i].exportedSize = size
+            // Saved inode numbers survive a relisting, and so do exported sizes of unchanged documents.
+            if let previous = old.entries(folderID: folderID) {
+                var kept: [String: PackedListing.Entry] = [:]
+                for e in previous where e.inode != nil || e.exportedSize != nil { kept[e.file.id] = e }
+                if !kept.isEmpty {
+                    for i in entries.indices {
+                        guard let e = kept[entries[i].file.id] else { continue }
+                        entries[i].inode = entries[i].inode ?? e.inode
+                        if e.file.version == entries[i].file.version { entries[i].exportedSize = entries[i].exportedSize ?? e.exportedSize }
                     }
                 }
             }
@@ -172,7 +176,7 @@ extension NodeTable {
         if let inode = s.byID[to], s.nodes[inode]?.listing != nil { return false }
         guard load(to, &work, s) else { return false }
         s.touched[to] = generation
-        var entry = PackedListing.Entry(file: visible)
+        var entry = PackedListing.Entry(file: visible, inode: previous?.inode)
         if let previous, previous.file.version == visible.version,
            ContentKey(previous.file, exportFormats: configuration.exportFormats)
             == ContentKey(visible, exportFormats: configuration.exportFormats) {

@@ -438,7 +438,9 @@ final class NodeTable: Sendable {
 
     /// Sets the children of `folder` to `files` (creating its listing if needed), with every
     /// kernel invalidation the difference implies.
-    func setChildren(_ folder: Inode, _ incoming: [DriveFile], _ s: inout State) -> Invalidations {
+    /// `savedInodes`: the numbers a restored index gave new children (kept when free).
+    func setChildren(_ folder: Inode, _ incoming: [DriveFile], _ s: inout State,
+                     savedInodes: [String: UInt64] = [:]) -> Invalidations {
         var out = Invalidations()
         // Files made here and not on Drive yet stay: Drive cannot list them.
         var files = incoming
@@ -482,8 +484,13 @@ final class NodeTable: Sendable {
                 node.name = name
                 s.nodes[existing] = node
             } else {
-                inode = Inode(s.nextInode)
-                s.nextInode += 1
+                if let saved = savedInodes[file.id], saved > Inode.root.rawValue, saved < s.nextInode,
+                   s.nodes[Inode(saved)] == nil {
+                    inode = Inode(saved)
+                } else {
+                    inode = Inode(s.nextInode)
+                    s.nextInode += 1
+                }
                 s.nodes[inode] = Node(inode: inode, file: file, parent: folder, name: name)
                 s.byID[file.id] = inode
             }

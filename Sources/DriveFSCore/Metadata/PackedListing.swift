@@ -27,6 +27,16 @@ struct PackedListing: Sendable {
         var file: DriveFile
         /// An exported Workspace file's size, once it was exported.
         var exportedSize: Int64?
+        /// The inode number it had when the index was saved (kept across remounts, as tools that
+        /// remember `st_ino` expect: git's index, backup tools' file caches); nil for items listed
+        /// in this run and not yet made nodes.
+        var inode: UInt64?
+
+        init(file: DriveFile, exportedSize: Int64? = nil, inode: UInt64? = nil) {
+            self.file = file
+            self.exportedSize = exportedSize
+            self.inode = inode
+        }
     }
 
     init(bytes: [UInt8], count: Int, listedAt: Double, trusted: Bool, subfolders: [String], idHashes: [UInt64]) {
@@ -91,6 +101,7 @@ struct PackedListing: Sendable {
         static let exportedSize = Field(rawValue: 1 << 18)
         /// `parents` is exactly the packed folder (nearly always): nothing more is written.
         static let parentIsFolder = Field(rawValue: 1 << 19)
+        static let inode = Field(rawValue: 1 << 20)
     }
 
     /// String fields that repeat from record to record, each remembered separately.
@@ -152,6 +163,7 @@ struct PackedListing: Sendable {
             if f.appProperties != nil { fields.insert(.appProperties) }
             if entry.exportedSize != nil { fields.insert(.exportedSize) }
             if f.parents == [folderID] { fields.insert(.parentIsFolder) }
+            if entry.inode != nil { fields.insert(.inode) }
 
             writer.varint(fields.rawValue)
             writer.string(f.id)
@@ -199,6 +211,7 @@ struct PackedListing: Sendable {
             }
             if let props = f.appProperties { map(props) }
             if let v = entry.exportedSize { writer.signed(v) }
+            if let v = entry.inode { writer.varint(v) }
         }
 
         mutating func map(_ dictionary: [String: String]) {
@@ -295,7 +308,9 @@ struct PackedListing: Sendable {
             if fields.contains(.appProperties) { guard let m = map() else { return nil }; file.appProperties = m }
             var exportedSize: Int64?
             if fields.contains(.exportedSize) { guard let v = reader.signed() else { return nil }; exportedSize = v }
-            return Entry(file: file, exportedSize: exportedSize)
+            var inode: UInt64?
+            if fields.contains(.inode) { guard let v = reader.varint() else { return nil }; inode = v }
+            return Entry(file: file, exportedSize: exportedSize, inode: inode)
         }
     }
 
