@@ -23,38 +23,24 @@ final class WritePathTests: XCTestCase {
         harness = nil
     }
 
-    // MARK: Kernel-style helpers
+    // MARK: Kernel-style helpers (CoreHarness's)
 
     private func create(_ parent: Inode, _ name: String, mode: UInt32 = 0o644) throws -> CreatedFile {
-        try BlockingCall.wait { fs.create(parent: parent, name: name, mode: mode, flags: O_WRONLY | O_CREAT, reply: $0) }
+        try harness.create(parent, name, mode: mode)
     }
 
-    private func open(_ inode: Inode, _ flags: Int32) throws -> UInt64 {
-        try BlockingCall.wait { fs.open(inode, flags: flags, reply: $0) }.handle
-    }
+    private func open(_ inode: Inode, _ flags: Int32) throws -> UInt64 { try harness.open(inode, flags) }
 
     @discardableResult
     private func write(_ inode: Inode, _ handle: UInt64, _ bytes: [UInt8], at offset: Int64) throws -> Int {
-        try BlockingCall.wait { fs.write(inode, handle: handle, offset: offset, data: bytes, reply: $0) }
+        try harness.write(inode, handle, bytes, at: offset)
     }
 
-    private func close(_ inode: Inode, _ handle: UInt64) throws {
-        try BlockingCall.wait { fs.flush(inode, handle: handle, reply: $0) }
-        fs.release(inode, handle: handle)
-    }
+    private func close(_ inode: Inode, _ handle: UInt64) throws { try harness.close(inode, handle) }
 
-    /// Writes a whole new file in `parent` and closes it; returns its inode.
     @discardableResult
     private func writeFile(_ parent: Inode, _ name: String, _ bytes: [UInt8]) throws -> Inode {
-        let created = try create(parent, name)
-        var at = 0
-        while at < bytes.count {
-            let end = min(bytes.count, at + (1 << 20))
-            try write(created.attributes.inode, created.opened.handle, Array(bytes[at..<end]), at: Int64(at))
-            at = end
-        }
-        try close(created.attributes.inode, created.opened.handle)
-        return created.attributes.inode
+        try harness.writeFile(parent, name, bytes)
     }
 
     private func drain(file: StaticString = #filePath, line: UInt = #line) {
