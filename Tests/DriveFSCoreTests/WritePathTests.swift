@@ -265,6 +265,39 @@ final class WritePathTests: XCTestCase {
         }, "RENAME_EXCHANGE is not supported")
     }
 
+    /// The source takes the name first, the target is trashed after (a crash in between leaves
+    /// both, never neither: RenameCrashTests); when the trash fails, the rename fails as a whole.
+    func testARenameOverAFileThatCannotBeTrashedFailsAndPutsTheSourceBack() throws {
+        let oldID = fake.addFile("target.txt", content: Array("old".utf8))
+        let sourceID = fake.addFile("source.txt", content: Array("new".utf8))
+        _ = try harness.lookup(.root, "target.txt")
+        let inode = try harness.lookup(.root, "source.txt").inode
+        fake.resetCounters()
+        // The rename (the first files.update) lands; the trash (the second) fails.
+        fake.failNext(method: "files.update", after: 1)
+        XCTAssertThrowsError(try harness.rename(.root, "source.txt", to: .root, "target.txt"))
+        XCTAssertEqual(fake.requests["files.update"], 3, "rename, trash, rename back: \(fake.requests)")
+        XCTAssertEqual(fake.file(sourceID)?.name, "source.txt", "put back")
+        XCTAssertEqual(fake.file(oldID)?.trashed, false, "the target stays")
+        XCTAssertEqual(try harness.lookup(.root, "source.txt").inode, inode)
+        XCTAssertEqual(try harness.read(try harness.lookup(.root, "target.txt").inode), Array("old".utf8))
+    }
+
+    func testARenameOfAQueuedFileOverAFileThatCannotBeTrashedUploadsItUnderItsOwnName() throws {
+        let oldID = fake.addFile("target.txt", content: Array("old".utf8))
+        _ = try harness.lookup(.root, "target.txt")
+        try writeFile(.root, "source.txt", Array("new".utf8))
+        // Not on Drive yet: the rename is in its queued upload, the trash fails, the rename is taken
+        // back. (Landed already: the rename itself is this request, and fails.) Both end the same.
+        fake.failNext(method: "files.update")
+        XCTAssertThrowsError(try harness.rename(.root, "source.txt", to: .root, "target.txt"))
+        drain()
+        XCTAssertEqual(fake.children(of: fake.rootID).map(\.name), ["source.txt", "target.txt"])
+        XCTAssertEqual(fake.file(oldID)?.trashed, false)
+        XCTAssertEqual(fake.content(of: try XCTUnwrap(driveChild("source.txt")).id), Array("new".utf8))
+        XCTAssertEqual(try harness.read(try harness.lookup(.root, "source.txt").inode), Array("new".utf8))
+    }
+
     func testAFolderCannotMoveIntoItself() throws {
         let a = try BlockingCall.wait { fs.makeDirectory(parent: .root, name: "a", mode: 0o755, reply: $0) }
         let b = try BlockingCall.wait { fs.makeDirectory(parent: a.inode, name: "b", mode: 0o755, reply: $0) }
