@@ -18,7 +18,8 @@ import XCTest
 final class RenameCrashTests: XCTestCase {
     /// The scenario, in order. The transfers start after `writeG` (`HeldUploadQueue`), and the
     /// renames of landed files wait until the uploads are done, so that the steps come in one order
-    /// in every run; the queue's own crash tests cover renames racing a running upload.
+    /// in every run. Renames of a file whose upload is running: the second test (the upload held
+    /// at its create by a gate), and the queue's own crash tests.
     enum Op: String, CaseIterable {
         /// A new file written and closed, then renamed in its folder before its upload.
         case writeA, renameA
@@ -211,6 +212,27 @@ final class RenameCrashTests: XCTestCase {
         return queue
     }
 
+    /// After the first process died: a restart that dies at a step of its own (the `1 + k % 5`-th),
+    /// then a last one that finishes the uploads; the mount must then show what Drive holds, and
+    /// the journal be empty. Returns what the second crash was, for messages.
+    private func restartTwice(_ w: World, k: Int, filesBefore: Int, context: String) throws -> String {
+        let h = w.h
+        let second = CrashSwitch(crashAt: 1 + k % 5)
+        try h.mount(uploads: try makeQueue(h, second))
+        waitUntil("\(context): a second crash or the end") { second.dead || h.fs.uploadStatus.isIdle }
+        if second.dead { h.crash() } else { h.unmount() }
+        h.backend.writeHook = nil
+        try h.mount()
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(context): \(h.fs.uploadStatus)")
+        // The mount shows what Drive holds: each live file once, with its bytes.
+        let shown = try h.walk().filter { $0.value.kind == .regular }
+            .map { String(decoding: try h.read($0.value.inode), as: UTF8.self) }.sorted()
+        XCTAssertEqual(shown, actual(w, filesBefore: filesBefore).files.map(\.content).sorted(), "\(context): the mount shows")
+        h.unmount()
+        XCTAssertEqual(try UploadQueue(directory: h.uploadsDirectory, backend: h.backend).recovered.count, 0, "\(context): journal")
+        return second.dead ? ", then at \(second.lastPoint)" : ""
+    }
+
     /// Crash at the k-th step of the scenario, for every k; then a restart that crashes at a step
     /// of its own; then a last restart that finishes.
     func testACrashAtEveryStepOfRenamesAndUploadsLosesNothingAndDuplicatesNothing() throws {
@@ -251,27 +273,98 @@ final class RenameCrashTests: XCTestCase {
             }
             let context = "crash at \(k) (\(first.lastPoint)) during \(interrupted.map(\.rawValue) ?? "the uploads")"
             h.crash()
-            // The restart, dying at a step of its own.
-            let second = CrashSwitch(crashAt: 1 + k % 5)
-            try h.mount(uploads: try makeQueue(h, second))
-            waitUntil("\(context): a second crash or the end") { second.dead || h.fs.uploadStatus.isIdle }
-            if second.dead { h.crash() } else { h.unmount() }
-            // The last start finishes.
-            h.backend.writeHook = nil
-            try h.mount()
-            XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(context): \(h.fs.uploadStatus)")
-            // The mount shows what Drive holds: each live file once, with its bytes.
-            let shown = try h.walk().filter { $0.value.kind == .regular }
-                .map { String(decoding: try h.read($0.value.inode), as: UTF8.self) }.sorted()
-            XCTAssertEqual(shown, actual(w, filesBefore: filesBefore).files.map(\.content).sorted(), "\(context): the mount shows")
-            h.unmount()
-            verify(w, done: done, interrupted: interrupted, filesBefore: filesBefore,
-                   context: context + (second.dead ? ", then at \(second.lastPoint)" : ""))
-            XCTAssertEqual(try UploadQueue(directory: h.uploadsDirectory, backend: h.backend).recovered.count, 0, context)
+            let recovery = try restartTwice(w, k: k, filesBefore: filesBefore, context: context)
+            verify(w, done: done, interrupted: interrupted, filesBefore: filesBefore, context: context + recovery)
             k += 1
         }
         // 63 today: 22 in the operations, 35 in the uploads, 6 in the renames after them.
         XCTAssertGreaterThan(total ?? 0, 55, "the scenario has many steps")
+    }
+
+    /// A new file renamed twice while its upload runs (held at its create): in its folder, then
+    /// over a file on Drive. The queue sends the name after the create (a files.update); the
+    /// replaced file is trashed at the rename. A crash at each step, then the same restarts.
+    func testACrashAtEveryStepOfRenamesOfARunningUploadLosesNothingAndDuplicatesNothing() throws {
+        enum Step: String { case writeX, renameX, replaceX }
+        func state(_ w: World, _ done: Set<Step>) -> DriveState {
+            var s = expected(w, [])
+            let target = Entry(parent: w.fake.rootID, name: "target.txt", content: "old target")
+            if done.contains(.replaceX) {
+                s.files.removeAll { $0 == target }
+                s.trashed = [target]
+            }
+            if done.contains(.writeX) {
+                let name = done.contains(.replaceX) ? "target.txt" : done.contains(.renameX) ? "x.txt" : "x.tmp"
+                s.files.append(Entry(parent: w.fake.rootID, name: name, content: "X content"))
+                s.made += 1
+            }
+            s.files.sort()
+            return s
+        }
+        var k = 1
+        var total: Int?
+        while total == nil || k <= total! {
+            let w = try makeWorld()
+            let h = w.h
+            defer { h.remove() }
+            let filesBefore = w.fake.filesCreated
+            let first = CrashSwitch(crashAt: k)
+            let held = HeldUploadQueue(try makeQueue(h, first))
+            let gate = WriteGate(method: "files.create.upload")
+            let crashOrPass = h.backend.writeHook!
+            h.backend.writeHook = { method, phase, id in
+                try gate.hook(method, phase, id)
+                try crashOrPass(method, phase, id)
+            }
+            try h.mount(uploads: held)
+            var done = Set<Step>()
+            var interrupted: Step?
+            func attempt(_ step: Step, _ body: () throws -> Void) {
+                guard !first.dead, interrupted == nil else { return }
+                let failure: Error?
+                do { try body(); failure = nil } catch { failure = error }
+                if first.dead { interrupted = step; return }
+                XCTAssertNil(failure, "\(step) failed with no crash")
+                done.insert(step)
+            }
+            attempt(.writeX) { try h.writeFile(.root, "x.tmp", Array("X content".utf8)) }
+            if !first.dead {
+                held.release()
+                waitUntil("the upload held at its create, or a crash") { gate.waiting == 1 || first.dead }
+            }
+            attempt(.renameX) { try h.rename(.root, "x.tmp", to: .root, "x.txt") }
+            attempt(.replaceX) { try h.rename(.root, "x.txt", to: .root, "target.txt") }
+            // Let the held create go on (a dead process's request then fails in the crash hook).
+            gate.open()
+            if !first.dead { waitUntil("a crash or the end") { first.dead || h.fs.uploadStatus.isIdle } }
+            var allowed = [state(w, done)]
+            if let interrupted {
+                allowed.append(state(w, done.union([interrupted])))
+                if interrupted == .replaceX {
+                    var half = state(w, done.union([interrupted]))
+                    half.files.append(Entry(parent: w.fake.rootID, name: "target.txt", content: "old target"))
+                    half.files.sort()
+                    half.trashed = []
+                    allowed.append(half)
+                }
+            }
+            var context = "no crash"
+            if first.dead {
+                context = "crash at \(k) (\(first.lastPoint)) during \(interrupted.map(\.rawValue) ?? "the upload")"
+                h.crash()
+                context += try restartTwice(w, k: k, filesBefore: filesBefore, context: context)
+            } else {
+                total = k - 1
+                h.backend.writeHook = nil
+                h.unmount()
+            }
+            let now = actual(w, filesBefore: filesBefore)
+            XCTAssertTrue(allowed.contains(now), "\(context): Drive holds \(now); allowed: \(allowed.map(\.description).joined(separator: " | "))")
+            k += 1
+        }
+        // 12 today: the commit, the start, the two renames' records, the trash sent and landed, the
+        // create sent and landed, its landing, the name sent and landed after it, the end.
+        XCTAssertGreaterThan(total ?? 0, 8, "the scenario has many steps")
     }
 }
 
