@@ -457,6 +457,7 @@ extension DriveFilesystem {
             if parent == newParent && name == newName { return }
             if source.file.capabilities?.canRename == false && source.local?.isNew != true { throw .accessDenied }
             if source.kind == .directory && table.isAncestor(source.inode, of: newParent) { throw .invalidArgument }
+            var replaced: Node?
             if let target = try table.listedChild(newParent, newName) {
                 if flags & noReplace != 0 { throw .exists }
                 if source.kind == .directory && target.kind != .directory { throw .notADirectory }
@@ -465,35 +466,36 @@ extension DriveFilesystem {
                     _ = try listedFolder(target.inode, cancellation: reply.cancellation)
                     if let children = table.entries(of: target.inode), !children.isEmpty { throw .notEmpty }
                 }
-                // POSIX: the target is replaced; on Drive it goes to the trash.
                 if target.inode != source.inode {
-                    try removeFromDrive(target)
-                    table.detachChild(parent: newParent, name: newName)
+                    if target.file.capabilities?.canTrash == false && target.local?.isNew != true { throw .accessDenied }
+                    replaced = target
                 }
             }
             let parentID = source.file.parents.first
             let newParentID = destination.file.id
-            let queued = uploads.updateMetadata(of: source.file.id) { request in
-                request.name = newName
-                request.parentID = newParentID
-            }
-            let unsent = locals.withLock { $0[source.inode] }.map { c -> Bool in
-                c.lock.lock(); defer { c.lock.unlock() }
-                return !c.sealed && c.committed == 0
-            } ?? false
-            var moved: DriveFile?
-            if source.local?.isNew == true && (queued || unsent) {
-                moved = nil  // not on Drive yet: its upload carries the new name and folder
-            } else {
-                do {
-                    if parentID == newParentID || parentID == nil {
-                        moved = try backend.updateMetadata(source.file.id, name: newName, mimeType: nil, modifiedTime: nil,
-                                                           appProperties: nil)
-                    } else {
-                        moved = try backend.move(source.file.id, addParent: newParentID, removeParent: parentID,
-                                                 newName: newName == source.file.name ? nil : newName)
+            var moved = try place(source, name: newName, parentID: newParentID, from: parentID, currentName: source.file.name)
+            if let replaced {
+                // POSIX: the target is replaced; on Drive it goes to the trash (or is deleted).
+                // Decision: only now, after the source took its name (on Drive, or durably in its
+                // queued upload). Drive cannot do both at once, and a crash between the two must
+                // never leave the old file gone while the new one is not in place (a target whose
+                // upload is queued would be lost outright, a target on Drive trashed with no
+                // file under its name). The other way round, a crash in between leaves both
+                // under the name, and nothing lost (RenameCrashTests).
+                do throws(FilesystemError) {
+                    try removeFromDrive(replaced)
+                } catch {
+                    // The rename fails as a whole: the source goes back where it was.
+                    do throws(FilesystemError) {
+                        _ = try place(source, name: source.file.name, parentID: parentID ?? newParentID, from: newParentID,
+                                      currentName: newName)
+                    } catch let undo {
+                        Log.shared.error("write", "\(describe(source.inode)): renaming it over '\(newName)' failed (\(error)), "
+                                         + "and putting it back failed too (\(undo)); Drive shows it as '\(newName)' beside the old one")
                     }
-                } catch { throw FilesystemError.from(error) }
+                    throw error
+                }
+                table.detachChild(parent: newParent, name: newName)
             }
             if var file = moved {
                 // Keep only one parent in view: the one it now shows in.
@@ -502,6 +504,30 @@ extension DriveFilesystem {
             }
             table.moveChild(parent: parent, name: name, newParent: newParent, newName: newName, file: moved)
         }
+    }
+
+    /// Gives `source` the Drive name `name` in the folder `parentID` (from `oldParentID`, under
+    /// `currentName` on Drive): in its queued upload (journaled), and on Drive unless it is a new
+    /// file not there yet (its upload carries the name and folder). The file as Drive now has it,
+    /// or nil when no request was made.
+    private func place(_ source: Node, name: String, parentID: String, from oldParentID: String?,
+                       currentName: String) throws(FilesystemError) -> DriveFile? {
+        let queued = uploads.updateMetadata(of: source.file.id) { request in
+            request.name = name
+            request.parentID = parentID
+        }
+        let unsent = locals.withLock { $0[source.inode] }.map { c -> Bool in
+            c.lock.lock(); defer { c.lock.unlock() }
+            return !c.sealed && c.committed == 0
+        } ?? false
+        if source.local?.isNew == true && (queued || unsent) { return nil }
+        do {
+            if oldParentID == parentID || oldParentID == nil {
+                return try backend.updateMetadata(source.file.id, name: name, mimeType: nil, modifiedTime: nil, appProperties: nil)
+            }
+            return try backend.move(source.file.id, addParent: parentID, removeParent: oldParentID,
+                                    newName: name == currentName ? nil : name)
+        } catch { throw FilesystemError.from(error) }
     }
 
     public func setAttributes(_ inode: Inode, _ changes: AttributeChanges, handle: UInt64?, reply: Reply<FileAttributes>) {

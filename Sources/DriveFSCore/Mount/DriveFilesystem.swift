@@ -172,6 +172,19 @@ public final class DriveFilesystem: FilesystemOperations {
         cacheLock.release()
     }
 
+    /// Test seam: the process died (`kill -9`) after its upload queue was abandoned at a commit
+    /// point (`UploadQueue.setCrashHook`, `crashNow`). Its threads end (the work in flight runs
+    /// out; a dead queue and a dead backend make it do nothing more), and nothing a clean stop
+    /// writes is written: no drain, no index, no block-cache flush, no unfinished-uploads count.
+    /// The cache directory's lock is let go, as the kernel lets a dead process's lock go.
+    func abandonAsCrashed() {
+        poller.stop()
+        for pool in [interactive, readAhead, backgroundListing, commits, notifications] { pool.stop() }
+        uploads.stop()
+        cache.stopFlushing()
+        cacheLock.release()
+    }
+
     /// Where `inode` shows in the mount (`/Projects/plan.txt`), for log lines.
     func describe(_ inode: Inode) -> String {
         guard let names = ShortcutResolver(backend: backend, table: table, lister: lister).path(of: inode) else {

@@ -1,5 +1,5 @@
 import DriveClient
-import DriveFSCore
+@testable import DriveFSCore
 import DriveSupport
 import Foundation
 import XCTest
@@ -40,12 +40,14 @@ final class CoreHarness {
     }
 
     /// Mounts (constructs and starts the filesystem) as `drivefs mount` does: the root and the
-    /// change token first. Their two requests are not counted (`resetCounters` after).
+    /// change token first. Their two requests are not counted (`resetCounters` after). `uploads`:
+    /// the upload queue to use (nil: the core makes its own in `uploadsDirectory`).
     @discardableResult
-    func mount() throws -> DriveFilesystem {
+    func mount(uploads: (any UploadQueueing)? = nil) throws -> DriveFilesystem {
         let root = try backend.getFile("root")
         let token = try backend.changesStartPageToken()
-        fs = try DriveFilesystem(backend: backend, root: root, startPageToken: token, configuration: configuration, time: time)
+        fs = try DriveFilesystem(backend: backend, root: root, startPageToken: token, configuration: configuration, time: time,
+                                 uploads: uploads)
         fs.start(notifier: notifier)
         // The poller reads the feed once at start: let that happen before a test counts requests.
         let deadline = Date().addingTimeInterval(60)
@@ -59,9 +61,70 @@ final class CoreHarness {
         fs = nil
     }
 
+    /// The process died: the filesystem is abandoned as `kill -9` leaves it (its upload queue must
+    /// have crashed first, see `DriveFilesystem.abandonAsCrashed`). A `mount()` after it is the
+    /// restart: a new core over the same cache directory and the same Drive.
+    func crash() {
+        fs?.abandonAsCrashed()
+        fs = nil
+    }
+
     func remove() {
         unmount()
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Where the core keeps its upload journal (`<cache>/uploads`).
+    var uploadsDirectory: String { configuration.cacheDirectory.appendingPathComponent("uploads").path }
+
+    // MARK: Writing, as the kernel asks for it
+
+    func create(_ parent: Inode, _ name: String, mode: UInt32 = 0o644) throws -> CreatedFile {
+        try BlockingCall.wait { fs.create(parent: parent, name: name, mode: mode, flags: O_WRONLY | O_CREAT, reply: $0) }
+    }
+
+    func open(_ inode: Inode, _ flags: Int32) throws -> UInt64 {
+        try BlockingCall.wait { fs.open(inode, flags: flags, reply: $0) }.handle
+    }
+
+    @discardableResult
+    func write(_ inode: Inode, _ handle: UInt64, _ bytes: [UInt8], at offset: Int64) throws -> Int {
+        try BlockingCall.wait { fs.write(inode, handle: handle, offset: offset, data: bytes, reply: $0) }
+    }
+
+    /// close(2): flush, then release.
+    func close(_ inode: Inode, _ handle: UInt64) throws {
+        try BlockingCall.wait { fs.flush(inode, handle: handle, reply: $0) }
+        fs.release(inode, handle: handle)
+    }
+
+    /// Writes a whole new file in `parent` and closes it; returns its inode.
+    @discardableResult
+    func writeFile(_ parent: Inode, _ name: String, _ bytes: [UInt8]) throws -> Inode {
+        let created = try create(parent, name)
+        var at = 0
+        while at < bytes.count {
+            let end = min(bytes.count, at + (1 << 20))
+            try write(created.attributes.inode, created.opened.handle, Array(bytes[at..<end]), at: Int64(at))
+            at = end
+        }
+        try close(created.attributes.inode, created.opened.handle)
+        return created.attributes.inode
+    }
+
+    /// Opens an existing file with O_TRUNC, writes `bytes`, closes it.
+    func rewrite(_ inode: Inode, _ bytes: [UInt8]) throws {
+        let handle = try open(inode, O_WRONLY | O_TRUNC)
+        try write(inode, handle, bytes, at: 0)
+        try close(inode, handle)
+    }
+
+    func rename(_ parent: Inode, _ name: String, to newParent: Inode, _ newName: String, flags: UInt32 = 0) throws {
+        try BlockingCall.wait { fs.rename(parent: parent, name: name, newParent: newParent, newName: newName, flags: flags, reply: $0) }
+    }
+
+    func makeDirectory(_ parent: Inode, _ name: String) throws -> FileAttributes {
+        try BlockingCall.wait { fs.makeDirectory(parent: parent, name: name, mode: 0o755, reply: $0) }
     }
 
     func lookup(_ parent: Inode, _ name: String) throws -> FileAttributes {
@@ -164,4 +227,39 @@ final class CoreHarness {
         }
         return Array(out.prefix(count))
     }
+}
+
+/// An upload queue whose transfers wait for `release()` (the core's `start` is held back), so that
+/// operations made before it meet no transfer: their commit points come in one order, every run.
+final class HeldUploadQueue: UploadQueueing, @unchecked Sendable {
+    // @unchecked: `onFinished` is behind its Locked box; `inner` is Sendable.
+    let inner: UploadQueue
+    private let onFinished = Locked<(@Sendable (UploadOutcome) -> Void)?>(nil)
+    private let released = Locked(false)
+
+    init(_ inner: UploadQueue) { self.inner = inner }
+
+    /// Starts the transfers (with the core's callback, once the core started).
+    func release() {
+        guard let callback = onFinished.withLock({ $0 }), !released.withLock({ r in defer { r = true }; return r }) else { return }
+        inner.start(onFinished: callback)
+    }
+
+    var recovered: [(request: UploadRequest, contentPath: String)] { inner.recovered }
+    func commit(_ request: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError) {
+        try inner.commit(request, contentPath: contentPath, ready: ready)
+    }
+    func reclaim(_ fileID: String) -> (request: UploadRequest, contentPath: String)? { inner.reclaim(fileID) }
+    func contentPath(of fileID: String) -> String? { inner.contentPath(of: fileID) }
+    func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) -> Bool {
+        inner.updateMetadata(of: fileID, change)
+    }
+    func cancel(_ fileID: String) -> Bool { inner.cancel(fileID) }
+    func waitUntilUploaded(_ fileID: String, deadline: Double, cancellation: CancellationFlag?) throws(FilesystemError) {
+        try inner.waitUntilUploaded(fileID, deadline: deadline, cancellation: cancellation)
+    }
+    func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool { inner.drain(timeout: timeout, progress: progress) }
+    var status: UploadQueueStatus { inner.status }
+    func start(onFinished: @escaping @Sendable (UploadOutcome) -> Void) { self.onFinished.withLock { $0 = onFinished } }
+    func stop() { inner.stop() }
 }
