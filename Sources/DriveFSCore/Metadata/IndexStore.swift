@@ -47,8 +47,7 @@ final class IndexStore: Sendable {
     /// The index saved for `root`, as a table state whose root has no listing yet but the root's
     /// packed one (and every other), or nil when there is none to use.
     func load(root: DriveFile, configuration: DriveFSConfiguration, now: Double) -> Restored? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        let bytes = [UInt8](data)
+        guard let bytes = Self.readWhole(path) else { return nil }
         guard bytes.count > Self.magic.count + 4, Array(bytes[0..<Self.magic.count]) == Self.magic else {
             Log.shared.warning("index", "ignoring \(path): not a drivefs index")
             return nil
@@ -95,6 +94,30 @@ final class IndexStore: Sendable {
         }
         guard r.atEnd else { return damaged() }
         return Restored(state: state, changeToken: token, folders: folderCount, items: state.packedItems)
+    }
+
+    /// The file's bytes, read straight into one array (no intermediate `Data`: an index of a
+    /// million items is over 100 MB, and every copy of it counts at mount).
+    private static func readWhole(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_size > 0, info.st_size < Int64(Int32.max) * 4 else { return nil }
+        let size = Int(info.st_size)
+        var failed = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var done = 0
+            while done < size {
+                let n = read(fd, buffer.baseAddress! + done, size - done)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                done += n
+            }
+            failed = done != size
+            count = failed ? 0 : done
+        }
+        return failed ? nil : bytes
     }
 
     private func damaged() -> Restored? {
