@@ -13,10 +13,6 @@ final class ListingBudgetTests: XCTestCase {
         super.tearDown()
     }
 
-    private func describe(_ backend: FakeDriveBackend) -> String {
-        backend.requests.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-    }
-
     /// Root → 10 folders → 24 subfolders each → 19 files each: 250 folders, 4,820 entries.
     func testColdRecursiveListingPaysPerLevelAndWarmCostsNothing() throws {
         harness = try CoreHarness()
@@ -30,11 +26,11 @@ final class ListingBudgetTests: XCTestCase {
         XCTAssertEqual(cold["dir3/sub7/file5.txt"]?.size, UInt64("content 3/7/5\n".utf8.count))
         XCTAssertTrue(harness.fs.waitForPrefetch())
         let coldRequests = harness.backend.totalRequests
-        XCTAssertLessThanOrEqual(coldRequests, 23, describe(harness.backend))  // + files.get root + start token = 25
+        XCTAssertLessThanOrEqual(coldRequests, 23, harness.backend.requestSummary)  // + files.get root + start token = 25
 
         let warm = try harness.walk()
         XCTAssertEqual(warm.count, entries)
-        XCTAssertEqual(harness.backend.totalRequests, coldRequests, "a warm walk asks Drive nothing: \(describe(harness.backend))")
+        XCTAssertEqual(harness.backend.totalRequests, coldRequests, "a warm walk asks Drive nothing: \(harness.backend.requestSummary)")
     }
 
     func testColdStatFiveFoldersDeepCostsOneListingPerLevel() throws {
@@ -51,7 +47,7 @@ final class ListingBudgetTests: XCTestCase {
 
         let attributes = try harness.resolve("level0/level1/level2/level3/level4/deep.txt")
         XCTAssertEqual(attributes.size, 4)
-        XCTAssertLessThanOrEqual(harness.backend.totalRequests, 6, describe(harness.backend))
+        XCTAssertLessThanOrEqual(harness.backend.totalRequests, 6, harness.backend.requestSummary)
         let before = harness.backend.totalRequests
         _ = try harness.resolve("level0/level1/level2/level3/level4/deep.txt")
         XCTAssertEqual(harness.backend.totalRequests, before, "warm: no request")
@@ -69,8 +65,8 @@ final class ListingBudgetTests: XCTestCase {
         XCTAssertEqual(try harness.walk().count, entries)
         try harness.fs.pollChanges()
         // files.get root and the start token are made by `mount` (2), then one changes.list per poll.
-        XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, describe(harness.backend))
-        XCTAssertLessThanOrEqual(harness.backend.totalRequests, 2 + 2, describe(harness.backend))
+        XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, harness.backend.requestSummary)
+        XCTAssertLessThanOrEqual(harness.backend.totalRequests, 2 + 2, harness.backend.requestSummary)
     }
 
     /// Google's bug: grouped queries sometimes answer nothing. Folders that come back empty from a

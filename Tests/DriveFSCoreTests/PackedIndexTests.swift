@@ -15,10 +15,6 @@ final class PackedIndexTests: XCTestCase {
         super.tearDown()
     }
 
-    private func describe(_ backend: FakeDriveBackend) -> String {
-        backend.requests.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-    }
-
     // MARK: The encoding
 
     /// A DriveFile with each optional field present or not at random, shaped like Google's.
@@ -134,7 +130,7 @@ final class PackedIndexTests: XCTestCase {
         harness.backend.resetCounters()
         XCTAssertEqual(try harness.resolve("dir2/sub3/file4.txt").size, UInt64("content 2/3/4\n".utf8.count))
         XCTAssertEqual(try harness.walk().count, entries)
-        XCTAssertEqual(harness.backend.totalRequests, 0, "packed listings are served as listed: \(describe(harness.backend))")
+        XCTAssertEqual(harness.backend.totalRequests, 0, "packed listings are served as listed: \(harness.backend.requestSummary)")
         XCTAssertEqual(table.packedSummary.items, 0, "a walk materializes everything")
         XCTAssertEqual(harness.fs.knownItems, 1 + entries)
     }
@@ -187,7 +183,7 @@ final class PackedIndexTests: XCTestCase {
         XCTAssertEqual(Set(try harness.walk().keys), ["a", "a/a1", "a/a1/new-name.txt", "a/a2", "a/a2/down.txt", "a/a2/changed.txt",
                                                     "b", "b/b1", "b/b1/moving.txt", "b/b1/new.txt", "b/b1/twice-renamed.txt",
                                                     "up.txt"])
-        XCTAssertEqual(backend.requests["files.list"] ?? 0, 0, "the feed alone kept them current: \(describe(backend))")
+        XCTAssertEqual(backend.requests["files.list"] ?? 0, 0, "the feed alone kept them current: \(backend.requestSummary)")
         _ = (a2, b1)
     }
 
@@ -225,23 +221,23 @@ final class PackedIndexTests: XCTestCase {
         try harness.mount()
         XCTAssertTrue(waitForIndex(harness.fs), "the index was not built in time")
         // Root, its 10 folders, 240 subfolders in groups of 50, pages of at most 460.
-        XCTAssertLessThanOrEqual(harness.backend.requests["files.list"] ?? 0, 20, describe(harness.backend))
+        XCTAssertLessThanOrEqual(harness.backend.requests["files.list"] ?? 0, 20, harness.backend.requestSummary)
         XCTAssertEqual(harness.fs.table.indexExtent.folders, 251)
         XCTAssertEqual(harness.fs.table.indexExtent.items, 1 + entries)
         XCTAssertLessThanOrEqual(harness.fs.table.withState { $0.nodes.count }, 1, "nothing materialized before it is used")
 
         harness.backend.resetCounters()
         XCTAssertEqual(try harness.walk().count, entries)
-        XCTAssertEqual(harness.backend.totalRequests, 0, describe(harness.backend))
+        XCTAssertEqual(harness.backend.totalRequests, 0, harness.backend.requestSummary)
         harness.unmount()
 
         // A remount restores the whole index: nothing to list.
         harness.backend.resetCounters()
         try harness.mount()
         XCTAssertTrue(waitForIndex(harness.fs))
-        XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, describe(harness.backend))
+        XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, harness.backend.requestSummary)
         XCTAssertEqual(try harness.walk().count, entries)
-        XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, describe(harness.backend))
+        XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, harness.backend.requestSummary)
     }
 
     /// Folders a user's lookups listed (whose subfolders nobody queued) are walked through, and
@@ -256,7 +252,7 @@ final class PackedIndexTests: XCTestCase {
         XCTAssertEqual(harness.fs.table.foldersNeedingListing(under: harness.backend.rootID), [])
         harness.backend.resetCounters()
         XCTAssertEqual(try harness.walk().count, entries)
-        XCTAssertEqual(harness.backend.totalRequests, 0, describe(harness.backend))
+        XCTAssertEqual(harness.backend.totalRequests, 0, harness.backend.requestSummary)
     }
 
     /// A folder that cannot be listed does not keep the index from finishing.
@@ -302,7 +298,7 @@ final class PackedIndexTests: XCTestCase {
         XCTAssertEqual(all["dir3/sub4/added.txt"]?.size, 2)
         XCTAssertNil(all["dir3/sub4/file0.txt"])
         XCTAssertEqual(all.keys.filter { $0.hasSuffix("/renamed.txt") }.count, 1)
-        XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, describe(harness.backend))
+        XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, harness.backend.requestSummary)
     }
 
     /// Inode numbers survive a remount (git's index and backup tools remember `st_ino`), and new

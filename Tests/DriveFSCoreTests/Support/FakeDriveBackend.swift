@@ -159,6 +159,8 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
 
     var requests: [String: Int] { lock.lock(); defer { lock.unlock() }; return counts }
     var totalRequests: Int { requests.values.reduce(0, +) }
+    /// The counts by method, for failure messages (`files.list=3 changes.list=1`).
+    var requestSummary: String { requests.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") }
     var downloadedBytes: Int64 { lock.lock(); defer { lock.unlock() }; return mediaBytes }
     func resetCounters() { lock.lock(); counts = [:]; mediaBytes = 0; lock.unlock() }
 
