@@ -84,7 +84,8 @@ bench: deps bench-venv
 	./scripts/bench.sh .build/release
 	python3 bench/harness.py --bin .build/release --size full --profiles $(BENCH_PROFILES) --docs docs/benchmarks.md
 
-# Every workload at a tiny size, in a minute or two; for CI: exits non-zero only when a harness step breaks.
+# Every workload at a tiny size, in a minute or two; for CI (.ci/run runs it before make test): exits
+# non-zero only when a harness step breaks.
 # Built as make deb builds (RELEASE_FLAGS), so that make test's package build reuses it.
 # Results in .build/bench-smoke/.
 bench-smoke: deps
