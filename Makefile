@@ -67,8 +67,11 @@ install:
 
 # The Debian package (docs/packaging.md): release binaries with the Swift runtime linked in (they need
 # only Debian's libraries), the mount helpers, the unit, man pages, completion and docs, in $(DEB).
+# make bench-smoke builds with the same flags, so that after it (as in CI) make test's
+# release build finds nothing to do.
+RELEASE_FLAGS := -c release --static-swift-stdlib
 deb: deps-debian
-	$(SWIFT) build -c release --static-swift-stdlib
+	$(SWIFT) build $(RELEASE_FLAGS)
 	./scripts/make-deb.sh .build/release .build/deb
 
 # make bench: scripts/bench.sh (FUSE bridge, emulator), then bench/harness.py: drivefs, rclone mount and the
@@ -81,10 +84,12 @@ bench: deps bench-venv
 	./scripts/bench.sh .build/release
 	python3 bench/harness.py --bin .build/release --size full --profiles $(BENCH_PROFILES) --docs docs/benchmarks.md
 
-# Every workload at a tiny size, in a minute or two; for CI: exits non-zero only when a harness step breaks.
+# Every workload at a tiny size, in a minute or two; for CI (.ci/run runs it before make test): exits
+# non-zero only when a harness step breaks.
+# Built as make deb builds (RELEASE_FLAGS), so that make test's package build reuses it.
 # Results in .build/bench-smoke/.
 bench-smoke: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 	timeout -k 10 420 python3 bench/harness.py --bin .build/release --size smoke --profiles lan,wan
 
 # matplotlib for the ratio charts (optional: without it the harness says so and skips the PNG).

@@ -1724,6 +1724,12 @@ def main():
             ap.error("unknown profile %s" % p)
     out_dir = os.path.abspath(args.out or (os.path.join(REPO, "bench", "results") if args.size == "full"
                                            else os.path.join(REPO, ".build", "bench-smoke")))
+    if args.size == "smoke":
+        # Smoke figures are not comparisons (CI runs it): never into the published results, tables or charts.
+        published = [os.path.join(REPO, "bench", "results"), os.path.join(REPO, "docs")]
+        for path in [out_dir] + ([os.path.abspath(args.docs)] if args.docs else []):
+            if any(path == p or path.startswith(p + os.sep) for p in published):
+                ap.error("--size smoke never writes into %s (bench/results and docs/ are for full runs)" % path)
     os.makedirs(out_dir, exist_ok=True)
     for tool in ("drivefs", "drivefs-emulator"):
         if not os.access(os.path.join(args.bin, tool), os.X_OK):
