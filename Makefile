@@ -53,7 +53,7 @@ demo: deps build
 # /sbin only), the man page, shell completion and the systemd user unit (docs/fstab.md, docs/systemd.md).
 SBINDIR ?= /sbin
 install:
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SBINDIR) $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 		$(DESTDIR)$(PREFIX)/lib/systemd/user
@@ -80,7 +80,7 @@ deb: deps-debian
 BENCH_VENV := .build/bench-venv
 BENCH_PROFILES ?= lan,wan
 bench: deps bench-venv
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 	./scripts/bench.sh .build/release
 	python3 bench/harness.py --bin .build/release --size full --profiles $(BENCH_PROFILES) --docs docs/benchmarks.md
 

@@ -151,6 +151,23 @@ final class DriveAPIEmulatorTests: XCTestCase {
         XCTAssertEqual(try PreparedMD5.of(path: out), md5)
     }
 
+    /// Chunks double while Drive takes them whole, up to `maxChunkSize`: 40 MiB in 256 KiB chunks
+    /// growing to 4 MiB is 15 PUTs (256 KiB, 512 KiB, 1, 2, then nine of 4 MiB and the rest), not 161.
+    func testResumableChunksGrowUpToTheMaximum() throws {
+        try start(chunkSize: 256 << 10)
+        let growing = DriveAPI(executor: harness.executor, endpoints: harness.endpoints, chunkSize: 256 << 10, maxChunkSize: 4 << 20)
+        XCTAssertEqual(growing.maxChunkSize, 4 << 20)
+        let size = (40 << 20) + 5
+        let (path, md5) = try harness.makeFile("growing", size: size)
+        let before = harness.executor.stats.counters(for: "files.create.upload").requests
+        let file = try growing.createFile(name: "growing", parent: try rootID(), source: .file(path: path))
+        XCTAssertEqual(file.md5Checksum, md5)
+        let requests = harness.executor.stats.counters(for: "files.create.upload").requests - before
+        XCTAssertGreaterThanOrEqual(requests, 15)
+        XCTAssertLessThanOrEqual(requests, 16, "the session's POST and 15 chunks at most")
+        XCTAssertEqual(try growing.downloadData(file.id).count, size)
+    }
+
     // MARK: - Interrupted transfers
 
     func testUploadResetMidChunkIsResumed() throws {

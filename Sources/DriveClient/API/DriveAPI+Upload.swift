@@ -274,7 +274,12 @@ extension DriveAPI {
         let request = TransportRequest(method: "PUT", url: session.sessionURI, headers: [("Content-Range", range)],
                                        body: length > 0 ? prepared.body(offset: start, length: length) : .none)
         let response = try executor.send(session.method, request, accept: [308])
-        return try outcome(of: response, session: &session)
+        let result = try outcome(of: response, session: &session)
+        if case .progress = result, length > 0, session.confirmedBytes == start + length, session.chunkSize < maxChunkSize {
+            // Taken whole: the next chunk is twice as large (`maxChunkSize`); the session keeps it.
+            session.chunkSize = min(maxChunkSize, session.chunkSize * 2)
+        }
+        return result
     }
 
     /// Asks the server how much of the upload it holds.

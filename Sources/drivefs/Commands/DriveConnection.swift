@@ -13,10 +13,13 @@ struct DriveConnection {
     /// prefetching listings, plus the change poller (connections are pooled for that many).
     static let concurrency = 16 + 4 + 4 + 1
 
-    /// The account's pace: Google's per-user quota (12,000 queries a minute) is far above rclone's 10/s, and the pacer halves
-    /// the rate at the first rate-limit answer (and climbs back), so it starts higher.
-    static let ratePerSecond = 40.0
-    static let burst = 100
+    /// The account's pace: half of Google's documented per-user quota (12,000 queries a minute, 200 a
+    /// second), with a second's worth of it as the burst. The pacer halves the rate at the first
+    /// rate-limit answer and climbs back, so it can start this high; it was 40/s after a burst of
+    /// 100, which made 1,000 cold random reads (one ranged request each) take 21 s on a LAN where
+    /// the link needed half a second (docs/benchmarks.md).
+    static let ratePerSecond = 100.0
+    static let burst = 200
 
     static func open(_ invocation: Invocation, choice: DriveEndpointChoice) throws -> DriveConnection {
         let store = AuthCommand.store(invocation)
@@ -46,7 +49,10 @@ struct DriveConnection {
         let executor = DriveRequestExecutor(transport: transport, tokens: TokenManager(grant: grant),
                                             pacer: Pacer(ratePerSecond: ratePerSecond, burst: burst))
         // New files' IDs come 1,000 to a request (Drive's most), so a copy of 1,000 files costs one.
-        let api = DriveAPI(executor: executor, endpoints: DriveEndpoints(apiRoot: resolved.apiURL), idBatchSize: 1000)
+        // Resumable uploads start with 8 MiB chunks and grow to 64 MiB (DriveAPI.maxChunkSize): a
+        // large file goes up at nearly the link's speed, in few round trips.
+        let api = DriveAPI(executor: executor, endpoints: DriveEndpoints(apiRoot: resolved.apiURL), maxChunkSize: 64 << 20,
+                           idBatchSize: 1000)
         return DriveConnection(api: api, account: credential.account)
     }
 

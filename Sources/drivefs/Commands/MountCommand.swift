@@ -131,12 +131,22 @@ enum MountCommand {
             what = "shared drive '\(drive.name)'"
             cacheName += "-" + drive.id
         }
-        // The root and the change feed's position, before anything is listed (no change is missed).
+        // The root and the change feed's position, before anything is listed (no change is missed);
+        // asked for at once, so the mount waits for one round trip, not two.
         let root: DriveFile
         let startToken: String
         do {
-            root = try api.getFile(api.scope.rootFolderID)
-            startToken = try api.changesStartPageToken()
+            let scoped = api
+            let rootAnswer = Locked<Result<DriveFile, Error>?>(nil)
+            let asked = DispatchGroup()
+            DispatchQueue.global().async(group: asked) {
+                let answer = Result { try scoped.getFile(scoped.scope.rootFolderID) }
+                rootAnswer.withLock { $0 = answer }
+            }
+            let tokenAnswer = Result { try scoped.changesStartPageToken() }
+            asked.wait()
+            root = try rootAnswer.withLock { $0! }.get()
+            startToken = try tokenAnswer.get()
         } catch {
             throw DriveConnection.failure(error, doing: "cannot reach Google Drive")
         }
