@@ -177,8 +177,9 @@ public enum SyntheticIndex {
     }
 
     /// Loads the index `write` left in `directory` as a mount does (IndexStore.load), then lists the
-    /// root and its first folder through the table; nil when the index does not load.
-    public static func restore(directory: String) -> Restore? {
+    /// root and its first folder through the table; nil when the index does not load. `whileHeld`
+    /// runs after that, while the restored table is still alive (to read what it holds resident).
+    public static func restore(directory: String, whileHeld: () -> Void = {}) -> Restore? {
         let configuration = configuration(directory: directory)
         let path = (directory as NSString).appendingPathComponent(IndexStore.fileName)
         let time = SystemTimeSource()
@@ -192,6 +193,7 @@ public enum SyntheticIndex {
         guard let first = rootEntries.first(where: { $0.kind == .directory }),
               let firstEntries = table.entries(of: first.inode) else { return nil }
         let firstListed = monotonicSeconds()
+        withExtendedLifetime(table) { whileHeld() }
         return Restore(loadSeconds: loaded - start, nodesAfterLoad: nodes, packedItemsAfterLoad: packedItems,
                        foldersLoaded: restored.folders, rootListingSeconds: rootListed - loaded, rootEntries: rootEntries.count,
                        firstFolderSeconds: firstListed - rootListed, firstFolderEntries: firstEntries.count,

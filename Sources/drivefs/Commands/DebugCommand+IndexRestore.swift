@@ -75,7 +75,8 @@ extension DebugCommand {
         line("index: bytes an item", String(format: "%.0f B", Double(written.fileBytes) / Double(items)))
 
         let baseline = resetPeakRSS()
-        guard let restore = SyntheticIndex.restore(directory: directory) else {
+        var held: Int?
+        guard let restore = SyntheticIndex.restore(directory: directory, whileHeld: { held = procStatus("VmRSS") }) else {
             throw CLIError.failure("the synthetic index did not load back", hint: "See the log for the reason.")
         }
         let peak = procStatus("VmHWM")
@@ -86,6 +87,7 @@ extension DebugCommand {
         line("index: from the start of the load to the first folder", ms(restore.totalSeconds))
         line("index: peak RSS of the restore (VmHWM)", mib(peak))
         line("index: RSS before the load (where VmHWM was reset)", baseline.map { mib($0) } ?? "not reset")
+        line("index: RSS with the restored table held", mib(held))
         return ExitStatus.success
     }
 
