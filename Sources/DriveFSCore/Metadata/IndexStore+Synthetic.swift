@@ -184,8 +184,16 @@ public enum SyntheticIndex {
         let path = (directory as NSString).appendingPathComponent(IndexStore.fileName)
         let time = SystemTimeSource()
         let start = monotonicSeconds()
-        guard let restored = IndexStore(path: path).load(root: root, configuration: configuration, now: time.now()) else { return nil }
-        let table = NodeTable(restoring: restored.state, configuration: configuration, time: time)
+        // As DriveFilesystem does, the loaded state is let go once the table holds it: kept alive, it
+        // would make the table's first edit copy every dictionary (copy on write: a million-entry
+        // `packedLocation` copied by the first listing).
+        let table: NodeTable
+        let foldersLoaded: Int
+        do {
+            guard let restored = IndexStore(path: path).load(root: root, configuration: configuration, now: time.now()) else { return nil }
+            foldersLoaded = restored.folders
+            table = NodeTable(restoring: restored.state, configuration: configuration, time: time)
+        }
         let loaded = monotonicSeconds()
         let (nodes, packedItems) = table.withState { ($0.nodes.count, $0.packedItems) }
         guard let rootEntries = table.entries(of: .root) else { return nil }
@@ -195,7 +203,7 @@ public enum SyntheticIndex {
         let firstListed = monotonicSeconds()
         withExtendedLifetime(table) { whileHeld() }
         return Restore(loadSeconds: loaded - start, nodesAfterLoad: nodes, packedItemsAfterLoad: packedItems,
-                       foldersLoaded: restored.folders, rootListingSeconds: rootListed - loaded, rootEntries: rootEntries.count,
+                       foldersLoaded: foldersLoaded, rootListingSeconds: rootListed - loaded, rootEntries: rootEntries.count,
                        firstFolderSeconds: firstListed - rootListed, firstFolderEntries: firstEntries.count,
                        totalSeconds: firstListed - start)
     }
