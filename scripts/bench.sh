@@ -15,10 +15,15 @@
 #      (cold and warm sequential reads against one stream, cold and warm ls -lR of 250 folders, 1,000
 #      random 4 KiB reads) are folded into bench/harness.py, which `make bench` runs next, beside
 #      rclone mount and the raw limit.
+#   5. The metadata index restore at a size the emulator cannot seed in the bench's time
+#      (`drivefs debug index-restore`): a synthetic index of BENCH_INDEX_ITEMS (default 1,000,000)
+#      items, its file size, IndexStore.load's time, the time until the root and a first folder are
+#      listed, and the restore's peak RSS. The index alone, not a mount's network start-up (the
+#      harness's workload 8c measures that). A few seconds.
 #
 # Usage: scripts/bench.sh BIN_DIR (release build: make bench). Needs root (or FUSE access) and python3.
 # Environment: BENCH_SECONDS per measurement (default 3); BENCH_FOLDERS (default 20000) and
-# BENCH_BIG_MIB (default 256) size the emulator section.
+# BENCH_BIG_MIB (default 256) size the emulator section; BENCH_INDEX_ITEMS (default 1000000) the index one.
 set -euo pipefail
 
 bin_dir=$(cd "${1:?usage: scripts/bench.sh BIN_DIR}" && pwd)
@@ -165,3 +170,8 @@ if [[ "${BENCH_MOUNT:-0}" == 1 ]]; then
     echo
     timeout 900 "$script_dir/bench-mount.sh" "$bin_dir"
 fi
+
+# 5. The index restore of a synthetic drive (docs/benchmarks.md, "Restoring a 1,000,000-item index").
+echo
+echo "metadata index: restoring a synthetic drive (drivefs debug index-restore; no network)"
+timeout 600 "$drivefs" debug index-restore --items "${BENCH_INDEX_ITEMS:-1000000}"

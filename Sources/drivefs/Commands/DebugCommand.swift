@@ -11,6 +11,7 @@ enum DebugCommand {
         debug.add(smokeMount())
         debug.add(endpoints())
         debug.add(manPage())
+        debug.add(indexRestore())
         return debug
     }
 
