@@ -81,13 +81,13 @@ final class PackedIndexTests: XCTestCase {
         // Every truncation is refused (the count no longer matches, or a field runs past the end).
         for cut in 0..<packed.bytes.count {
             var short = packed
-            short.bytes = Array(packed.bytes[0..<cut])
+            short.bytes = packed.bytes.prefix(cut)
             XCTAssertNil(short.entries(folderID: "f"), "cut at \(cut) of \(packed.bytes.count)")
         }
         // Random damage never traps (it may decode to something else: the index file's CRC catches it).
         for _ in 0..<2_000 {
             var damaged = packed
-            damaged.bytes[Int(g.next() % UInt64(packed.bytes.count))] = UInt8(truncatingIfNeeded: g.next())
+            damaged.bytes[packed.bytes.startIndex + Int(g.next() % UInt64(packed.bytes.count))] = UInt8(truncatingIfNeeded: g.next())
             _ = damaged.entries(folderID: "f")
         }
     }

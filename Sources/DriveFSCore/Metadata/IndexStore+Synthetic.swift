@@ -35,7 +35,7 @@ public enum SyntheticIndex {
 
     /// What restoring a written index costs, each step timed on a monotonic clock.
     public struct Restore: Sendable {
-        /// `IndexStore.load`: reading the file, checking its CRC, and putting each listing into a
+        /// `IndexStore.load`: reading the file, checking its checksum, and putting each listing into a
         /// table state packed (no item decoded).
         public var loadSeconds: Double
         /// The table after the load: nodes (only the root) and items held packed.

@@ -15,19 +15,19 @@ import Glibc
 ///   when first used. A drive of a million items is back at mount in the time it takes to read the
 ///   file (about 200 bytes an item).
 /// - An index from another root, another format or other export settings is ignored, and so is a
-///   damaged one (a CRC-32 over the whole file): the folders are listed again.
+///   damaged one (a 64-bit checksum over the whole file, `Checksum64`): the folders are listed again.
 /// - Only what the change feed can correct is kept: trusted listings reachable from the root, and
 ///   no file made here that is not on Drive yet (the upload journal brings those back).
 ///
 /// File layout (little-endian, varints as `ByteWriter` writes them): the magic line, the format,
 /// the root's ID, the settings' fingerprint, the change token, the next free inode number, the
-/// folder count; per folder its ID,
+/// item count, the folder count; per folder its ID,
 /// item count, subfolder IDs, the items' ID hashes (8 bytes each), the packed bytes' length and the
-/// bytes; then the CRC-32 of everything before it.
+/// bytes; then the `Checksum64` of everything before it (8 bytes).
 final class IndexStore: Sendable {
     let path: String
 
-    static let format: UInt64 = 2
+    static let format: UInt64 = 3
     static let fileName = "index.bin"
     private static let magic = Array("drivefs index\n".utf8)
 
@@ -48,20 +48,20 @@ final class IndexStore: Sendable {
     /// packed one (and every other), or nil when there is none to use.
     func load(root: DriveFile, configuration: DriveFSConfiguration, now: Double) -> Restored? {
         guard let bytes = Self.readWhole(path) else { return nil }
-        guard bytes.count > Self.magic.count + 4, Array(bytes[0..<Self.magic.count]) == Self.magic else {
+        guard bytes.count > Self.magic.count + 8, Array(bytes[0..<Self.magic.count]) == Self.magic else {
             Log.shared.warning("index", "ignoring \(path): not a drivefs index")
             return nil
         }
-        var trailer = ByteReader(bytes, from: bytes.count - 4)
-        guard let stored = trailer.uint32(),
-              stored == bytes.withUnsafeBytes({ CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<bytes.count - 4])) })
+        var trailer = ByteReader(bytes, from: bytes.count - 8)
+        guard let low = trailer.uint32(), let high = trailer.uint32(),
+              UInt64(high) << 32 | UInt64(low) == bytes.withUnsafeBytes({ Checksum64.of(UnsafeRawBufferPointer(rebasing: $0[0..<bytes.count - 8])) })
         else {
             Log.shared.warning("index", "ignoring the damaged index \(path) (checksum)")
             return nil
         }
-        var r = ByteReader(bytes, from: Self.magic.count, to: bytes.count - 4)
+        var r = ByteReader(bytes, from: Self.magic.count, to: bytes.count - 8)
         guard let format = r.varint(), format == Self.format, let rootID = r.string(), let fingerprint = r.string(),
-              let token = r.string(), let nextInode = r.varint(), let folderCount = r.count() else {
+              let token = r.string(), let nextInode = r.varint(), let itemCount = r.count(), let folderCount = r.count() else {
             Log.shared.info("index", "ignoring the index \(path): made by another version of drivefs")
             return nil
         }
@@ -73,6 +73,8 @@ final class IndexStore: Sendable {
         state.nodes[.root] = Node(inode: .root, file: root, parent: nil, name: "/")
         state.byID[root.id] = .root
         state.nextInode = max(state.nextInode, nextInode)
+        state.packed.reserveCapacity(folderCount)
+        state.packedLocation.reserveCapacity(itemCount)
         for _ in 0..<folderCount {
             guard let id = r.string(), let count = r.count(), let subfolderCount = r.count(max: count) else { return damaged() }
             var subfolders: [String] = []
@@ -89,7 +91,7 @@ final class IndexStore: Sendable {
             }
             guard let length = r.count(), let packed = r.raw(length), state.packed[id] == nil else { return damaged() }
             // Restored listings count from now: the change feed from the saved token catches them up.
-            NodeTable.storePacked(id, PackedListing(bytes: Array(packed), count: count, listedAt: now, trusted: true,
+            NodeTable.storePacked(id, PackedListing(bytes: packed, count: count, listedAt: now, trusted: true,
                                                     subfolders: subfolders, idHashes: hashes), &state)
         }
         guard r.atEnd else { return damaged() }
@@ -134,6 +136,7 @@ final class IndexStore: Sendable {
         w.string(Self.fingerprint(table.configuration))
         w.string(changeToken)
         w.varint(nextInode)
+        w.varint(UInt64(snapshot.reduce(0) { $0 + $1.listing.count }))
         w.varint(UInt64(snapshot.count))
         for (id, listing) in snapshot {
             w.string(id)
@@ -147,8 +150,9 @@ final class IndexStore: Sendable {
             w.varint(UInt64(listing.bytes.count))
             w.raw(listing.bytes)
         }
-        let crc = w.bytes.withUnsafeBytes { CRC32.checksum($0) }
-        w.uint32(crc)
+        let checksum = w.bytes.withUnsafeBytes { Checksum64.of($0) }
+        w.uint32(UInt32(truncatingIfNeeded: checksum))
+        w.uint32(UInt32(truncatingIfNeeded: checksum >> 32))
         do {
             try AtomicFile.write(w.bytes, to: path, mode: 0o600)
             // The JSON index of drivefs 0.1's first releases, replaced by this one.

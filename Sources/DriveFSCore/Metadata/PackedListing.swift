@@ -11,7 +11,8 @@ import DriveClient
 /// of the record before is written as one byte, so the MIME types, the web link's frame, the
 /// drive and the last modifier cost almost nothing when they repeat.
 struct PackedListing: Sendable {
-    var bytes: [UInt8]
+    /// A slice: a restored index's listings share the file's one buffer (no copy at mount).
+    var bytes: ArraySlice<UInt8>
     var count: Int
     /// When Drive listed it (the TTL runs from here), in the table's clock.
     var listedAt: Double
@@ -39,7 +40,7 @@ struct PackedListing: Sendable {
         }
     }
 
-    init(bytes: [UInt8], count: Int, listedAt: Double, trusted: Bool, subfolders: [String], idHashes: [UInt64]) {
+    init(bytes: ArraySlice<UInt8>, count: Int, listedAt: Double, trusted: Bool, subfolders: [String], idHashes: [UInt64]) {
         self.bytes = bytes
         self.count = count
         self.listedAt = listedAt
@@ -51,7 +52,7 @@ struct PackedListing: Sendable {
     init(folderID: String, entries: [Entry], listedAt: Double, trusted: Bool) {
         var encoder = Encoder(folderID: folderID)
         for entry in entries { encoder.append(entry) }
-        self.init(bytes: encoder.writer.bytes, count: entries.count, listedAt: listedAt, trusted: trusted,
+        self.init(bytes: encoder.writer.bytes[...], count: entries.count, listedAt: listedAt, trusted: trusted,
                   subfolders: entries.compactMap { $0.file.isFolder && !$0.file.trashed ? $0.file.id : nil },
                   idHashes: entries.map { Self.hash($0.file.id) })
     }
@@ -228,7 +229,7 @@ struct PackedListing: Sendable {
         let folderID: String
         var last = [String?](repeating: nil, count: Repeating.allCases.count)
 
-        init(bytes: [UInt8], folderID: String) {
+        init(bytes: ArraySlice<UInt8>, folderID: String) {
             reader = ByteReader(bytes)
             self.folderID = folderID
         }
