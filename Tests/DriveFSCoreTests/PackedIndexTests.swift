@@ -226,6 +226,12 @@ final class PackedIndexTests: XCTestCase {
         XCTAssertEqual(harness.fs.table.indexExtent.items, 1 + entries)
         XCTAssertLessThanOrEqual(harness.fs.table.withState { $0.nodes.count }, 1, "nothing materialized before it is used")
 
+        // Saved as soon as it is built (a daemon killed later keeps it), not only at unmount.
+        let indexFile = harness.configuration.cacheDirectory.appendingPathComponent(IndexStore.fileName).path
+        let deadline = Date().addingTimeInterval(30)
+        while !FileManager.default.fileExists(atPath: indexFile) && Date() < deadline { usleep(5_000) }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: indexFile), "the built index was not saved")
+
         harness.backend.resetCounters()
         XCTAssertEqual(try harness.walk().count, entries)
         XCTAssertEqual(harness.backend.totalRequests, 0, harness.backend.requestSummary)
@@ -316,6 +322,29 @@ final class PackedIndexTests: XCTestCase {
         XCTAssertEqual(after.filter { $0.key != "later.txt" }.mapValues(\.inode), before)
         let later = try XCTUnwrap(after["later.txt"]?.inode)
         XCTAssertFalse(before.values.contains(later), "a new item took a saved inode number")
+    }
+
+    /// After a poll that changed something the index is saved, but at most once a minute (a large
+    /// drive's index is hundreds of MB); unmount saves what is left.
+    func testTheIndexIsSavedAfterChangesAtMostOnceAMinuteAndAtUnmount() throws {
+        harness = try CoreHarness()
+        let folder = harness.backend.addFolder("f")
+        harness.backend.addFile("a.txt", in: folder, content: [1])
+        try harness.mount()
+        _ = try harness.walk()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: indexPath))
+        harness.backend.addFile("b.txt", in: folder, content: [2])
+        try harness.fs.pollChanges()
+        let first = try XCTUnwrap(FileManager.default.contents(atPath: indexPath), "saved after the first change")
+        harness.backend.addFile("c.txt", in: folder, content: [3])
+        try harness.fs.pollChanges()
+        XCTAssertEqual(FileManager.default.contents(atPath: indexPath), first, "not saved again within the minute")
+        harness.unmount()
+        XCTAssertNotEqual(FileManager.default.contents(atPath: indexPath), first, "saved at unmount")
+        harness.backend.resetCounters()
+        try harness.mount()
+        XCTAssertEqual(Set(try harness.walk().keys), ["f", "f/a.txt", "f/b.txt", "f/c.txt"])
+        XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, harness.backend.requestSummary)
     }
 
     func testADamagedIndexIsIgnoredAndTheFoldersListedAgain() throws {

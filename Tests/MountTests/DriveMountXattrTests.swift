@@ -64,6 +64,16 @@ final class DriveMountXattrTests: XCTestCase {
         XCTAssertNotEqual(unknown.status, 0, unknown.summary)
         XCTAssertTrue(unknown.errorOutput.contains("No such attribute"), "ENODATA: \(unknown.summary)")
 
+        // No ACLs or security labels: "not supported", which `ls -l` remembers for the whole mount.
+        for name in ["system.posix_acl_access", "security.selinux"] {
+            let other = try ExternalCommand.tool("getfattr", ["-n", name, mount.path("hello.txt")])
+            XCTAssertNotEqual(other.status, 0, other.summary)
+            XCTAssertTrue(other.errorOutput.contains("Operation not supported"), "EOPNOTSUPP for \(name): \(other.summary)")
+        }
+        let long = try ExternalCommand.tool("ls", ["-l", mount.mountpoint])
+        XCTAssertEqual(long.status, 0, long.summary)
+        XCTAssertFalse(long.output.contains("+"), "no file shows an ACL: \(long.output)")
+
         // The attributes are Drive's: drivefs refuses to change them (EPERM) on the writable mount.
         let set = try ExternalCommand.tool("setfattr", ["-n", "user.drive.id", "-v", "x", mount.path("hello.txt")])
         XCTAssertNotEqual(set.status, 0, set.summary)

@@ -4,7 +4,9 @@ import Foundation
 
 /// Reads the change feed every `interval` seconds (and once at start), applies each page to the
 /// node table, passes what changed to the kernel and the block cache, and saves the index when
-/// something changed.
+/// something changed, at most once per `saveInterval` (the index of a large drive is hundreds of
+/// MB; any save is consistent with its token, so a later one only means more changes to replay
+/// after a crash), and always at unmount and when the whole-drive index is built.
 ///
 /// A failed poll is logged and retried at the next interval from the same token: nothing is
 /// skipped. Polls never overlap (`pollLock`).
@@ -47,6 +49,10 @@ final class ChangePoller: Sendable {
     /// Seconds since the last successful poll (nil before the first one).
     var lag: Double? { currentHealth.lastSuccess.map { max(0, time.now() - $0) } }
     private let completed = Locked(0)
+    /// Seconds between two saves of the index after polls that changed something.
+    static let saveInterval = 60.0
+    /// When the index was last saved (nil: never in this run), and whether changes are unsaved.
+    private let saved = Locked<(at: Double?, dirty: Bool)>((nil, false))
     /// Polls finished (successfully or not) since start.
     var completedPolls: Int { completed.withLock { $0 } }
 
@@ -137,7 +143,12 @@ final class ChangePoller: Sendable {
         table.pruneChangesHere(before: firstRead)
         if changed > 0 {
             Log.shared.info("changes", "applied \(changed) change(s)")
-            index.save(table, changeToken: token.withLock { $0 })
+            let now = time.now()
+            let due = saved.withLock { s -> Bool in
+                s.dirty = true
+                return s.at.map { now - $0 >= Self.saveInterval } ?? true
+            }
+            if due { save() }
         }
     }
 
@@ -149,10 +160,17 @@ final class ChangePoller: Sendable {
         }
     }
 
-    /// Saves the index at the current token (unmount).
+    /// Saves the index at the current token (unmount, the whole-drive index built).
     func saveIndex() {
         pollLock.lock()
         defer { pollLock.unlock() }
+        save()
+    }
+
+    /// Under `pollLock`.
+    private func save() {
         index.save(table, changeToken: token.withLock { $0 })
+        let now = time.now()
+        saved.withLock { $0 = (now, false) }
     }
 }

@@ -25,6 +25,10 @@ final class FolderLister: Sendable {
     private let background: WorkPool
     private let time: any TimeSource
     private let state = Locked(State())
+    /// Called once the whole-drive index is built (the filesystem saves it then).
+    private let onIndexBuilt = Locked<(@Sendable () -> Void)?>(nil)
+
+    func whenIndexBuilt(_ action: @escaping @Sendable () -> Void) { onIndexBuilt.withLock { $0 = action } }
 
     /// How many levels below a listed folder prefetching goes (the whole-drive index has no limit).
     static let prefetchDepth = 16
@@ -145,7 +149,7 @@ final class FolderLister: Sendable {
         Log.shared.info("index", unlisted.isEmpty ? "the index restored is complete"
                                                   : "indexing the drive: \(unlisted.count) folder(s) to list first")
         if unlisted.isEmpty {
-            finishIndexing()
+            finishIndexing(listed: false)
         } else {
             enqueue(unlisted, depth: Int.max)
         }
@@ -171,7 +175,8 @@ final class FolderLister: Sendable {
         }
     }
 
-    private func finishIndexing(left: Int = 0) {
+    /// `listed`: whether this run listed anything (a restored index found complete is not saved again).
+    private func finishIndexing(left: Int = 0, listed: Bool = true) {
         let started = state.withLock { s -> Double? in
             guard s.indexing else { return nil }
             s.indexing = false
@@ -182,6 +187,7 @@ final class FolderLister: Sendable {
         Log.shared.info("index", "index built: \(items) items in \(folders) folders, "
                         + String(format: "%.1f s", max(0, time.now() - started))
                         + (left > 0 ? "; \(left) folder(s) could not be listed and are listed when used" : ""))
+        if listed { onIndexBuilt.withLock { $0 }?() }
     }
 
     /// Queues the subfolders of `folderID` that need listing, `depth` levels down at most.

@@ -133,6 +133,8 @@ public final class DriveFilesystem: FilesystemOperations {
                               background: backgroundListing, time: time)
         poller = ChangePoller(backend: backend, table: table, invalidator: invalidator, index: index, token: token,
                               interval: configuration.pollInterval)
+        // A built index is saved at once: a daemon killed later does not list the drive again.
+        lister.whenIndexBuilt { [poller] in poller.saveIndex() }
         UnfinishedUploads.write(0, cacheDirectory: cacheDirectory.path)
         restoreUploads()
     }
