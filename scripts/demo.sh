@@ -157,7 +157,7 @@ if [[ -x "$drivefs" ]] && "$drivefs" mount --help >/dev/null 2>&1; then
     if wait "$login_pid" && "${demo_env[@]}" "$drivefs" mount "$mountpoint" --poll-interval 5s 2>"$scratch/mount.err"; then
         mounted=yes
         echo
-        echo "drivefs demo: My Drive of the emulator is mounted at $mountpoint (read-only):"
+        echo "drivefs demo: My Drive of the emulator is mounted at $mountpoint (writable: what you write goes up to the emulator):"
         echo
         echo "\$ ls -l $mountpoint"
         ls -l "$mountpoint"

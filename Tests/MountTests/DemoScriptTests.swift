@@ -60,7 +60,7 @@ final class DemoScriptTests: XCTestCase {
         XCTAssertEqual(kill(emulatorPID, 0), 0, "the emulator process is not running")
 
         // The demo mounted the emulator's Drive and showed it; the mount serves its files.
-        let mounted = try XCTUnwrap(printed.firstMatch(of: /mounted at (\S+) \(read-only\)/), printed)
+        let mounted = try XCTUnwrap(printed.firstMatch(of: /mounted at (\S+) \(writable/), printed)
         demoMount = String(mounted.1)
         XCTAssertNotNil(MountedDriveFS.mountEntry(for: demoMount!), "the demo's mount is not in /proc/mounts")
         XCTAssertTrue(printed.contains("About this demo.txt"), "ls -l of the mount: \(printed)")
