@@ -56,6 +56,47 @@ final class DriveMountWriteCopyTests: XCTestCase {
         XCTAssertEqual(diff.status, 0, "diff -r of the source against a second mount with an empty cache must find no difference: \(diff.summary)")
     }
 
+    /// A large new file written from its start goes to Drive while it is written (early upload):
+    /// the session and chunks arrive before `close`, nothing exists on Drive until the last chunk,
+    /// and the whole costs the session, one request per chunk (8 then 16 MiB) and the last piece,
+    /// plus one update for the time set after landing: the same count whether the writer was ahead
+    /// of the stream or not.
+    func testALargeFileGoesUpWhileItIsWrittenAndLandsOnce() throws {
+        _ = try MountedDriveFS.requireFuse()
+        let drive = try EmulatedDrive.empty()
+        defer { drive.stop() }
+        let mount = try drive.mount(pollInterval: "10m")
+        drive.emulator.resetStats()
+        let bytes = TestContent.bytes(count: 40 << 20, seed: 4_242)
+        let path = mount.path("stream.bin")
+        // One open that creates the file, as cp does (a create, a close and a second open would
+        // make an empty file on Drive first, and then the writes would be an update).
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw StepFailed(description: "cannot create \(path) on the mount: errno \(errno)") }
+        var closed = false
+        defer { if !closed { close(fd) } }
+        var at = 0
+        while at < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + at, min(1 << 20, bytes.count - at)) }
+            guard n > 0 else { throw StepFailed(description: "write to \(path) failed: errno \(errno)") }
+            at += n
+        }
+        let uploads = { drive.emulator.stats().methods["files.create.upload"]?.requests ?? 0 }
+        let deadline = Date().addingTimeInterval(120)
+        while uploads() < 2 && Date() < deadline { usleep(20_000) }
+        XCTAssertGreaterThanOrEqual(uploads(), 2, "the session and a chunk must arrive while the file is open: \(drive.statsSummary())")
+        let api = try drive.api()
+        XCTAssertTrue(try api.listChildren(of: try api.getFile("root").id).filter { $0.name == "stream.bin" }.isEmpty,
+                      "nothing may exist on Drive before the close")
+        closed = true
+        guard close(fd) == 0 else { throw StepFailed(description: "close of \(path) failed: errno \(errno)") }
+        try drive.drivefsUnmount(mount, timeout: 300)
+        let remote = try RemoteTree.read(drive)
+        XCTAssertEqual(remote.problems(comparedWith: ["stream.bin": WriteTests.md5(bytes)]), [])
+        XCTAssertEqual(uploads(), 1 + 2 + 1, "session, chunks of 8 and 16 MiB, the last 16 MiB: \(drive.statsSummary())")
+        XCTAssertLessThanOrEqual(drive.emulator.stats().methods["files.update"]?.requests ?? 0, 1, drive.statsSummary())
+    }
+
     /// Issue 7's number: `cp` of 1,000 files of 4 KiB into a folder costs at most 1,010 Drive API
     /// requests until all are on Drive (one multipart create per file with a pre-generated ID,
     /// IDs reserved in batches). Counted by the emulator from the cp to the end of `drivefs

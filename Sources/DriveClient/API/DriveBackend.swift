@@ -32,6 +32,10 @@ public protocol DriveBackend: Sendable {
                      appProperties: [String: String]?) throws -> DriveFile
     func createFile(name: String, parent: String, mimeType: String?, source: UploadSource, modifiedTime: Int64?,
                     sessionFile: String?, id: String?, appProperties: [String: String]?) throws -> DriveFile
+    /// A create under `id` whose content is sent while it is being written (`StreamingCreate`):
+    /// the file exists only once the stream's `finish` returns.
+    func beginStreamingCreate(name: String, parent: String, mimeType: String?, id: String,
+                              appProperties: [String: String]?) throws -> any StreamingCreate
     /// An ID for `id:` of a later create.
     func reserveFileID() throws -> String
     /// `appProperties` given are set (others are kept), as in files.update.

@@ -41,6 +41,9 @@ public struct DriveFSConfiguration: Sendable {
     /// kept packed and on disk); otherwise folders are listed as they are used, and those below a
     /// listed one ahead of the user (`drivefs mount --no-index`).
     public var indexWholeDrive: Bool
+    /// A new file written from its first byte starts going to Drive once it holds this many bytes,
+    /// while it is still being written (`EarlyUpload`); 0: only after its last close.
+    public var earlyUploadThreshold: Int64
     /// Threads that answer requests needing Drive (never the kernel's threads), and that prefetch listings.
     public var interactiveThreads: Int
     public var backgroundListingThreads: Int
@@ -56,7 +59,8 @@ public struct DriveFSConfiguration: Sendable {
                 maxReadAhead: Int64 = 32 << 20, readAheadChunk: Int64 = 4 << 20, readAheadStreams: Int = 4,
                 listingGroupSize: Int = 50, interactiveThreads: Int = 16, backgroundListingThreads: Int = 4,
                 requestDeadline: Double = 60, kernelCacheTimeout: Double = 30, transfers: Int = 4, syncClose: Bool = false,
-                deletePermanently: Bool = false, drainTimeout: Double = 3600, indexWholeDrive: Bool = false) {
+                deletePermanently: Bool = false, drainTimeout: Double = 3600, indexWholeDrive: Bool = false,
+                earlyUploadThreshold: Int64 = 16 << 20) {
         self.userID = userID
         self.groupID = groupID
         self.umask = umask
@@ -80,5 +84,6 @@ public struct DriveFSConfiguration: Sendable {
         self.deletePermanently = deletePermanently
         self.drainTimeout = drainTimeout
         self.indexWholeDrive = indexWholeDrive
+        self.earlyUploadThreshold = max(0, earlyUploadThreshold)
     }
 }

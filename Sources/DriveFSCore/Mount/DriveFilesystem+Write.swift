@@ -642,6 +642,11 @@ extension DriveFilesystem {
                                      newPath: { newStagingPath(for: node.file.id) })
             try content.write(offset: offset, data: data, cancellation: cancellation)
             noteLocal(inode, size: content.size)
+            if content.wantsEarlyUpload(threshold: configuration.earlyUploadThreshold), node.local?.isNew == true,
+               let now = table.node(inode) {
+                content.earlyAsked = true
+                content.early = uploads.beginEarlyUpload(uploadRequest(now, content), contentPath: content.path, size: content.size)
+            }
             return data.count
         }
         content.lock.lock()

@@ -46,6 +46,12 @@ final class LocalContent: @unchecked Sendable {
     /// Its upload landed: Drive's new version is the file's content, and the copy is forgotten
     /// once its last handle closes.
     var landed = false
+    /// Every write so far began where the file ended (a new file written from its first byte).
+    private(set) var appendOnly: Bool
+    /// The upload that began while this file was written (`EarlyUpload`): told of every change.
+    var early: EarlyUpload?
+    /// An early upload was asked for already (given or refused): not asked again.
+    var earlyAsked = false
 
     /// An empty new file.
     init(newAt path: String, blockSize: Int) throws(FilesystemError) {
@@ -62,6 +68,7 @@ final class LocalContent: @unchecked Sendable {
         baseMD5 = nil
         generation = 1  // a new file must reach Drive even if nothing is written
         sealed = false
+        appendOnly = true
     }
 
     /// A copy of Drive's version `remote`, filled lazily.
@@ -81,6 +88,7 @@ final class LocalContent: @unchecked Sendable {
         self.baseMD5 = baseMD5
         generation = 0
         sealed = false
+        appendOnly = false
         if ftruncate(descriptor, off_t(size)) != 0 {
             let error = Self.error(errno)
             close(descriptor)
@@ -106,6 +114,7 @@ final class LocalContent: @unchecked Sendable {
         baseMD5 = nil
         generation = 0
         sealed = true
+        appendOnly = false
     }
 
     deinit {
@@ -225,8 +234,17 @@ final class LocalContent: @unchecked Sendable {
         }
         try Self.writeAll(descriptor, data, count: data.count, at: offset)
         for b in first...last where Int64(b) * B >= offset && min(Int64(b + 1) * B, remoteLimit) <= end { setPresent(b) }
+        if offset != size { appendOnly = false }
         size = max(size, end)
         generation += 1
+        early?.noteWrite(offset: offset, end: end)
+    }
+
+    /// Whether an early upload may begin now: a new file written from its start by one writer,
+    /// never handed to the queue, holding at least `threshold` bytes.
+    func wantsEarlyUpload(threshold: Int64) -> Bool {
+        threshold > 0 && !earlyAsked && early == nil && appendOnly && remote == nil && committed == 0 && !sealed && !removed
+            && writers == 1 && size >= threshold
     }
 
     func truncate(to length: Int64) throws(FilesystemError) {
@@ -234,8 +252,10 @@ final class LocalContent: @unchecked Sendable {
         guard length != size else { return }
         if ftruncate(descriptor, off_t(length)) != 0 { throw Self.error(errno) }
         remoteLimit = min(remoteLimit, length)
+        if length < size { appendOnly = false }
         size = length
         generation += 1
+        early?.noteTruncate(to: length)
     }
 
     /// Fetches everything still missing: the staging file then holds the whole content.
@@ -258,6 +278,8 @@ final class LocalContent: @unchecked Sendable {
                 retired.append(descriptor)
                 descriptor = fd
                 path = reclaimed
+                early?.abandon("its content moved to another file")
+                early = nil
             }
             sealed = false
             committed = generation &- 1  // the journal keeps it as not ready: it must be committed again
@@ -276,6 +298,9 @@ final class LocalContent: @unchecked Sendable {
         retired.append(descriptor)
         descriptor = fd
         path = copyPath
+        // The queue's job of the old file may still finish its early upload; this copy has none.
+        early = nil
+        appendOnly = false
         sealed = false
         committed = 0
         generation = 0  // the queue has this content already: clean until written
@@ -289,6 +314,8 @@ final class LocalContent: @unchecked Sendable {
     /// A removed file nobody has open: its space is given back now (truncated, not only
     /// unlinked: a descriptor may outlive this call). Content the queue owns is the queue's to remove.
     func releaseSpace() {
+        early?.abandon("the file was removed")
+        early = nil
         guard !sealed else { return }
         _ = ftruncate(descriptor, 0)
         unlink(path)

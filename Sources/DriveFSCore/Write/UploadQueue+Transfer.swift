@@ -134,6 +134,15 @@ extension UploadQueue {
     /// One try of an upload, from its current journaled state to its `done` record.
     private func attempt(_ seq: UInt64, _ running: Running, announce: Bool) throws {
         let job = try current(seq)
+        if let (stream, size) = adoptEarly(job, running) {
+            // Sent while it was written: only the rest goes now. A failure here falls back to the
+            // ordinary upload on the next attempt (the stream is gone by then).
+            if announce { try point(.starting(job.fileID)) }
+            let file = try step(.create) { try stream.finish(path: job.contentPath, size: size) }
+            try point(.landed(job.fileID))
+            try finishLanded(seq, file: file, wasConflict: false, running)
+            return
+        }
         let digest = try contentDigest(job)
         if announce { try point(.starting(job.fileID)) }
         var file: DriveFile

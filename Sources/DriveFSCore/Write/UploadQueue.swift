@@ -80,7 +80,13 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         var crashHook: (@Sendable (CommitPoint) -> Bool)?
         /// md5 of content files, by job (their content does not change while the queue owns them).
         var digests: [UInt64: (size: Int64, mtime: Int64, md5: String)] = [:]
+        /// Uploads of new files still being written (`EarlyUpload`), by file; a job adopts its
+        /// file's when their content files are the same.
+        var earlies: [String: EarlyUpload] = [:]
     }
+
+    /// At most this many early uploads at once (each is a stream beside the transfer threads').
+    static let maximumEarlyUploads = 2
 
     /// A job on a transfer thread.
     final class Running: @unchecked Sendable {
@@ -202,6 +208,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         s.crashed = true
         s.journal.close()
         for running in s.running.values { running.flag.cancel() }
+        for early in s.earlies.values { early.abandon("the queue crashed") }
         lock.broadcast()
         return true
     }
@@ -293,6 +300,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         var dropped: [String] = []
         defer { dropped.forEach(removeContent) }
         return withLock { s in
+            s.earlies.removeValue(forKey: fileID)?.abandon("the file was removed")
             let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
             guard let first = jobs.first, !s.crashed else { return false }
             let running = s.running[fileID].flatMap { r in jobs.first { $0.seq == r.seq } }
@@ -364,6 +372,44 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         }
     }
 
+    public func beginEarlyUpload(_ request: UploadRequest, contentPath: String, size: Int64) -> EarlyUpload? {
+        let early: EarlyUpload? = withLock { s in
+            guard s.started, !s.stopping, !s.crashed else { return nil }
+            s.earlies = s.earlies.filter { $0.value.isLive }
+            // Drive may hold the file already, or a job will send other content first.
+            guard s.earlies.count < Self.maximumEarlyUploads, s.earlies[request.fileID] == nil,
+                  s.state.jobs(of: request.fileID).isEmpty, s.state.landed[request.fileID] == nil else { return nil }
+            let early = EarlyUpload(request: request, path: contentPath, size: size)
+            s.earlies[request.fileID] = early
+            return early
+        }
+        guard let early else { return nil }
+        log.debug("uploads", "\(request.displayPath): early upload starts at \(size) bytes written")
+        let thread = Thread { [backend] in early.run(backend) }
+        thread.name = "drivefs-early-upload"
+        thread.start()
+        return early
+    }
+
+    /// The early upload of the job's content, if one can finish it. Any early upload of the file is
+    /// taken out of the registry here: one this job cannot finish (another content file, a job
+    /// that is not a plain create) is abandoned, so no stream waits for a job that never comes.
+    func adoptEarly(_ job: UploadJob, _ running: Running) -> (stream: any StreamingCreate, size: Int64)? {
+        guard let early = withLock({ $0.earlies.removeValue(forKey: job.fileID) }) else { return nil }
+        guard job.kind == .upload, job.creates, job.conflictCopy == nil, job.target == job.fileID, early.path == job.contentPath,
+              !LocalFiles.exists(sessionPath(job.target)) else {
+            early.abandon("its file is uploaded another way")
+            return nil
+        }
+        var info = stat()
+        guard stat(job.contentPath, &info) == 0 else {
+            early.abandon("its content file cannot be read")
+            return nil
+        }
+        let size = Int64(info.st_size)
+        return early.adopt(size: size, cancellation: running.flag).map { ($0, size) }
+    }
+
     public var status: UploadQueueStatus {
         let (queued, running, failed, lastError) = withLock { s -> (Int, [(UploadJob, Running)], Int, String?) in
             let running = s.running.values.compactMap { r in s.state.jobs[r.seq].map { ($0, r) } }.sorted { $0.0.seq < $1.0.seq }
@@ -404,6 +450,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         withLock { s in
             s.stopping = true
             for running in s.running.values { running.flag.cancel() }
+            for early in s.earlies.values { early.abandon("the mount stops") }
+            s.earlies = [:]
         }
         lock.broadcast()
         lock.lock()
@@ -443,6 +491,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             s.crashed = true
             s.journal.close()
             for running in s.running.values { running.flag.cancel() }
+            for early in s.earlies.values { early.abandon("the queue crashed") }
         }
         lock.broadcast()
     }

@@ -158,6 +158,12 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// false at `timeout` seconds with jobs left (they stay in the journal for the next start).
     func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool
 
+    /// Starts sending a new file that is still being written, from its first byte (`EarlyUpload`):
+    /// the core calls it for a file written from its start that grew past its threshold, and tells
+    /// the returned object about every later write and truncate. nil when the queue will not (it
+    /// holds a job of the file already, enough early uploads run, or the backend cannot).
+    func beginEarlyUpload(_ request: UploadRequest, contentPath: String, size: Int64) -> EarlyUpload?
+
     var status: UploadQueueStatus { get }
 
     /// Starts the transfer threads (after daemonizing). `onFinished` is called on a queue thread
@@ -165,4 +171,8 @@ public protocol UploadQueueing: AnyObject, Sendable {
     func start(onFinished: @escaping @Sendable (UploadOutcome) -> Void)
     /// Stops after the transfers in flight end or are interrupted; what is left stays in the journal.
     func stop()
+}
+
+extension UploadQueueing {
+    public func beginEarlyUpload(_ request: UploadRequest, contentPath: String, size: Int64) -> EarlyUpload? { nil }
 }

@@ -507,10 +507,32 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
                                 id: session.fileId.isEmpty ? nil : session.fileId, appProperties: appProperties, resuming: resuming)
     }
 
+    /// As DriveAPI's: the initiation is one `files.create.upload` request, each chunk another, and
+    /// the last one lands the file through the same create as `createFile` (so a taken ID is
+    /// checked the same way). The bytes of each chunk are read from the file when it is sent.
+    func beginStreamingCreate(name: String, parent: String, mimeType: String?, id: String,
+                              appProperties: [String: String]?) throws -> any StreamingCreate {
+        try request("files.create.upload")
+        lock.lock(); streamsBegun += 1; lock.unlock()
+        return FakeStream(backend: self, chunkSize: chunkSize) { [self] (bytes: [UInt8]) throws -> DriveFile in
+            let file = try create(method: "files.create.upload", name: name, parent: parent, mimeType: mimeType ?? "application/octet-stream",
+                                  checkMimeType: mimeType != nil, modifiedTime: nil, id: id, appProperties: appProperties, content: bytes)
+            return try verified(file, sent: Content(bytes: bytes, path: nil, modifiedNanos: nil))
+        }
+    }
+
+    /// Streaming creates begun so far (`beginStreamingCreate`).
+    var streamedCreates: Int { lock.lock(); defer { lock.unlock() }; return streamsBegun }
+
+    /// One chunk of a streaming create: a counted request that may fail.
+    fileprivate func streamChunk() throws { try request("files.create.upload") }
+
     /// Every resumable session is forgotten (they expired): a resume starts over.
     func forgetUploadSessions() {
         lock.lock(); sessions = [:]; lock.unlock()
     }
+
+    private var streamsBegun = 0
 
     /// Content uploads up to this size are one request; larger ones resumable (as DriveAPI's).
     var multipartLimit: Int64 = 5 << 20
@@ -855,5 +877,48 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
 
     private func notFound(_ id: String) -> DriveError {
         DriveError.notFound(GoogleErrorInfo(status: 404, reason: "notFound", message: "File not found: \(id)."))
+    }
+}
+
+/// FakeDriveBackend's `StreamingCreate`: chunks of `chunkSize` read from the file as they are sent.
+final class FakeStream: StreamingCreate, @unchecked Sendable {
+    // @unchecked: used by one thread at a time (the protocol's contract).
+    let fileID = ""
+    private(set) var confirmedBytes: Int64 = 0
+    private var held: [UInt8] = []
+    private let backend: FakeDriveBackend
+    private let chunkSize: Int64
+    private let land: ([UInt8]) throws -> DriveFile
+
+    init(backend: FakeDriveBackend, chunkSize: Int64, land: @escaping ([UInt8]) throws -> DriveFile) {
+        self.backend = backend
+        self.chunkSize = chunkSize
+        self.land = land
+    }
+
+    func chunkLength(available: Int64) -> Int64 { available - confirmedBytes > chunkSize ? chunkSize : 0 }
+
+    func send(path: String, length: Int64) throws {
+        try backend.streamChunk()
+        held += try Self.read(path, from: confirmedBytes, length: length)
+        confirmedBytes += length
+    }
+
+    func finish(path: String, size: Int64) throws -> DriveFile {
+        while size - confirmedBytes > chunkSize { try send(path: path, length: chunkSize) }
+        let rest = try Self.read(path, from: confirmedBytes, length: size - confirmedBytes)
+        return try land(held + rest)
+    }
+
+    private static func read(_ path: String, from offset: Int64, length: Int64) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceUnreadable", message: path)) }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: Int(length))
+        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, Int(length), off_t(offset)) }
+        guard n == Int(length) else {
+            throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceChanged", message: "\(path) is short"))
+        }
+        return buffer
     }
 }
