@@ -104,4 +104,17 @@ final class StreamingCreateTests: XCTestCase {
         XCTAssertNotEqual(finished.md5Checksum, onDisk, "the stream sent what was there when each chunk went")
         XCTAssertEqual(finished.md5Checksum, Digest.hex(.md5, of: try api.downloadData(id)), "the hash is of what was sent")
     }
+
+    /// `.hashedFile`: a resumable upload takes the caller's md5 instead of a pass of its own, and
+    /// Drive's md5 is still checked against it (a stale one is a mismatch, never a silent success).
+    func testAHashedFileUsesTheGivenMD5AndIsStillChecked() throws {
+        let (path, md5) = try harness.makeFile("hashed", size: (6 << 20) + 99)  // above the multipart limit: resumable
+        let root = try api.getFile("root").id
+        let file = try api.createFile(name: "hashed.bin", parent: root, source: .hashedFile(path: path, md5: md5))
+        XCTAssertEqual(file.md5Checksum, md5)
+        let stale = String(repeating: "0", count: 32)
+        XCTAssertThrowsError(try api.updateContent(file.id, source: .hashedFile(path: path, md5: stale))) { error in
+            XCTAssertEqual(error as? DriveError, .checksumMismatch(expected: stale, actual: md5))
+        }
+    }
 }

@@ -66,7 +66,7 @@ extension DriveAPI {
     static func size(of source: UploadSource) throws -> Int64 {
         switch source {
         case .bytes(let bytes): return Int64(bytes.count)
-        case .file(let path): return try PreparedSource.statFile(path).size
+        case .file(let path), .hashedFile(let path, _): return try PreparedSource.statFile(path).size
         }
     }
 
@@ -121,7 +121,7 @@ extension DriveAPI {
             case .bytes(let bytes):
                 known = Digest.hex(.md5, of: bytes)
                 streamed = nil
-            case .file:
+            case .file, .hashedFile:
                 known = nil
                 streamed = StreamedMD5(size: size)
             }
@@ -130,7 +130,7 @@ extension DriveAPI {
         /// The md5 of what was sent (a pass over the file when the last attempt did not read it all).
         func md5() throws -> String {
             if let known { return known }
-            guard case .file(let path) = source, let streamed else { return "" }
+            guard let path = source.filePath, let streamed else { return "" }
             return try streamed.md5(orReadFrom: path)
         }
     }
@@ -147,7 +147,7 @@ extension DriveAPI {
         case .bytes(let bytes):
             // Already in memory: one buffer.
             body = .bytes(head + bytes + tail)
-        case .file(let file):
+        case .file(let file), .hashedFile(let file, _):
             body = .parts([.bytes(head), .file(path: file, offset: 0, length: content.size), .bytes(tail)])
         }
         var request = TransportRequest(method: method, url: uploadURL(path, [("uploadType", "multipart")] + scope.fileQuery + [("fields", DriveFile.fieldMask)]),
@@ -162,7 +162,7 @@ extension DriveAPI {
                     contentType: String?, method: String) throws -> ResumableUploadSession {
         let json = (try? JSONSerialization.data(withJSONObject: metadata, options: [.sortedKeys])) ?? Data("{}".utf8)
         var path = ""
-        if case .file(let p) = prepared.source { path = p }
+        if let p = prepared.source.filePath { path = p }
         return ResumableUploadSession(sessionURI: "", sourcePath: path, size: prepared.size, md5: prepared.md5,
                                       sourceModifiedNanos: prepared.modifiedNanos, confirmedBytes: 0, chunkSize: chunkSize,
                                       fileId: fileId, isUpdate: isUpdate, metadataJSON: String(decoding: json, as: UTF8.self),

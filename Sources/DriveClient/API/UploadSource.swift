@@ -6,6 +6,18 @@ import Foundation
 public enum UploadSource: Sendable {
     case bytes([UInt8])
     case file(path: String)
+    /// A file whose md5 the caller measured already (it must not change before it is sent): a
+    /// resumable upload then makes no hashing pass of its own before sending. Drive's md5 is still
+    /// checked against it at the end; a multipart upload hashes what it sends, as for `.file`.
+    case hashedFile(path: String, md5: String)
+
+    /// The file read, for `.file` and `.hashedFile`.
+    public var filePath: String? {
+        switch self {
+        case .bytes: return nil
+        case .file(let path), .hashedFile(let path, _): return path
+        }
+    }
 }
 
 /// A source with its size and md5, measured before sending. The md5 is computed by one streaming
@@ -29,6 +41,11 @@ struct PreparedSource {
             self.size = size
             self.modifiedNanos = mtime
             self.md5 = try Self.md5(path: path, size: size)
+        case .hashedFile(let path, let md5):
+            let (size, mtime) = try Self.statFile(path)
+            self.size = size
+            self.modifiedNanos = mtime
+            self.md5 = md5.lowercased()
         }
     }
 
@@ -69,7 +86,7 @@ struct PreparedSource {
     func body(offset: Int64, length: Int64) -> TransportRequest.Body {
         switch source {
         case .bytes(let bytes): return .bytes(Array(bytes[Int(offset)..<Int(offset + length)]))
-        case .file(let path): return .file(path: path, offset: offset, length: length)
+        case .file(let path), .hashedFile(let path, _): return .file(path: path, offset: offset, length: length)
         }
     }
 }

@@ -179,7 +179,7 @@ extension UploadQueue {
         do {
             return try step(.create) {
                 try backend.createFile(name: name, parent: request.parentID, mimeType: request.mimeType,
-                                       source: .file(path: job.contentPath), modifiedTime: request.modifiedTime,
+                                       source: .hashedFile(path: job.contentPath, md5: digest.md5), modifiedTime: request.modifiedTime,
                                        sessionFile: session, id: id, appProperties: Self.properties(request))
             }
         } catch let failure as JobFailure where failure.drive?.reason == "fileIdInUse" {
@@ -188,7 +188,7 @@ extension UploadQueue {
             log.info("uploads", "\(request.displayPath): an earlier upload of it is on Drive under \(id); bringing that one up to date")
             if Self.holds(head, digest) { return head }
             return try step(.update) {
-                try backend.updateContent(id, source: .file(path: job.contentPath), mimeType: request.mimeType, name: name,
+                try backend.updateContent(id, source: .hashedFile(path: job.contentPath, md5: digest.md5), mimeType: request.mimeType, name: name,
                                           modifiedTime: request.modifiedTime, sessionFile: session,
                                           appProperties: Self.properties(request))
             }
@@ -223,7 +223,7 @@ extension UploadQueue {
         if let resumed = try resume(session, job, id: job.target, isUpdate: true, digest) { return (resumed, false) }
         let request = job.request
         let file = try step(.update) {
-            try backend.updateContent(job.target, source: .file(path: job.contentPath), mimeType: request.mimeType, name: request.name,
+            try backend.updateContent(job.target, source: .hashedFile(path: job.contentPath, md5: digest.md5), mimeType: request.mimeType, name: request.name,
                                       modifiedTime: request.modifiedTime, sessionFile: session, appProperties: Self.properties(request))
         }
         return (file, false)

@@ -795,7 +795,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     private func read(_ source: UploadSource) throws -> Content {
         switch source {
         case .bytes(let bytes): return Content(bytes: bytes, path: nil, modifiedNanos: nil)
-        case .file(let path):
+        case .file(let path), .hashedFile(let path, _):
             let (_, mtime) = try PreparedSource.statFile(path)
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceUnreadable", message: "cannot read \(path)"))
