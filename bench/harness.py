@@ -2,6 +2,10 @@
 """drivefs side by side with rclone mount and the raw limit (curl), against one drivefs-emulator.
 
     bench/harness.py --bin .build/release --size full|smoke [--profiles lan,wan] [--out DIR] [--docs FILE]
+                     [--no-rclone] [--no-tuned] [--budget S] [--workloads 1,5,7] [--systems rclone,limit-1]
+
+--workloads and --systems are for development: only those workloads (1 is 1a-1e; 1a names one) and systems
+run, and the results go to .build/bench-dev (never to bench/results or the docs).
 
 Systems: drivefs (`drivefs mount`), rclone (`rclone mount`, default pacer), rclone-10ms
 (`--drive-pacer-min-sleep 10ms`), limit-1 (curl, one stream / one request at a time) and limit-par
@@ -16,7 +20,11 @@ RSS (VmHWM) and CPU seconds (utime + stime) of the filesystem process. The write
 their own and count as done when the emulator holds every file (/__emulator/usage, not a counted request):
 drivefs is told with `drivefs unmount`, which returns once its uploads are on Drive; rclone's write-back runs on
 its own. A mount that refuses writes (EROFS, as drivefs's read-only release did) is reported as "not writable yet".
-Per profile the reads run first on every system, then the writes (what the time budget cuts first). Outputs: OUT/<date>-<profile>.json, a markdown table (written
+Per profile the reads run first on every system, then the writes (what the time budget cuts first). Beside
+them, from the start of the run, background lanes (BACKGROUND, "Lanes" below) run what only waits: rclone's
+default pacer's listings and writes, and on wan what waits 50 ms a request; a measurement token keeps the
+CPU-bound measurements of all lanes apart, and every run records the CPU the background used beside it.
+Outputs: OUT/<date>-<profile>.json, a markdown table (written
 into --docs between markers, or OUT/<date>-<profile>.md), a PNG of the ratios when matplotlib is available.
 
 Exit status: 0 when every harness step worked (whatever the timings), 1 when a step broke (a mount did not
@@ -339,11 +347,22 @@ def proc_figures(pid):
 #   ran (`bg_cpu`), and every measurement the whole machine's busy CPU seconds (`host_cpu`, /proc/stat).
 # The tables mark the background lanes' figures and say what they cost the foreground (docs/benchmarks.md).
 
-# profile -> background lanes: a name, the systems it runs and which of their workloads.
-RCLONE_PACER_BOUND = ["1a", "1b", "1c", "1d", "1e", "5", "7"]
+# profile -> background lanes: a name, the systems it runs, which of their workloads, and whether it is a
+# namespace (rclone's) or a process on the host (the limit's curl).
+# - rclone's default pacer (both profiles): the cold listings (252 files.list at 10 a second after a burst of
+#   100: 15 s), the writes 5 and 7 (2,000 and 4,000+ requests: minutes), on wan also 2 (50 ms a listing, one
+#   after the other). The warm 1b and 1e come along (they need 1a's mount) and take the token.
+# - on wan, what waits for the emulator's 50 ms per request or its 40 MiB/s per connection: rclone 10ms's
+#   listings (1a-1e, 2: 252 listings one after the other, 14 s) and the limit's one stream (curl: 1a, 2,
+#   3a at 40 MiB/s, 4's 250 ranges, 5's 1,000 uploads, 6 at 40 MiB/s).
+# What stays in the foreground needs the CPU (lan) or the link (the reads through the mounts).
+RCLONE_LISTINGS = ["1a", "1b", "1c", "1d", "1e"]
 BACKGROUND = {
-    "lan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_PACER_BOUND)],
-    "wan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_PACER_BOUND)],
+    "lan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["5", "7"])],
+    "wan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["2", "5", "7"]),
+            dict(name="rclone-10ms-latency", systems=["rclone-10ms"], workloads=RCLONE_LISTINGS + ["2"]),
+            dict(name="limit-1-latency", systems=["limit-1"], workloads=["1a", "2", "3a", "4", "5", "6"],
+                 namespace=False)],
 }
 # Measurements of a background lane that need the CPU rather than wait (warm reads from the cache): they take
 # the token, like the foreground's.
@@ -1823,6 +1842,14 @@ def inner_main(config_path):
         os.environ.pop(var, None)
     work = cfg["work"]
     tls = os.path.join(work, "tls")
+    if cfg["namespace"]:
+        namespace_setup(work, tls)
+    lane_measure(cfg, work, lane_t0, books)
+
+
+def namespace_setup(work, tls):
+    """lo up, a CA of our own and a certificate for Google's names, which a hosts file bind-mounted over
+    /etc/hosts puts on loopback."""
     os.makedirs(os.path.join(tls, "none"), exist_ok=True)
     run(["ip", "link", "set", "lo", "up"], 30)
     q = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -1840,6 +1867,11 @@ def inner_main(config_path):
         f.write("127.0.0.1 localhost\n::1 localhost\n127.0.0.1 www.googleapis.com oauth2.googleapis.com accounts.google.com\n")
     run(["mount", "--bind", work + "/hosts", "/etc/hosts"], 30)
 
+
+def lane_measure(cfg, work, lane_t0, books):
+    """A lane's workloads on its own emulator: rclone's behind the TLS front (in the namespace), or the limit's
+    (curl) on the host's loopback."""
+    tls = os.path.join(work, "tls")
     args = argparse.Namespace(**cfg["args"])
     ctx = Context(args, SIZES[args.size], cfg["profile"], work)
     ctx.deadline = cfg["deadline"]
@@ -1847,6 +1879,7 @@ def inner_main(config_path):
     ctx.skip = {tuple(p) for p in cfg["skip"]}
     systems = [Rclone(work, "rclone", []), Rclone(work, "rclone-10ms", ["--drive-pacer-min-sleep", "10ms"])]
     systems = [s for s in systems if s.name in cfg["systems"]]
+    limits = [s for s in LIMITS if s in cfg["systems"]]
     main_state = cfg["main_state"]
     if cfg["background"] and "main" in cfg["parts"]:
         main_state = os.path.join(work, "main-state")
@@ -1857,7 +1890,9 @@ def inner_main(config_path):
     def start(state):
         nonlocal emulator, front
         emulator = Emulator(cfg["emulator"], state, os.path.join(work, "emulator.log"), profile=PROFILES[cfg["profile"]],
-                            public_url="https://www.googleapis.com")
+                            public_url="https://www.googleapis.com" if cfg["namespace"] else None)
+        if not cfg["namespace"]:
+            return
         front_log = os.path.join(work, "front.log")
         fo = open(front_log, "w")
         front = subprocess.Popen([sys.executable, os.path.join(REPO, "Tests", "interop", "tls_front.py"), "--listen",
@@ -1890,6 +1925,8 @@ def inner_main(config_path):
             try:
                 for system in systems:
                     run_write_workloads(ctx, emulator, system, data)
+                if limits:
+                    run_limit_writes(ctx, emulator, data, work)
             finally:
                 stop()
                 shutil.rmtree(write_state, ignore_errors=True)
@@ -1898,6 +1935,8 @@ def inner_main(config_path):
             try:
                 for system in systems:
                     run_mount_workloads(ctx, emulator, system, cfg["main_seed"])
+                if limits:
+                    run_limit_workloads(ctx, emulator, cfg["main_seed"])
             finally:
                 stop()
         if "scale" in cfg["parts"]:
@@ -1908,7 +1947,7 @@ def inner_main(config_path):
             finally:
                 stop()
     except HarnessError as e:
-        ctx.failures.append("rclone side (%s): %s" % (cfg["lane"], e))
+        ctx.failures.append("lane %s: %s" % (cfg["lane"], e))
         log("FAIL " + str(e))
         status = 1
     finally:
@@ -1934,10 +1973,11 @@ def rclone_missing():
     return None
 
 
-def start_rclone_lane(ctx, args, work, data, parts, lane, background, systems, only=None, skip=(), deadline=None,
-                      token=None, books=()):
-    """Starts inner_main under unshare (a lane of rclone's side); finish_rclone_lane collects it."""
-    inner_work = os.path.join(work, "rclone-" + lane)
+def start_lane(ctx, args, work, data, parts, lane, background, systems, only=None, skip=(), deadline=None,
+               token=None, books=(), namespace=True):
+    """Starts inner_main as a process of its own: under unshare for rclone's side, else on the host (a lane
+    of the limit's); finish_lane collects it."""
+    inner_work = os.path.join(work, "lane-" + lane)
     os.makedirs(inner_work, exist_ok=True)
     result = os.path.join(inner_work, "result.json")
     if os.path.exists(result):
@@ -1948,7 +1988,7 @@ def start_rclone_lane(ctx, args, work, data, parts, lane, background, systems, o
                main_state=main_state, main_seed=main_seed, scale_state=scale_state, write_seed=write_seed, parts=parts,
                result=result, deadline=deadline, lane=lane, background=background, systems=systems,
                only=None if only is None else sorted(only), skip=sorted(skip), token=token, books=list(books),
-               books_path=os.path.join(inner_work, "books"),
+               books_path=os.path.join(inner_work, "books"), namespace=namespace,
                args=dict(size=args.size, bin=args.bin, budget=args.budget, workloads=args.workloads, systems=args.systems))
     cfg_path = os.path.join(inner_work, "config.json")
     with open(cfg_path, "w") as f:
@@ -1956,6 +1996,8 @@ def start_rclone_lane(ctx, args, work, data, parts, lane, background, systems, o
     userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
     cmd = ["unshare"] + userns + ["--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
                                   "--propagation", "private", sys.executable, os.path.abspath(__file__), "inner", cfg_path]
+    if not namespace:
+        cmd = [sys.executable, os.path.abspath(__file__), "inner", cfg_path]
     env = dict(os.environ, DRIVEFS_BENCH_T0=repr(T0))
     proc = subprocess.Popen(cmd, start_new_session=True, env=env)
     return dict(proc=proc, result=result, lane=lane, deadline=deadline, books=cfg["books_path"], ctx=ctx,
@@ -1970,7 +2012,7 @@ def stop_lane(handle):
         proc.wait(30)
 
 
-def finish_rclone_lane(handle, grace=240):
+def finish_lane(handle, grace=240):
     """Waits for the lane (until its deadline plus grace, then kills it); merges its results into its ctx.
     Returns (status string, the lane's summary or None)."""
     ctx, proc = handle["ctx"], handle["proc"]
@@ -1978,9 +2020,9 @@ def finish_rclone_lane(handle, grace=240):
         proc.wait(max(60, handle["deadline"] - time.time() + grace))
     except subprocess.TimeoutExpired:
         stop_lane(handle)
-        ctx.failures.append("rclone side (%s): timed out" % handle["lane"])
+        ctx.failures.append("lane %s: timed out" % handle["lane"])
     if not os.path.exists(handle["result"]):
-        ctx.failures.append("rclone side (%s): no result (exit %s)" % (handle["lane"], proc.returncode))
+        ctx.failures.append("lane %s: no result (exit %s)" % (handle["lane"], proc.returncode))
         return "failed to run (see the log above)", None
     with open(handle["result"]) as f:
         inner = json.load(f)
@@ -2158,22 +2200,25 @@ def main():
         missing = rclone_missing()
         rclone_systems = ["rclone"] + ([] if args.no_tuned else ["rclone-10ms"])
         # The background lanes of every profile start now, beside the foreground (see "Lanes").
-        if not args.no_rclone and not missing:
-            for profile in profiles:
-                ctx = ctxs[profile]
-                for lane in BACKGROUND.get(profile, []):
-                    pairs = {(w, sys_name) for sys_name in lane["systems"] if sys_name in rclone_systems
-                             for w in lane["workloads"] if ctx.here(w, sys_name)}
-                    if not pairs:
-                        continue
-                    ctx.skip |= pairs
-                    parts = [part for part, wids in (("write", "567"), ("main", "1234")) if any(w[0] in wids for w, _ in pairs)]
-                    log("[%s] background lane %s: %s, private namespace" % (
-                        profile, lane["name"], ", ".join("%s %s" % (sn, w) for w, sn in sorted(pairs))))
-                    handle = start_rclone_lane(ctx, args, ctx.work, data, parts, lane["name"], True,
-                                               sorted({sn for _, sn in pairs}), only=pairs, deadline=run_end)
-                    lanes.append((profile, handle))
-                    cleanups.append(lambda h=handle: stop_lane(h))
+        for profile in profiles:
+            ctx = ctxs[profile]
+            for lane in BACKGROUND.get(profile, []):
+                namespace = lane.get("namespace", True)
+                if namespace and (args.no_rclone or missing):
+                    continue
+                usable = rclone_systems if namespace else list(LIMITS)
+                pairs = {(w, sys_name) for sys_name in lane["systems"] if sys_name in usable
+                         for w in lane["workloads"] if ctx.here(w, sys_name)}
+                if not pairs:
+                    continue
+                ctx.skip |= pairs
+                parts = [part for part, wids in (("write", "567"), ("main", "1234")) if any(w[0] in wids for w, _ in pairs)]
+                log("[%s] background lane %s: %s%s" % (profile, lane["name"], ", ".join(
+                    "%s %s" % (sn, w) for w, sn in sorted(pairs)), ", private namespace" if namespace else ""))
+                handle = start_lane(ctx, args, ctx.work, data, parts, lane["name"], True,
+                                    sorted({sn for _, sn in pairs}), only=pairs, deadline=run_end, namespace=namespace)
+                lanes.append((profile, handle))
+                cleanups.append(lambda h=handle: stop_lane(h))
         if lanes:
             LANE.token_path = os.path.join(work_root, "token")
             LANE.books = [h["books"] for _, h in lanes]
@@ -2210,8 +2255,8 @@ def main():
                 statuses[profile] = [missing]
             else:
                 log("[%s] rclone side: private namespace, TLS front on 127.0.0.1:443" % profile)
-                handle = start_rclone_lane(ctx, args, work, data, ["main", "scale"], "reads", False, rclone_systems, **fg)
-                statuses[profile] = [finish_rclone_lane(handle)[0]]
+                handle = start_lane(ctx, args, work, data, ["main", "scale"], "reads", False, rclone_systems, **fg)
+                statuses[profile] = [finish_lane(handle)[0]]
             # The writes last (what the budget cuts first), on an empty drive of their own: drivefs and the
             # limit, then rclone.
             write_state = os.path.join(work, "write-state")
@@ -2231,11 +2276,11 @@ def main():
                 shutil.rmtree(write_state, ignore_errors=True)
             if not args.no_rclone and not missing:
                 log("[%s] rclone side, writes: private namespace, TLS front on 127.0.0.1:443" % profile)
-                handle = start_rclone_lane(ctx, args, work, data, ["write"], "writes", False, rclone_systems, **fg)
-                statuses[profile].append(finish_rclone_lane(handle)[0])
+                handle = start_lane(ctx, args, work, data, ["write"], "writes", False, rclone_systems, **fg)
+                statuses[profile].append(finish_lane(handle)[0])
         # The background lanes, once the foreground is done; then every profile's report.
         for profile, handle in lanes:
-            lane_status, summary = finish_rclone_lane(handle)
+            lane_status, summary = finish_lane(handle)
             statuses[profile].append(lane_status)
             if summary:
                 summary["measured"] = handle["only"]
