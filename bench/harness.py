@@ -2,6 +2,10 @@
 """drivefs side by side with rclone mount and the raw limit (curl), against one drivefs-emulator.
 
     bench/harness.py --bin .build/release --size full|smoke [--profiles lan,wan] [--out DIR] [--docs FILE]
+                     [--no-rclone] [--no-tuned] [--budget S] [--workloads 1,5,7] [--systems rclone,limit-1]
+
+--workloads and --systems are for development: only those workloads (1 is 1a-1e; 1a names one) and systems
+run, and the results go to .build/bench-dev (never to bench/results or the docs).
 
 Systems: drivefs (`drivefs mount`), rclone (`rclone mount`, default pacer), rclone-10ms
 (`--drive-pacer-min-sleep 10ms`), limit-1 (curl, one stream / one request at a time) and limit-par
@@ -16,15 +20,21 @@ RSS (VmHWM) and CPU seconds (utime + stime) of the filesystem process. The write
 their own and count as done when the emulator holds every file (/__emulator/usage, not a counted request):
 drivefs is told with `drivefs unmount`, which returns once its uploads are on Drive; rclone's write-back runs on
 its own. A mount that refuses writes (EROFS, as drivefs's read-only release did) is reported as "not writable yet".
-Per profile the reads run first on every system, then the writes (what the time budget cuts first). Outputs: OUT/<date>-<profile>.json, a markdown table (written
+Per profile the reads run first on every system, then the writes (what the time budget cuts first). Beside
+them, from the start of the run, background lanes (BACKGROUND, "Lanes" below) run what only waits: rclone's
+default pacer's listings and writes, and on wan what waits 50 ms a request; a measurement token keeps the
+CPU-bound measurements of all lanes apart, and every run records the CPU the background used beside it.
+Outputs: OUT/<date>-<profile>.json, a markdown table (written
 into --docs between markers, or OUT/<date>-<profile>.md), a PNG of the ratios when matplotlib is available.
 
 Exit status: 0 when every harness step worked (whatever the timings), 1 when a step broke (a mount did not
 come up, a read returned wrong bytes, a listing missed entries, a tool failed), 2 for a usage error.
 """
 import argparse
+import contextlib
 import datetime
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -85,8 +95,13 @@ class HarnessError(Exception):
     """A harness step broke (not a slow number)."""
 
 
+# Seconds since the run started (the parent passes it to its lanes), for the progress lines' clock.
+T0 = float(os.environ.get("DRIVEFS_BENCH_T0", "0")) or time.time()
+
+
 def log(message):
-    print(message, flush=True)
+    t = int(time.time() - T0)
+    print("%02d:%02d %s" % (t // 60, t % 60, message), flush=True)
 
 
 def now():
@@ -315,6 +330,169 @@ def proc_figures(pid):
         return None, None
 
 
+# ---------------------------------------------------------------------------------------------------
+# Lanes: the pacer-bound runs beside the rest
+#
+# rclone with its default pacer sleeps between requests (10 a second after a burst of 100): its cold listings
+# (1a, 1c, 1d: 252 files.list each) and its writes (5, 7: thousands of requests) take minutes of wall time and
+# almost no CPU. In a full run they would not fit the 30 minutes one after the other, so they run in
+# background lanes: each lane is a process of its own (rclone's: a namespace of its own, with its own emulator,
+# TLS front and shaping, on a copy of the state), started with the run, while the foreground measures
+# everything else, one measurement at a time. Two rules keep the figures honest:
+# - the token: a foreground measurement holds an exclusive lock (flock on the run's TOKEN file) while its clock
+#   runs; a background measurement that needs the CPU (BG_CPU_BOUND: the warm 1b and 1e, served from rclone's
+#   cache) takes it too, so it never runs beside a foreground measurement; the pacer-bound ones run without it.
+# - the books: each background lane publishes the CPU seconds its processes have used so far (LaneBooks, a file
+#   rewritten every 0.2 s); every foreground measurement records what the background lanes used while its clock
+#   ran (`bg_cpu`), and every measurement the whole machine's busy CPU seconds (`host_cpu`, /proc/stat).
+# The tables mark the background lanes' figures and say what they cost the foreground (docs/benchmarks.md).
+
+# profile -> background lanes: a name, the systems it runs, which of their workloads, and whether it is a
+# namespace (rclone's) or a process on the host (the limit's curl).
+# - rclone's default pacer (both profiles): the cold listings (252 files.list at 10 a second after a burst of
+#   100: 15 s), the writes 5 and 7 (2,000 and 4,000+ requests: minutes), on wan also 2 (50 ms a listing, one
+#   after the other). The warm 1b and 1e come along (they need 1a's mount) and take the token.
+# - on wan, what waits for the emulator's 50 ms per request or its 40 MiB/s per connection: rclone 10ms's
+#   listings (1a-1e, 2: 252 listings one after the other, 14 s) and the limit's one stream (curl: 1a, 2,
+#   3a at 40 MiB/s, 4's 250 ranges, 5's 1,000 uploads, 6 at 40 MiB/s).
+# What stays in the foreground needs the CPU (lan) or the link (the reads through the mounts).
+RCLONE_LISTINGS = ["1a", "1b", "1c", "1d", "1e"]
+BACKGROUND = {
+    "lan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["5", "7"])],
+    "wan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["2", "5", "7"]),
+            dict(name="rclone-10ms-latency", systems=["rclone-10ms"], workloads=RCLONE_LISTINGS + ["2"]),
+            dict(name="limit-1-latency", systems=["limit-1"], workloads=["1a", "2", "3a", "4", "5", "6"],
+                 namespace=False)],
+}
+# Measurements of a background lane that need the CPU rather than wait (warm reads from the cache): they take
+# the token, like the foreground's.
+BG_CPU_BOUND = {"1b", "1e"}
+TOKEN_WAIT = 1800.0  # the longest a measurement waits for the token (a foreground write can take minutes)
+
+
+class LaneState:
+    """This process's lane: its name, whether it is a background lane, the token file and (foreground) the
+    background lanes' books."""
+
+    def __init__(self):
+        self.name, self.background, self.token_path, self.books = "foreground", False, None, []
+
+
+LANE = LaneState()
+
+
+@contextlib.contextmanager
+def measurement_token(exclusive):
+    """Holds the run's measurement token (exclusive flock) while the body runs; nothing when not exclusive
+    or when the run has no background lane."""
+    if not exclusive or not LANE.token_path:
+        yield
+        return
+    fd = os.open(LANE.token_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        limit = now() + TOKEN_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if now() > limit:
+                    raise HarnessError("the measurement token stayed taken for %.0f s" % TOKEN_WAIT)
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def busy_cpu():
+    """The machine's busy CPU seconds so far (/proc/stat: every state but idle and iowait)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu():
+    """CPU seconds of this process and its descendants (utime + stime, with those of the children they have
+    waited for); in a lane's own PID namespace, where this process is 1, that is the whole namespace."""
+    stats, children = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            stats[int(entry)] = sum(int(x) for x in fields[11:15])
+            children.setdefault(int(fields[1]), []).append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    total, todo, seen = 0, [os.getpid()], set()
+    while todo and len(seen) < 100000:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        total += stats.get(pid, 0)
+        todo += children.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class LaneBooks:
+    """A background lane's CPU seconds so far, published in `path` ("cpu seconds, unix time") every 0.2 s."""
+
+    def __init__(self, path):
+        self.path, self.done = path, threading.Event()
+        self.write()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def write(self):
+        cpu = tree_cpu()
+        with open(self.path + ".tmp", "w") as f:
+            f.write("%.3f %.3f\n" % (cpu, time.time()))
+        os.replace(self.path + ".tmp", self.path)
+        return cpu
+
+    def loop(self):
+        while not self.done.wait(0.2):
+            try:
+                self.write()
+            except OSError:
+                pass
+
+    def stop(self):
+        self.done.set()
+        self.thread.join(5)
+        return self.write()
+
+
+def lanes_cpu():
+    """CPU seconds the background lanes have used so far, from their books (None without background lanes)."""
+    if not LANE.books:
+        return None
+    total = 0.0
+    for path in LANE.books:
+        try:
+            with open(path) as f:
+                total += float(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # not started yet
+    return total
+
+
+def copy_state(src, dst):
+    """A copy of an emulator state directory for a lane's own emulator: the metadata and OAuth files copied,
+    the content files (never changed once written) hard-linked."""
+    os.makedirs(dst)
+    for entry in os.listdir(src):
+        if entry == "drive":
+            os.makedirs(os.path.join(dst, "drive"))
+            for sub in os.listdir(os.path.join(src, "drive")):
+                flag = "-al" if sub == "content" else "-a"
+                run(["cp", flag, os.path.join(src, "drive", sub), os.path.join(dst, "drive", sub)], 300)
+        else:
+            run(["cp", "-a", os.path.join(src, entry), os.path.join(dst, entry)], 300)
+
+
 def mounted(path):
     with open("/proc/self/mounts") as f:
         return any(line.split()[1] == path for line in f if len(line.split()) > 1)
@@ -513,18 +691,23 @@ class ProcSampler:
         return (hwm, cpu) if hwm is not None else self.last
 
 
-def measure(emulator, system, action, settle=0.3):
-    """Runs action() once; its wall time, the emulator's counters and the daemon's figures."""
+def measure(emulator, system, action, wid, settle=0.3):
+    """Runs action() once; its wall time, the emulator's counters, the daemon's figures and what ran beside it
+    (host_cpu: the machine's busy CPU seconds; bg_cpu: the background lanes'). Holds the measurement token
+    unless this is a background lane's pacer-bound measurement."""
     emulator.reset()
     pid = system.pid() if system is not None else None
-    _, cpu0 = proc_figures(pid) if pid else (None, None)
-    sampler = ProcSampler(pid) if pid else None
-    t0 = now()
-    try:
-        extra = action()
-    finally:
-        wall = now() - t0
-        hwm, cpu1 = sampler.stop() if sampler else (None, None)
+    with measurement_token(not LANE.background or wid in BG_CPU_BOUND):
+        _, cpu0 = proc_figures(pid) if pid else (None, None)
+        sampler = ProcSampler(pid) if pid else None
+        bg0, host0 = lanes_cpu(), busy_cpu()
+        t0 = now()
+        try:
+            extra = action()
+        finally:
+            wall = span = now() - t0
+            bg1, host1 = lanes_cpu(), busy_cpu()
+            hwm, cpu1 = sampler.stop() if sampler else (None, None)
     time.sleep(settle)  # byte counts trail the answers by a moment
     stats = emulator.stats()
     if pid:
@@ -532,7 +715,9 @@ def measure(emulator, system, action, settle=0.3):
         if later[0] is not None:
             hwm, cpu1 = later
     result = dict(wall=wall, requests=api_requests(stats), bytes=bytes_moved(stats), refused=refused(stats),
-                  rss_kib=hwm, cpu=(cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None)
+                  rss_kib=hwm, cpu=(cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None,
+                  lane=LANE.name, background=LANE.background, host_cpu=host1 - host0, span=span,
+                  bg_cpu=None if bg0 is None else bg1 - bg0)
     if isinstance(extra, dict):
         result.update(extra)
     return result
@@ -579,6 +764,21 @@ class Context:
         self.results = {}   # workload id -> system -> [runs]
         self.notes = {}     # workload id -> system -> note
         self.failures = []
+        self.only = None    # a background lane: the (workload, system) pairs it measures
+        self.skip = set()   # the foreground: the pairs the background lanes measure
+        self.lanes = []     # the background lanes' summaries (name, wall, cpu, measured)
+
+    def here(self, wid, system):
+        """Whether this process measures workload wid on system: the development filters (--workloads,
+        --systems) and the split between the foreground and the background lanes."""
+        workloads, systems = getattr(self.args, "workloads", None), getattr(self.args, "systems", None)
+        if workloads and wid not in workloads and wid.rstrip("abcde") not in workloads:
+            return False
+        if systems and system not in systems:
+            return False
+        if self.only is not None:
+            return (wid, system) in self.only
+        return (wid, system) not in self.skip
 
     def add(self, wid, system, run_result):
         self.results.setdefault(wid, {}).setdefault(system, []).append(run_result)
@@ -629,54 +829,79 @@ def workload_names(size):
 
 
 def run_mount_workloads(ctx, emulator, system, seed_dir):
-    """Workloads 1-4 on a mount system, each run on a fresh cache and a fresh mount."""
+    """Workloads 1-4 on a mount system, each run on a fresh cache and a fresh mount; only those ctx.here()
+    keeps (a step another needs, such as the cold ls -lR before the warm one, runs unmeasured when left out)."""
     size = ctx.size
     n_tree, stats_rel = tree_entries(size), stat_paths(size)
     big = os.path.join(seed_dir, "big", "big.bin")
     big_size = os.path.getsize(big)
     runs = size["runs"]
     name = system.name
+    here = lambda wid: ctx.here(wid, name)
 
     def progress(wid, i, r):
-        log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s" % (
-            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"])))
+        log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s%s" % (
+            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]),
+            "  (%s)" % LANE.name if LANE.background else ""))
 
-    for i in range(runs):
+    def step(wid, i, action):
+        """Measured when wid is kept here, else only run (a later step needs it)."""
+        if not here(wid):
+            action()
+            return None
+        r = measure(emulator, system, action, wid)
+        ctx.add(wid, name, r)
+        progress(wid, i, r)
+        return r
+
+    def out_of_time(wids):
         if ctx.out_of_time():
-            ctx.note("1a", name, "skipped: out of the time budget")
+            for wid in wids:
+                if here(wid):
+                    ctx.note(wid, name, "skipped: out of the time budget")
+            return True
+        return False
+
+    group = ("1a", "1b", "1e", "1c")
+    for i in range(runs if any(here(w) for w in group) else 0):
+        if out_of_time(group):
             break
         cache = system.fresh_cache()
         system.mount(cache, emulator)
         tree = os.path.join(system.mnt, "tree")
         try:
+            wanted = [w for w in ("1a", "1b", "1e") if here(w)]
             for wid, action in (("1a", lambda: count_ls(tree, n_tree)), ("1b", lambda: count_ls(tree, n_tree)),
                                 ("1e", lambda: count_find(tree, n_tree))):
-                r = measure(emulator, system, action)
-                ctx.add(wid, name, r)
-                progress(wid, i, r)
+                if wanted and wid in wanted or wid == "1a":
+                    step(wid, i, action)
+                if wanted and wid == wanted[-1]:
+                    break
         finally:
             system.unmount()
-        system.mount(cache, emulator)
-        try:
-            r = measure(emulator, system, lambda: count_ls(tree, n_tree))
-            ctx.add("1c", name, r)
-            progress("1c", i, r)
-        finally:
-            system.unmount()
+        if not here("1c"):
             system.drop_cache(cache)
-        cache = system.fresh_cache()
+            continue
         system.mount(cache, emulator)
         try:
-            r = measure(emulator, system, lambda: count_find(tree, n_tree))
-            ctx.add("1d", name, r)
-            progress("1d", i, r)
+            step("1c", i, lambda: count_ls(tree, n_tree))
         finally:
             system.unmount()
             system.drop_cache(cache)
 
-    for i in range(runs):
-        if ctx.out_of_time():
-            ctx.note("2", name, "skipped: out of the time budget")
+    for i in range(runs if here("1d") else 0):
+        if out_of_time(("1d",)):
+            break
+        cache = system.fresh_cache()
+        system.mount(cache, emulator)
+        try:
+            step("1d", i, lambda: count_find(os.path.join(system.mnt, "tree"), n_tree))
+        finally:
+            system.unmount()
+            system.drop_cache(cache)
+
+    for i in range(runs if here("2") else 0):
+        if out_of_time(("2",)):
             break
         cache = system.fresh_cache()
         system.mount(cache, emulator)
@@ -688,27 +913,23 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
                     st = os.stat(p)
                     if st.st_size != len(p[len(system.mnt) + 1:]) + 1:
                         raise HarnessError("stat %s: size %d" % (p, st.st_size))
-            r = measure(emulator, system, stat_all)
-            ctx.add("2", name, r)
-            progress("2", i, r)
+            step("2", i, stat_all)
         finally:
             system.unmount()
             system.drop_cache(cache)
 
     want_md5 = None
-    for i in range(runs):
-        if ctx.out_of_time():
-            ctx.note("3a", name, "skipped: out of the time budget")
+    for i in range(runs if here("3a") or here("3b") else 0):
+        if out_of_time(("3a", "3b")):
             break
         cache = system.fresh_cache()
         system.mount(cache, emulator)
         try:
             path = os.path.join(system.mnt, "big", "big.bin")
-            for wid in ("3a", "3b"):
-                r = measure(emulator, system, lambda: read_all(path))
-                r["mib_per_s"] = big_size / 1048576 / r["wall"]
-                ctx.add(wid, name, r)
-                progress(wid, i, r)
+            for wid in ("3a", "3b") if here("3b") else ("3a",):
+                r = step(wid, i, lambda: read_all(path))
+                if r:
+                    r["mib_per_s"] = big_size / 1048576 / r["wall"]
             if i == 0:  # the bytes are right (after the timing, from the cache)
                 if want_md5 is None:
                     h = hashlib.md5()
@@ -722,12 +943,13 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
             system.unmount()
             system.drop_cache(cache)
 
+    if not here("4"):
+        return
     offsets = random_offsets(big_size, size["random_reads"])
     with open(big, "rb") as f:
         expected = [os.pread(f.fileno(), 4096, o) for o in offsets]
     for i in range(runs):
-        if ctx.out_of_time():
-            ctx.note("4", name, "skipped: out of the time budget")
+        if out_of_time(("4",)):
             break
         cache = system.fresh_cache()
         system.mount(cache, emulator)
@@ -736,17 +958,16 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
             got = []
 
             def random_reads():
+                del got[:]
                 fd = os.open(path, os.O_RDONLY)
                 try:
                     for o in offsets:
                         got.append(os.pread(fd, 4096, o))
                 finally:
                     os.close(fd)
-            r = measure(emulator, system, random_reads)
+            step("4", i, random_reads)
             if got != expected:
                 raise HarnessError("%s: random reads returned wrong bytes" % name)
-            ctx.add("4", name, r)
-            progress("4", i, r)
         finally:
             system.unmount()
             system.drop_cache(cache)
@@ -771,22 +992,34 @@ def run_scale(ctx, emulator, system):
         if len(names) != top:
             raise HarnessError("%s: ls of the scale root shows %d names, expected %d" % (name, len(names), top))
 
+    marks = {}
+
+    def start_clock():
+        marks.update(bg=lanes_cpu(), host=busy_cpu())
+        return now()
+
     def figures(wall, **extra):
         stats = emulator.stats()
         hwm, cpu = proc_figures(system.pid())
-        return dict(wall=wall, requests=api_requests(stats), bytes=bytes_moved(stats), rss_kib=hwm, cpu=cpu, **extra)
+        bg = lanes_cpu()
+        return dict(wall=wall, span=wall, requests=api_requests(stats), bytes=bytes_moved(stats), rss_kib=hwm, cpu=cpu,
+                    lane=LANE.name, background=LANE.background, host_cpu=busy_cpu() - marks["host"],
+                    bg_cpu=None if bg is None else bg - marks["bg"],
+                    **extra)
 
     def progress(wid, i, r, more=""):
         log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  RSS %s%s" % (
             ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_kib(r["rss_kib"]), more))
 
-    for i in range(runs):
+    for i in range(runs if ctx.here("8a", name) else 0):
         if ctx.out_of_time():
             ctx.note("8a", name, "skipped: out of the time budget")
             break
         cache = system.fresh_cache()
+        token = measurement_token(not LANE.background)
+        token.__enter__()  # the whole run: 8a, 8b and 8c
         emulator.reset()
-        t0 = now()
+        t0 = start_clock()
         system.mount(cache, emulator, timeout=300)
         try:
             ls_root()
@@ -813,7 +1046,7 @@ def run_scale(ctx, emulator, system):
                 continue
             system.unmount()
             emulator.reset()
-            t0 = now()
+            t0 = start_clock()
             system.mount(cache, emulator, timeout=300)
             ls_root()
             # after_idle: whether 8b saw the mount idle before the unmount (else the index saved may be partial)
@@ -823,8 +1056,11 @@ def run_scale(ctx, emulator, system):
             progress("8c", i, r, "" if not listed or name != "drivefs" else
                      "  (%d files.list: the index was not restored whole)" % listed)
         finally:
-            system.unmount()
-            system.drop_cache(cache)
+            try:
+                system.unmount()
+                system.drop_cache(cache)
+            finally:
+                token.__exit__(None, None, None)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -975,12 +1211,13 @@ def run_write_workloads(ctx, emulator, system, data):
 
     def progress(wid, i, r):
         extra = "  on Drive at %.3f s" % r["landed"] if r.get("landed") is not None else ""
-        log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s%s" % (
-            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]), extra))
+        log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s%s%s" % (
+            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]), extra,
+            "  (%s)" % LANE.name if LANE.background else ""))
 
     plan = []
     for i in range(runs):
-        plan += [("5", i), ("6", i), ("7", i)]
+        plan += [(wid, i) for wid in ("5", "6", "7") if ctx.here(wid, name)]
     for wid, i in plan:
         if ctx.out_of_time():
             ctx.note(wid, name, "skipped: out of the time budget")
@@ -997,7 +1234,7 @@ def run_write_workloads(ctx, emulator, system, data):
                     run_tool(["cp", "-r", data.files_dir, os.path.join(system.mnt, target)], 1800)
                     system.finish_writes()
                     wait_landed(emulator, u0["files"] + n5, u0["bytes"] + n5 * 4096, bound, "%s: workload 5" % name)
-                r = measure(emulator, system, cp_files)
+                r = measure(emulator, system, cp_files, wid)
                 verify_on_drive(emulator, root, target, (data.files[0], []), "%s: workload 5" % name)
             elif wid == "6":
                 target = "w6-%s-%d.bin" % (name, i)
@@ -1006,7 +1243,7 @@ def run_write_workloads(ctx, emulator, system, data):
                     run_tool(["cp", data.big, os.path.join(system.mnt, target)], 1800)
                     system.finish_writes()
                     wait_landed(emulator, u0["files"] + 1, u0["bytes"] + data.big_size, bound, "%s: workload 6" % name)
-                r = measure(emulator, system, cp_big)
+                r = measure(emulator, system, cp_big, wid)
                 r["mib_per_s"] = data.big_size / 1048576 / r["wall"]
                 landed = api_child(emulator, root, target)
                 if landed.get("md5Checksum") != data.big_md5:
@@ -1027,7 +1264,7 @@ def run_write_workloads(ctx, emulator, system, data):
                                 "%s: workload 7" % name)
                     return dict(wall=user, landed=now() - t0)
                 try:
-                    r = measure(emulator, system, tar_then_read)
+                    r = measure(emulator, system, tar_then_read, wid)
                 except OSError as e:
                     if e.errno in NOT_WRITABLE:
                         raise NotWritable("not writable yet (mkdir: %s)" % NOT_WRITABLE[e.errno])
@@ -1037,7 +1274,8 @@ def run_write_workloads(ctx, emulator, system, data):
             progress(wid, i, r)
         except NotWritable as e:
             for w in ("5", "6", "7"):
-                ctx.note(w, name, str(e))
+                if ctx.here(w, name):
+                    ctx.note(w, name, str(e))
             log("[%s] 5-7 %-12s %s" % (ctx.profile_name, name, e))
             return
         finally:
@@ -1105,6 +1343,8 @@ def run_limit_writes(ctx, emulator, data, work):
     for i in range(runs):
         # 5: a folder, then every file into it.
         for system, parallel in (("limit-1", False), ("limit-par", True)):
+            if not ctx.here("5", system):
+                continue
             if ctx.out_of_time():
                 ctx.note("5", system, "skipped: out of the time budget")
                 continue
@@ -1120,12 +1360,14 @@ def run_limit_writes(ctx, emulator, data, work):
             def upload_files():
                 curl_posts(emulator, head, False, 1)
                 curl_posts(emulator, posts, parallel, streams)
-            r = measure(emulator, None, upload_files)
+            r = measure(emulator, None, upload_files, "5")
             verify_on_drive(emulator, root, target, (data.files[0], []), "%s: workload 5" % system)
             ctx.add("5", system, r)
             progress("5", system, i, r)
         # 6: a resumable session, then the whole file in one PUT (one file: one stream).
-        if ctx.out_of_time():
+        if not ctx.here("6", "limit-1"):
+            pass
+        elif ctx.out_of_time():
             ctx.note("6", "limit-1", "skipped: out of the time budget")
         else:
             target = "w6-limit-%d.bin" % i
@@ -1138,7 +1380,7 @@ def run_limit_writes(ctx, emulator, data, work):
                      emulator.url + "upload/drive/v3/files?uploadType=resumable"], 120)
                 location = re.search(r"(?im)^location:\s*(\S+)", open(head).read()).group(1)
                 run(["curl", "-s", "-f", "-o", "/dev/null", "-T", data.big, location], 1800)
-            r = measure(emulator, None, upload_big)
+            r = measure(emulator, None, upload_big, "6")
             r["mib_per_s"] = data.big_size / 1048576 / r["wall"]
             landed = api_child(emulator, root, target)
             if landed.get("md5Checksum") != data.big_md5:
@@ -1147,6 +1389,8 @@ def run_limit_writes(ctx, emulator, data, work):
             ctx.add("6", "limit-1", r)
             progress("6", "limit-1", i, r)
         # 7: the folders level by level, every file, then every file read back; all at once within a step.
+        if not ctx.here("7", "limit-par"):
+            continue
         if ctx.out_of_time():
             ctx.note("7", "limit-par", "skipped: out of the time budget")
             continue
@@ -1186,7 +1430,7 @@ def run_limit_writes(ctx, emulator, data, work):
             run(["curl", "-s", "-f", "--parallel", "--parallel-max", str(streams), "-K", config], 1800,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             return dict(landed=landed)
-        r = measure(emulator, None, upload_then_read)
+        r = measure(emulator, None, upload_then_read, "7")
         verify_on_drive(emulator, root, target, data.tree, "limit-par: workload 7")
         ctx.add("7", "limit-par", r)
         progress("7", "limit-par", i, r)
@@ -1311,11 +1555,11 @@ def run_limit_workloads(ctx, emulator, seed_dir):
         ("4", "limit-1", lambda: curl_ranges(emulator, fid, [(o, o + 4095) for o in offsets], False)),
     ]
     for wid, system, action in plan:
-        for i in range(runs):
+        for i in range(runs if ctx.here(wid, system) else 0):
             if ctx.out_of_time():
                 ctx.note(wid, system, "skipped: out of the time budget")
                 break
-            r = measure(emulator, None, action)
+            r = measure(emulator, None, action, wid)
             if wid == "3a":
                 r["mib_per_s"] = big_size / 1048576 / r["wall"]
             ctx.add(wid, system, r)
@@ -1335,12 +1579,12 @@ def run_limit_workloads(ctx, emulator, seed_dir):
 def run_limit_scale(ctx, emulator):
     top = ctx.size["scale"][0]
     for system, parallel in (("limit-1", False),):
-        for i in range(ctx.size["runs"]):
+        for i in range(ctx.size["runs"] if ctx.here("8a", system) else 0):
             def ls_root():
                 n = len(list_query(emulator, "'root' in parents and trashed = false"))
                 if n != top:
                     raise HarnessError("limit: the scale root lists %d names" % n)
-            r = measure(emulator, None, ls_root)
+            r = measure(emulator, None, ls_root, "8a")
             ctx.add("8a", system, r)
             log("[%s] 8a  %-12s run %d/%d: %8.3f s  %5d requests" % (
                 ctx.profile_name, system, i + 1, ctx.size["runs"], r["wall"], sum(r["requests"].values())))
@@ -1404,6 +1648,26 @@ def methods_text(requests):
     return "%d (%s)" % (sum(requests.values()), ", ".join(parts))
 
 
+def lane_report(ctx):
+    """What ran beside what: the background lanes, the CPU they used while the foreground's clocks ran, and how
+    busy the machine was during their own runs."""
+    fg, bg = [], []
+    for wid, systems in ctx.results.items():
+        for system, runs in systems.items():
+            for r in runs:
+                (bg if r.get("background") else fg).append((wid, system, r))
+    if not ctx.lanes and not bg:
+        return None
+    beside = [(r["bg_cpu"], wid, system) for wid, system, r in fg if r.get("bg_cpu") is not None]
+    worst = max(beside) if beside else None
+    return dict(lanes=ctx.lanes, background_runs=sorted({"%s %s" % (system, wid) for wid, system, _ in bg}),
+                foreground_wall=sum(r.get("span", r["wall"]) for _, _, r in fg),
+                bg_cpu_beside_foreground=sum(x[0] for x in beside),
+                bg_cpu_most_beside_one=dict(cpu=worst[0], workload=worst[1], system=worst[2]) if worst else None,
+                background_wall=sum(r.get("span", r["wall"]) for _, _, r in bg),
+                host_cpu_during_background=sum(r.get("host_cpu") or 0.0 for _, _, r in bg))
+
+
 def build_report(ctx, machine, rclone_status):
     names = workload_names(ctx.size)
     out = dict(profile=ctx.profile_name, shaping=ctx.profile, size=ctx.args.size,
@@ -1414,7 +1678,7 @@ def build_report(ctx, machine, rclone_status):
                                           "--poll-interval %s --dir-cache-time %s" % (CACHE_SIZE, POLL_INTERVAL, DIR_CACHE),
                              rclone_tuned="--drive-pacer-min-sleep 10ms",
                              drivefs_flags="--cache-size %s --poll-interval %s --dir-cache-ttl %s" % (CACHE_SIZE, POLL_INTERVAL, DIR_CACHE)),
-               failures=ctx.failures, workloads=[])
+               failures=ctx.failures, workloads=[], lanes=lane_report(ctx))
     for wid, _ in WORKLOADS:
         entry = dict(id=wid, name=names[wid], systems={}, ratios={})
         for system in SYSTEMS:
@@ -1461,6 +1725,8 @@ def markdown(report, png_name):
                     cell += ", %.0f MiB/s" % x["mib_per_s"]
                 if x.get("landed") is not None:
                     cell += "; on Drive at %s" % human_s(x["landed"])
+                if any(r.get("background") for r in e["runs"]):
+                    cell += " †"
             else:
                 cell = e["note"]
             cells.append(cell)
@@ -1469,6 +1735,10 @@ def markdown(report, png_name):
             cells.append("—" if v is None else ("**%.2f**" % v if v > 1.0 else "%.2f" % v))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    lanes = report.get("lanes")
+    if lanes:
+        lines.append(lanes_text(lanes, m["nproc"]))
+        lines.append("")
     lines.append("API requests by method (the median run), bytes moved, peak RSS and CPU seconds of the filesystem process:")
     lines.append("")
     head = ["#", "drivefs", "rclone", "rclone 10ms", "limit, 1 stream", "limit, parallel"]
@@ -1497,6 +1767,29 @@ def markdown(report, png_name):
         lines.append("Harness failures in this run: " + "; ".join(report["failures"]))
         lines.append("")
     return "\n".join(lines)
+
+
+def lanes_text(lanes, nproc):
+    """The paragraph under a table that says what ran beside what (docs/benchmarks.md, "Lanes")."""
+    parts = []
+    for lane in lanes["lanes"]:
+        parts.append("lane `%s`: %.0f s, CPU %.1f s (%.0f%% of one core)" % (
+            lane["name"], lane["wall"], lane["cpu"] or 0.0, 100.0 * (lane["cpu"] or 0.0) / max(lane["wall"], 1e-9)))
+    text = "† Ran in a background lane, beside the foreground's measurements: %s (%s)." % (
+        ", ".join(lanes["background_runs"]) or "nothing", "; ".join(parts) or "no lane summary")
+    fg = lanes["foreground_wall"]
+    if fg:
+        text += (" While the foreground's runs were measured (%.0f s in all, a write until on Drive) the background "
+                 "lanes used %.1f s of CPU (%.1f%% of "
+                 "one core)" % (fg, lanes["bg_cpu_beside_foreground"], 100.0 * lanes["bg_cpu_beside_foreground"] / fg))
+        worst = lanes["bg_cpu_most_beside_one"]
+        if worst:
+            text += ", at most %.2f s beside one run (%s %s)" % (worst["cpu"], worst["workload"], worst["system"])
+        text += "."
+    if lanes["background_wall"]:
+        text += " During the background runs the whole machine was %.0f%% busy (of %s cores; all processes)." % (
+            100.0 * lanes["host_cpu_during_background"] / lanes["background_wall"] / max(int(nproc or 1), 1), nproc)
+    return text
 
 
 def write_docs(docs, profile, block):
@@ -1536,14 +1829,29 @@ def machine_description(args):
 
 def inner_main(config_path):
     """PID 1 of a private mount + network + PID namespace: lo up, Google's names on loopback, a CA of
-    our own, the emulator on 127.0.0.1, TLS on 127.0.0.1:443; workloads 1-4 and 8 on rclone."""
+    our own, the emulator on 127.0.0.1, TLS on 127.0.0.1:443; rclone's workloads (cfg["parts"]: write 5-7,
+    main 1-4, scale 8, in that order), those of them the lane keeps (cfg["only"] or all but cfg["skip"]).
+    A background lane's emulator serves a copy of the state (the foreground's may serve the original at the
+    same time) and the lane keeps its books (LaneBooks)."""
     with open(config_path) as f:
         cfg = json.load(f)
+    lane_t0 = time.time()
+    LANE.name, LANE.background, LANE.token_path = cfg["lane"], cfg["background"], cfg["token"]
+    LANE.books = [] if cfg["background"] else cfg["books"]
+    books = LaneBooks(cfg["books_path"]) if cfg["background"] else None
     os.environ["PATH"] += ":/usr/sbin:/sbin"
     for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
         os.environ.pop(var, None)
     work = cfg["work"]
     tls = os.path.join(work, "tls")
+    if cfg["namespace"]:
+        namespace_setup(work, tls)
+    lane_measure(cfg, work, lane_t0, books)
+
+
+def namespace_setup(work, tls):
+    """lo up, a CA of our own and a certificate for Google's names, which a hosts file bind-mounted over
+    /etc/hosts puts on loopback."""
     os.makedirs(os.path.join(tls, "none"), exist_ok=True)
     run(["ip", "link", "set", "lo", "up"], 30)
     q = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -1561,18 +1869,32 @@ def inner_main(config_path):
         f.write("127.0.0.1 localhost\n::1 localhost\n127.0.0.1 www.googleapis.com oauth2.googleapis.com accounts.google.com\n")
     run(["mount", "--bind", work + "/hosts", "/etc/hosts"], 30)
 
+
+def lane_measure(cfg, work, lane_t0, books):
+    """A lane's workloads on its own emulator: rclone's behind the TLS front (in the namespace), or the limit's
+    (curl) on the host's loopback."""
+    tls = os.path.join(work, "tls")
     args = argparse.Namespace(**cfg["args"])
     ctx = Context(args, SIZES[args.size], cfg["profile"], work)
     ctx.deadline = cfg["deadline"]
+    ctx.only = None if cfg["only"] is None else {tuple(p) for p in cfg["only"]}
+    ctx.skip = {tuple(p) for p in cfg["skip"]}
     systems = [Rclone(work, "rclone", []), Rclone(work, "rclone-10ms", ["--drive-pacer-min-sleep", "10ms"])]
-    if not cfg.get("tuned", True):
-        systems = systems[:1]
+    systems = [s for s in systems if s.name in cfg["systems"]]
+    limits = [s for s in LIMITS if s in cfg["systems"]]
+    main_state = cfg["main_state"]
+    if cfg["background"] and "main" in cfg["parts"]:
+        main_state = os.path.join(work, "main-state")
+        shutil.rmtree(main_state, ignore_errors=True)
+        copy_state(cfg["main_state"], main_state)
     emulator = front = None
 
     def start(state):
         nonlocal emulator, front
         emulator = Emulator(cfg["emulator"], state, os.path.join(work, "emulator.log"), profile=PROFILES[cfg["profile"]],
-                            public_url="https://www.googleapis.com")
+                            public_url="https://www.googleapis.com" if cfg["namespace"] else None)
+        if not cfg["namespace"]:
+            return
         front_log = os.path.join(work, "front.log")
         fo = open(front_log, "w")
         front = subprocess.Popen([sys.executable, os.path.join(REPO, "Tests", "interop", "tls_front.py"), "--listen",
@@ -1605,14 +1927,18 @@ def inner_main(config_path):
             try:
                 for system in systems:
                     run_write_workloads(ctx, emulator, system, data)
+                if limits:
+                    run_limit_writes(ctx, emulator, data, work)
             finally:
                 stop()
                 shutil.rmtree(write_state, ignore_errors=True)
         if "main" in cfg["parts"]:
-            start(cfg["main_state"])
+            start(main_state)
             try:
                 for system in systems:
                     run_mount_workloads(ctx, emulator, system, cfg["main_seed"])
+                if limits:
+                    run_limit_workloads(ctx, emulator, cfg["main_seed"])
             finally:
                 stop()
         if "scale" in cfg["parts"]:
@@ -1623,60 +1949,93 @@ def inner_main(config_path):
             finally:
                 stop()
     except HarnessError as e:
-        ctx.failures.append("rclone side: %s" % e)
+        ctx.failures.append("lane %s: %s" % (cfg["lane"], e))
         log("FAIL " + str(e))
         status = 1
     finally:
         for system in systems:
             system.unmount()
         stop()
+        if main_state != cfg["main_state"]:
+            shutil.rmtree(main_state, ignore_errors=True)
+        lane = dict(name=cfg["lane"], background=cfg["background"], wall=time.time() - lane_t0,
+                    cpu=books.stop() if books else None)
         with open(cfg["result"], "w") as f:
-            json.dump(dict(results=ctx.results, notes=ctx.notes, failures=ctx.failures), f)
+            json.dump(dict(results=ctx.results, notes=ctx.notes, failures=ctx.failures, lane=lane), f)
     return status
 
 
-def rclone_side(ctx, args, work, main_state, main_seed, scale_state, write_seed, parts):
-    """Runs inner_main under unshare; merges its results into ctx. Returns a status string."""
+def rclone_missing():
+    """Why rclone's side cannot run here (a status string), or None."""
     if not shutil.which("rclone"):
         return "not installed"
     for tool in ("unshare", "openssl", "mount"):
         if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
             return "%s missing" % tool
-    inner_work = os.path.join(work, "rclone-side")
+    return None
+
+
+def start_lane(ctx, args, work, data, parts, lane, background, systems, only=None, skip=(), deadline=None,
+               token=None, books=(), namespace=True):
+    """Starts inner_main as a process of its own: under unshare for rclone's side, else on the host (a lane
+    of the limit's); finish_lane collects it."""
+    inner_work = os.path.join(work, "lane-" + lane)
     os.makedirs(inner_work, exist_ok=True)
     result = os.path.join(inner_work, "result.json")
     if os.path.exists(result):
         os.unlink(result)
+    (main_seed, main_state), (_, scale_state), (write_seed, _) = data["main"], data["scale"], data["write"]
+    deadline = deadline or ctx.deadline
     cfg = dict(work=inner_work, emulator=os.path.join(args.bin, "drivefs-emulator"), profile=ctx.profile_name,
                main_state=main_state, main_seed=main_seed, scale_state=scale_state, write_seed=write_seed, parts=parts,
-               result=result,
-               deadline=ctx.deadline, tuned=not args.no_tuned, args=dict(size=args.size, bin=args.bin, budget=args.budget))
+               result=result, deadline=deadline, lane=lane, background=background, systems=systems,
+               only=None if only is None else sorted(only), skip=sorted(skip), token=token, books=list(books),
+               books_path=os.path.join(inner_work, "books"), namespace=namespace,
+               args=dict(size=args.size, bin=args.bin, budget=args.budget, workloads=args.workloads, systems=args.systems))
     cfg_path = os.path.join(inner_work, "config.json")
     with open(cfg_path, "w") as f:
         json.dump(cfg, f)
     userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
     cmd = ["unshare"] + userns + ["--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
                                   "--propagation", "private", sys.executable, os.path.abspath(__file__), "inner", cfg_path]
-    proc = subprocess.Popen(cmd, start_new_session=True)
-    try:
-        proc.wait(max(60, ctx.deadline - time.time() + 240))
-    except subprocess.TimeoutExpired:
+    if not namespace:
+        cmd = [sys.executable, os.path.abspath(__file__), "inner", cfg_path]
+    env = dict(os.environ, DRIVEFS_BENCH_T0=repr(T0))
+    proc = subprocess.Popen(cmd, start_new_session=True, env=env)
+    return dict(proc=proc, result=result, lane=lane, deadline=deadline, books=cfg["books_path"], ctx=ctx,
+                only=cfg["only"])
+
+
+def stop_lane(handle):
+    """Kills a lane that is still running (its namespace goes with its first process)."""
+    proc = handle["proc"]
+    if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
-        ctx.failures.append("rclone side: timed out")
-    if not os.path.exists(result):
-        ctx.failures.append("rclone side: no result (exit %s)" % proc.returncode)
-        return "failed to run (see the log above)"
-    with open(result) as f:
+
+
+def finish_lane(handle, grace=240):
+    """Waits for the lane (until its deadline plus grace, then kills it); merges its results into its ctx.
+    Returns (status string, the lane's summary or None)."""
+    ctx, proc = handle["ctx"], handle["proc"]
+    try:
+        proc.wait(max(60, handle["deadline"] - time.time() + grace))
+    except subprocess.TimeoutExpired:
+        stop_lane(handle)
+        ctx.failures.append("lane %s: timed out" % handle["lane"])
+    if not os.path.exists(handle["result"]):
+        ctx.failures.append("lane %s: no result (exit %s)" % (handle["lane"], proc.returncode))
+        return "failed to run (see the log above)", None
+    with open(handle["result"]) as f:
         inner = json.load(f)
     for wid, systems in inner["results"].items():
         for system, runs in systems.items():
-            ctx.results.setdefault(wid, {})[system] = runs
+            ctx.results.setdefault(wid, {}).setdefault(system, []).extend(runs)
     for wid, systems in inner["notes"].items():
         for system, note in systems.items():
             ctx.note(wid, system, note)
     ctx.failures += inner["failures"]
-    return "ok" if not inner["failures"] else "partly failed"
+    return ("ok" if not inner["failures"] else "partly failed"), inner.get("lane")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1733,6 +2092,33 @@ def render_png(report, path):
     return False
 
 
+def write_outputs(ctx, args, machine, rclone_status, out_dir):
+    """A profile's JSON, its chart and its markdown table (into --docs, or beside the JSON)."""
+    profile = ctx.profile_name
+    report = build_report(ctx, machine, rclone_status)
+    stamp = datetime.date.today().isoformat()
+    base = os.path.join(out_dir, "%s-%s" % (stamp, profile))
+    with open(base + ".json", "w") as f:
+        json.dump(report, f, indent=1)
+    png = None
+    png_path = base + ".png"
+    if render_png(report, png_path):
+        png = png_path
+        if args.docs:
+            docs_png = os.path.join(os.path.dirname(os.path.abspath(args.docs)), "benchmarks-%s.png" % profile)
+            shutil.copyfile(png_path, docs_png)
+            png = docs_png
+    else:
+        log("chart: matplotlib is not available (make bench-venv installs it): no PNG")
+    block = markdown(report, os.path.basename(png) if png else None)
+    if args.docs:
+        write_docs(args.docs, profile, block)
+    else:
+        with open(base + ".md", "w") as f:
+            f.write(block + "\n")
+    log("[%s] results: %s.json%s" % (profile, base, " (table in %s)" % args.docs if args.docs else ", %s.md" % base))
+
+
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "inner":
         sys.exit(inner_main(sys.argv[2]))
@@ -1746,7 +2132,14 @@ def main():
     ap.add_argument("--budget", type=float, default=None, help="seconds for the whole run (full: 1500, smoke: 300)")
     ap.add_argument("--no-rclone", action="store_true")
     ap.add_argument("--no-tuned", action="store_true", help="leave out rclone with --drive-pacer-min-sleep 10ms")
+    ap.add_argument("--workloads", default=None, help="development: only these workloads (1,5,7 or 1a,3b)")
+    ap.add_argument("--systems", default=None, help="development: only these systems (" + ",".join(SYSTEMS) + ")")
     args = ap.parse_args()
+    args.workloads = [w for w in args.workloads.split(",") if w] if args.workloads else None
+    args.systems = [x for x in args.systems.split(",") if x] if args.systems else None
+    for x in args.systems or []:
+        if x not in SYSTEMS:
+            ap.error("unknown system %s" % x)
     args.bin = os.path.abspath(args.bin)
     size = SIZES[args.size]
     if args.budget is None:
@@ -1757,12 +2150,15 @@ def main():
             ap.error("unknown profile %s" % p)
     out_dir = os.path.abspath(args.out or (os.path.join(REPO, "bench", "results") if args.size == "full"
                                            else os.path.join(REPO, ".build", "bench-smoke")))
-    if args.size == "smoke":
-        # Smoke figures are not comparisons (CI runs it): never into the published results, tables or charts.
+    if args.workloads or args.systems:
+        out_dir = os.path.abspath(args.out or os.path.join(REPO, ".build", "bench-dev"))
+    if args.size == "smoke" or args.workloads or args.systems:
+        # Smoke figures are not comparisons (CI runs it), nor are a development run's partial tables: never
+        # into the published results, tables or charts.
         published = [os.path.join(REPO, "bench", "results"), os.path.join(REPO, "docs")]
         for path in [out_dir] + ([os.path.abspath(args.docs)] if args.docs else []):
             if any(path == p or path.startswith(p + os.sep) for p in published):
-                ap.error("--size smoke never writes into %s (bench/results and docs/ are for full runs)" % path)
+                ap.error("--size smoke, --workloads and --systems never write into %s (bench/results and docs/ are for full runs)" % path)
     os.makedirs(out_dir, exist_ok=True)
     for tool in ("drivefs", "drivefs-emulator"):
         if not os.access(os.path.join(args.bin, tool), os.X_OK):
@@ -1786,6 +2182,7 @@ def main():
     def on_signal(signum, _frame):
         raise KeyboardInterrupt()
     signal.signal(signal.SIGTERM, on_signal)
+    lanes = []  # background lanes: (profile, handle)
     try:
         data = prepare_data(args, size, args.data, emulator_bin)
         (main_seed, main_state), (_, scale_state), (write_seed, _) = data["main"], data["scale"], data["write"]
@@ -1793,12 +2190,43 @@ def main():
         # the profiles share what seeding left of the budget
         args.budget -= time.time() - start_all
         start_all = time.time()
+        run_end = start_all + args.budget
+        ctxs = {}
         for index, profile in enumerate(profiles):
             work = os.path.join(work_root, profile)
             os.makedirs(work)
-            ctx = Context(args, size, profile, work)
+            ctxs[profile] = ctx = Context(args, size, profile, work)
             # each profile may use its share of the budget, plus what the profiles before it left over
             ctx.deadline = start_all + args.budget * sum(weights[:index + 1]) / sum(weights)
+            ctx.lanes = []
+        missing = rclone_missing()
+        rclone_systems = ["rclone"] + ([] if args.no_tuned else ["rclone-10ms"])
+        # The background lanes of every profile start now, beside the foreground (see "Lanes").
+        for profile in profiles:
+            ctx = ctxs[profile]
+            for lane in BACKGROUND.get(profile, []):
+                namespace = lane.get("namespace", True)
+                if namespace and (args.no_rclone or missing):
+                    continue
+                usable = rclone_systems if namespace else list(LIMITS)
+                pairs = {(w, sys_name) for sys_name in lane["systems"] if sys_name in usable
+                         for w in lane["workloads"] if ctx.here(w, sys_name)}
+                if not pairs:
+                    continue
+                ctx.skip |= pairs
+                parts = [part for part, wids in (("write", "567"), ("main", "1234")) if any(w[0] in wids for w, _ in pairs)]
+                log("[%s] background lane %s: %s%s" % (profile, lane["name"], ", ".join(
+                    "%s %s" % (sn, w) for w, sn in sorted(pairs)), ", private namespace" if namespace else ""))
+                handle = start_lane(ctx, args, ctx.work, data, parts, lane["name"], True,
+                                    sorted({sn for _, sn in pairs}), only=pairs, deadline=run_end, namespace=namespace)
+                lanes.append((profile, handle))
+                cleanups.append(lambda h=handle: stop_lane(h))
+        if lanes:
+            LANE.token_path = os.path.join(work_root, "token")
+            LANE.books = [h["books"] for _, h in lanes]
+        statuses = {}
+        for index, profile in enumerate(profiles):
+            ctx, work = ctxs[profile], ctxs[profile].work
             log("== profile %s (%s); %s size; budget %.0f s" % (profile, PROFILES[profile]["note"], args.size,
                                                                 ctx.deadline - time.time()))
             drivefs = Drivefs(work, os.path.join(args.bin, "drivefs"))
@@ -1821,12 +2249,16 @@ def main():
                 finally:
                     drivefs.unmount()
                     emulator.stop()
-            # rclone, in its namespaces.
+            # rclone's foreground, in its namespaces: the reads, then (below) the writes.
+            fg = dict(token=LANE.token_path, books=LANE.books, skip=ctx.skip)
             if args.no_rclone:
-                rclone_status = "left out (--no-rclone)"
+                statuses[profile] = ["left out (--no-rclone)"]
+            elif missing:
+                statuses[profile] = [missing]
             else:
                 log("[%s] rclone side: private namespace, TLS front on 127.0.0.1:443" % profile)
-                rclone_status = rclone_side(ctx, args, work, main_state, main_seed, scale_state, write_seed, ["main", "scale"])
+                handle = start_lane(ctx, args, work, data, ["main", "scale"], "reads", False, rclone_systems, **fg)
+                statuses[profile] = [finish_lane(handle)[0]]
             # The writes last (what the budget cuts first), on an empty drive of their own: drivefs and the
             # limit, then rclone.
             write_state = os.path.join(work, "write-state")
@@ -1844,36 +2276,26 @@ def main():
                 drivefs.unmount()
                 emulator.stop()
                 shutil.rmtree(write_state, ignore_errors=True)
-            if not args.no_rclone and rclone_status not in ("not installed",) and "missing" not in rclone_status:
+            if not args.no_rclone and not missing:
                 log("[%s] rclone side, writes: private namespace, TLS front on 127.0.0.1:443" % profile)
-                writes_status = rclone_side(ctx, args, work, main_state, main_seed, scale_state, write_seed, ["write"])
-                if writes_status != "ok" and rclone_status == "ok":
-                    rclone_status = "partly failed"
+                handle = start_lane(ctx, args, work, data, ["write"], "writes", False, rclone_systems, **fg)
+                statuses[profile].append(finish_lane(handle)[0])
+        # The background lanes, once the foreground is done; then every profile's report.
+        for profile, handle in lanes:
+            lane_status, summary = finish_lane(handle)
+            statuses[profile].append(lane_status)
+            if summary:
+                summary["measured"] = handle["only"]
+                ctxs[profile].lanes.append(summary)
+                log("[%s] background lane %s: %s, %.0f s, CPU %.1f s" % (
+                    profile, summary["name"], lane_status, summary["wall"], summary["cpu"] or 0.0))
+        for profile in profiles:
+            ctx = ctxs[profile]
+            got = statuses.get(profile) or ["ok"]
+            rclone_status = got[0] if len(set(got)) == 1 else "partly failed"
             if rclone_status not in ("ok", "left out (--no-rclone)"):
                 log("[%s] rclone: %s" % (profile, rclone_status))
-            report = build_report(ctx, machine, rclone_status)
-            stamp = datetime.date.today().isoformat()
-            base = os.path.join(out_dir, "%s-%s" % (stamp, profile))
-            with open(base + ".json", "w") as f:
-                json.dump(report, f, indent=1)
-            png = None
-            png_path = base + ".png"
-            if render_png(report, png_path):
-                png = png_path
-                if args.docs:
-                    docs_png = os.path.join(os.path.dirname(os.path.abspath(args.docs)), "benchmarks-%s.png" % profile)
-                    shutil.copyfile(png_path, docs_png)
-                    png = docs_png
-            else:
-                log("chart: matplotlib is not available (make bench-venv installs it): no PNG")
-            if args.docs:
-                block = markdown(report, os.path.basename(png) if png else None)
-                write_docs(args.docs, profile, block)
-            else:
-                block = markdown(report, os.path.basename(png) if png else None)
-                with open(base + ".md", "w") as f:
-                    f.write(block + "\n")
-            log("[%s] results: %s.json%s" % (profile, base, " (table in %s)" % args.docs if args.docs else ", %s.md" % base))
+            write_outputs(ctx, args, machine, rclone_status, out_dir)
             if ctx.failures:
                 status = 1
                 for failure in ctx.failures:
