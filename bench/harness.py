@@ -2201,8 +2201,11 @@ def main():
             ctx.lanes = []
         missing = rclone_missing()
         rclone_systems = ["rclone"] + ([] if args.no_tuned else ["rclone-10ms"])
-        # The background lanes of every profile start now, beside the foreground (see "Lanes").
-        for profile in profiles:
+        # Each profile's background lanes start when that profile does, beside its foreground (see "Lanes"):
+        # the lan profile's CPU-bound figures then share the machine with its own pacer-bound lane only.
+        LANE.token_path = os.path.join(work_root, "token")
+
+        def start_lanes(profile):
             ctx = ctxs[profile]
             for lane in BACKGROUND.get(profile, []):
                 namespace = lane.get("namespace", True)
@@ -2218,15 +2221,15 @@ def main():
                 log("[%s] background lane %s: %s%s" % (profile, lane["name"], ", ".join(
                     "%s %s" % (sn, w) for w, sn in sorted(pairs)), ", private namespace" if namespace else ""))
                 handle = start_lane(ctx, args, ctx.work, data, parts, lane["name"], True,
-                                    sorted({sn for _, sn in pairs}), only=pairs, deadline=run_end, namespace=namespace)
+                                    sorted({sn for _, sn in pairs}), only=pairs, deadline=run_end, namespace=namespace,
+                                    token=LANE.token_path)
                 lanes.append((profile, handle))
+                LANE.books = LANE.books + [handle["books"]]
                 cleanups.append(lambda h=handle: stop_lane(h))
-        if lanes:
-            LANE.token_path = os.path.join(work_root, "token")
-            LANE.books = [h["books"] for _, h in lanes]
         statuses = {}
         for index, profile in enumerate(profiles):
             ctx, work = ctxs[profile], ctxs[profile].work
+            start_lanes(profile)
             log("== profile %s (%s); %s size; budget %.0f s" % (profile, PROFILES[profile]["note"], args.size,
                                                                 ctx.deadline - time.time()))
             drivefs = Drivefs(work, os.path.join(args.bin, "drivefs"))
