@@ -184,6 +184,13 @@ final class ReadPathTests: XCTestCase {
         let opened = try BlockingCall.wait { harness.fs.open(inode, flags: O_RDONLY, reply: $0) }
         let first = Reply<ReadData> { _ in }
         harness.fs.read(inode, handle: opened.handle, offset: 0, size: 4096, reply: first)
+        // The first read is inside its download (held at the gate) before the second one comes:
+        // otherwise the second could run first on the I/O threads and be the one fetching, and a
+        // fetch held at the gate does not end on an interrupt (the test's own race, not the core's).
+        let media = { let r = self.harness.backend.requests; return (r["files.get.media"] ?? 0) + (r["revisions.get.media"] ?? 0) }
+        let started = Date().addingTimeInterval(30)
+        while media() == 0 && Date() < started { usleep(2_000) }
+        XCTAssertEqual(media(), 1, "the first read's fetch must have started")
         // A second reader of the same block waits for the first one's fetch; its interrupt frees it.
         let flag = CancellationFlag()
         let result = Locked<Result<ReadData, FilesystemError>?>(nil)
