@@ -226,7 +226,7 @@ public final class BlockCache: Sendable {
             defer { close(fd) }
             do throws(FilesystemError) {
                 if ftruncate(fd, off_t(size)) != 0 { throw .ioError }
-                try LocalContent.copy(from: descriptor, to: fd, offset: 0, length: size)
+                try FileRanges.copy(from: descriptor, to: fd, offset: 0, length: size)
             } catch {
                 unlink(entry.path)
                 return

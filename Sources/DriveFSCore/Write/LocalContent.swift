@@ -137,13 +137,7 @@ final class LocalContent: @unchecked Sendable {
         return fd
     }
 
-    static func error(_ code: Int32) -> FilesystemError {
-        switch code {
-        case ENOSPC, EDQUOT: return .noSpace
-        case EINTR: return FilesystemError(errno: EINTR)
-        default: return .ioError
-        }
-    }
+    static func error(_ code: Int32) -> FilesystemError { FileRanges.error(code) }
 
     // MARK: Blocks (lock held)
 
@@ -173,41 +167,9 @@ final class LocalContent: @unchecked Sendable {
             let start = Int64(b) * Int64(blockSize)
             let end = min(Int64(e + 1) * Int64(blockSize), remoteLimit)
             try ensureRemote(remote, start, Int(end - start), cancellation)
-            try Self.copy(from: remote.descriptor, to: descriptor, offset: start, length: end - start)
+            try FileRanges.copy(from: remote.descriptor, to: descriptor, offset: start, length: end - start)
             for x in b...e { setPresent(x) }
             b = e + 1
-        }
-    }
-
-    /// Copies `[offset, offset + length)` of one file to the same place in another.
-    static func copy(from source: Int32, to target: Int32, offset: Int64, length: Int64) throws(FilesystemError) {
-        var inOffset = off_t(offset), outOffset = off_t(offset)
-        var left = length
-        while left > 0 {
-            let n = csystem_copy_file_range(source, &inOffset, target, &outOffset, Int(min(left, 1 << 30)))
-            if n > 0 { left -= Int64(n); continue }
-            if n < 0 && errno == EINTR { continue }
-            if n == 0 || errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP { break }
-            throw error(errno)
-        }
-        // Fallback (a filesystem without copy_file_range, or a short source).
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while left > 0 {
-            let want = Int(min(left, Int64(buffer.count)))
-            let got = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, want, inOffset) }
-            if got < 0 { if errno == EINTR { continue }; throw error(errno) }
-            if got == 0 { break }  // past the source's end: the target keeps its zeros
-            try writeAll(target, buffer, count: got, at: Int64(outOffset))
-            inOffset += off_t(got); outOffset += off_t(got); left -= Int64(got)
-        }
-    }
-
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8], count: Int, at offset: Int64) throws(FilesystemError) {
-        var done = 0
-        while done < count {
-            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, count - done, off_t(offset + Int64(done))) }
-            if n < 0 { if errno == EINTR { continue }; throw error(errno) }
-            done += n
         }
     }
 
@@ -232,7 +194,7 @@ final class LocalContent: @unchecked Sendable {
             let covered = Int64(b) * B >= offset && min(Int64(b + 1) * B, remoteLimit) <= end
             if !covered { try fill(b, b, cancellation: cancellation) }
         }
-        try Self.writeAll(descriptor, data, count: data.count, at: offset)
+        try FileRanges.writeAll(descriptor, data, count: data.count, at: offset)
         for b in first...last where Int64(b) * B >= offset && min(Int64(b + 1) * B, remoteLimit) <= end { setPresent(b) }
         if offset != size { appendOnly = false }
         size = max(size, end)
@@ -289,7 +251,7 @@ final class LocalContent: @unchecked Sendable {
         let fd = try Self.openFile(copyPath, create: true)
         do throws(FilesystemError) {
             if ftruncate(fd, off_t(size)) != 0 { throw Self.error(errno) }
-            try Self.copy(from: descriptor, to: fd, offset: 0, length: size)
+            try FileRanges.copy(from: descriptor, to: fd, offset: 0, length: size)
         } catch {
             close(fd)
             unlink(copyPath)

@@ -187,15 +187,7 @@ final class CoreHarness {
         return out
     }
 
-    static func bytes(_ data: ReadData) -> [UInt8] {
-        switch data {
-        case .bytes(let b): return b
-        case .file(let fd, let offset, let length):
-            var buffer = [UInt8](repeating: 0, count: length)
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
-            return Array(buffer.prefix(max(0, n)))
-        }
-    }
+    static func bytes(_ data: ReadData) -> [UInt8] { DriveFilesystem.bytes(data) }
 
     /// A deterministic tree: `top` folders under the root, `sub` folders in each, `files` files of
     /// `fileSize` bytes in each of those.
