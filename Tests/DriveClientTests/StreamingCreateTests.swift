@@ -39,6 +39,18 @@ final class StreamingCreateTests: XCTestCase {
         return try stream.finish(path: path, size: Int64(size))
     }
 
+    /// A file of `size` bytes named `name`, and a stream of it (`name.bin` in the root) that has
+    /// sent its first chunk.
+    private func streamWithOneChunk(_ name: String, size: Int) throws
+        -> (path: String, md5: String, id: String, root: String, stream: any StreamingCreate) {
+        let (path, md5) = try harness.makeFile(name, size: size)
+        let id = try api.generateIds(count: 1)[0]
+        let root = try api.getFile("root").id
+        let stream = try api.beginStreamingCreate(name: name + ".bin", parent: root, mimeType: nil, id: id, appProperties: nil)
+        try stream.send(path: path, length: stream.chunkLength(available: Int64(size)))
+        return (path, md5, id, root, stream)
+    }
+
     func testAGrowingFileLandsWholeWithItsMD5AndEachByteSentOnce() throws {
         for (size, step) in [(3 << 20, 700_000), ((1 << 20) + 1, 1 << 20), (5 << 20, 5 << 20), (1, 1)] {
             let (path, md5) = try harness.makeFile("grow-\(size)", size: size)
@@ -73,12 +85,7 @@ final class StreamingCreateTests: XCTestCase {
     }
 
     func testAnAbandonedStreamCreatesNothingAndAFallbackCreateMakesOneFile() throws {
-        let size = 2 << 20
-        let (path, md5) = try harness.makeFile("abandon", size: size)
-        let id = try api.generateIds(count: 1)[0]
-        let root = try api.getFile("root").id
-        let stream = try api.beginStreamingCreate(name: "abandon.bin", parent: root, mimeType: nil, id: id, appProperties: nil)
-        try stream.send(path: path, length: stream.chunkLength(available: Int64(size)))
+        let (path, md5, id, root, stream) = try streamWithOneChunk("abandon", size: 2 << 20)
         XCTAssertGreaterThan(stream.confirmedBytes, 0)
         // Given up: the ordinary create of the whole file under the same ID.
         let file = try api.createFile(name: "abandon.bin", parent: root, source: .file(path: path), id: id)
@@ -88,11 +95,7 @@ final class StreamingCreateTests: XCTestCase {
 
     func testAFileThatChangedUnderTheStreamIsCaughtByItsMD5() throws {
         let size = 1 << 20
-        let (path, _) = try harness.makeFile("changed", size: size)
-        let id = try api.generateIds(count: 1)[0]
-        let root = try api.getFile("root").id
-        let stream = try api.beginStreamingCreate(name: "changed.bin", parent: root, mimeType: nil, id: id, appProperties: nil)
-        try stream.send(path: path, length: stream.chunkLength(available: Int64(size)))
+        let (path, _, id, _, stream) = try streamWithOneChunk("changed", size: size)
         // A byte already sent changes (what the core's EarlyUpload must never let through): the
         // server holds the old byte, the hash too, and the file's new bytes are not what landed.
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))

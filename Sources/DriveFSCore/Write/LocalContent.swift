@@ -1,4 +1,3 @@
-import CSystem
 import DriveClient
 import DriveSupport
 import Foundation
@@ -90,7 +89,7 @@ final class LocalContent: @unchecked Sendable {
         sealed = false
         appendOnly = false
         if ftruncate(descriptor, off_t(size)) != 0 {
-            let error = Self.error(errno)
+            let error = FileRanges.error(errno)
             close(descriptor)
             unlink(path)
             release(remote)
@@ -132,12 +131,10 @@ final class LocalContent: @unchecked Sendable {
         guard fd >= 0 else {
             let code = errno
             Log.shared.warning("write", "cannot open the local copy \(path): \(String(cString: strerror(code)))")
-            throw error(code)
+            throw FileRanges.error(code)
         }
         return fd
     }
-
-    static func error(_ code: Int32) -> FilesystemError { FileRanges.error(code) }
 
     // MARK: Blocks (lock held)
 
@@ -212,7 +209,7 @@ final class LocalContent: @unchecked Sendable {
     func truncate(to length: Int64) throws(FilesystemError) {
         precondition(!sealed, "a truncate of content the queue owns")
         guard length != size else { return }
-        if ftruncate(descriptor, off_t(length)) != 0 { throw Self.error(errno) }
+        if ftruncate(descriptor, off_t(length)) != 0 { throw FileRanges.error(errno) }
         remoteLimit = min(remoteLimit, length)
         if length < size { appendOnly = false }
         size = length
@@ -250,7 +247,7 @@ final class LocalContent: @unchecked Sendable {
         let copyPath = newPath()
         let fd = try Self.openFile(copyPath, create: true)
         do throws(FilesystemError) {
-            if ftruncate(fd, off_t(size)) != 0 { throw Self.error(errno) }
+            if ftruncate(fd, off_t(size)) != 0 { throw FileRanges.error(errno) }
             try FileRanges.copy(from: descriptor, to: fd, offset: 0, length: size)
         } catch {
             close(fd)

@@ -7,6 +7,8 @@ import Glibc
 /// other job of the file running), runs it to its end, and takes the next.
 ///
 /// An upload's steps (each decision journaled before it is acted on, see `UploadQueue`):
+/// 0. A create whose content was streamed while it was written (`EarlyUpload`) finishes that
+///    stream and goes to step 3; a failure there falls back to the steps below on the next attempt.
 /// 1. Its content's size and md5 (one pass, kept for the job).
 /// 2. A conflicted copy already decided: create it under its ID. A create: `createFile` under
 ///    `target` (one multipart request when small; a persisted resumable session continues first).

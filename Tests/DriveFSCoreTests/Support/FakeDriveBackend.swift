@@ -514,7 +514,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
                               appProperties: [String: String]?) throws -> any StreamingCreate {
         try request("files.create.upload")
         lock.lock(); streamsBegun += 1; lock.unlock()
-        return FakeStream(backend: self, chunkSize: chunkSize) { [self] (bytes: [UInt8]) throws -> DriveFile in
+        return FakeStream(backend: self, fileID: id, chunkSize: chunkSize) { [self] (bytes: [UInt8]) throws -> DriveFile in
             let file = try create(method: "files.create.upload", name: name, parent: parent, mimeType: mimeType ?? "application/octet-stream",
                                   checkMimeType: mimeType != nil, modifiedTime: nil, id: id, appProperties: appProperties, content: bytes)
             return try verified(file, sent: Content(bytes: bytes, path: nil, modifiedNanos: nil))
@@ -883,15 +883,16 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
 /// FakeDriveBackend's `StreamingCreate`: chunks of `chunkSize` read from the file as they are sent.
 final class FakeStream: StreamingCreate, @unchecked Sendable {
     // @unchecked: used by one thread at a time (the protocol's contract).
-    let fileID = ""
+    let fileID: String
     private(set) var confirmedBytes: Int64 = 0
     private var held: [UInt8] = []
     private let backend: FakeDriveBackend
     private let chunkSize: Int64
     private let land: ([UInt8]) throws -> DriveFile
 
-    init(backend: FakeDriveBackend, chunkSize: Int64, land: @escaping ([UInt8]) throws -> DriveFile) {
+    init(backend: FakeDriveBackend, fileID: String, chunkSize: Int64, land: @escaping ([UInt8]) throws -> DriveFile) {
         self.backend = backend
+        self.fileID = fileID
         self.chunkSize = chunkSize
         self.land = land
     }
