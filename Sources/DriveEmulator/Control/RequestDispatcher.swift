@@ -50,6 +50,10 @@ final class RequestDispatcher: HTTPResponder {
         }
         switch hit.action {
         case .status(let code, let reason, let message, let retryAfter):
+            // The request is read whole first, as a server that took it and then failed: a client
+            // still sending its body when the answer came (and the connection closed behind it)
+            // could see a reset instead of the error, by a race of its own writes.
+            try? request.body.drain()
             let rule = FaultRule(method: route.method, action: .status(code: code, reason: reason, message: message,
                                                                         retryAfterSeconds: retryAfter))
             let response = rule.googleError()?.response ?? GoogleError(code, reason: reason, message: message).response
