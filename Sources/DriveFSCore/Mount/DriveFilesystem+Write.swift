@@ -95,13 +95,55 @@ extension DriveFilesystem {
         }
     }
 
-    /// The local copy of `node`'s content: the one held (being written or still open), the queue's
-    /// (a closed file not uploaded yet), or, with `create`, a new lazy copy of Drive's version.
-    private func localContent(_ node: Node, create: Bool) throws(FilesystemError) -> LocalContent? {
-        if let held = locals.withLock({ $0[node.inode] }) { return held }
+    /// Runs `body` with the local copy of `inode`'s content locked: the one `locals` holds (being
+    /// written, open, or not yet on Drive), else the queue's (a closed file not uploaded yet, after
+    /// a restart), else, with `create`, a new lazy copy of Drive's version as the node shows it now.
+    /// nil when there is none and `create` is false.
+    ///
+    /// Contract: a copy is forgotten from `locals` only under its own lock, and only once the node
+    /// shows Drive's version of the same bytes (`LocalContent.forgettable`). So an open that finds
+    /// its copy forgotten by the time it holds the lock looks again, and what it then builds from
+    /// the node is current: an upload landing while the file is opened again never rolls it back.
+    func withLocalContent<T>(_ inode: Inode, create: Bool,
+                             _ body: (LocalContent) throws(FilesystemError) -> T) throws(FilesystemError) -> T? {
+        for _ in 0..<1_000 {
+            guard let node = table.node(inode) else { throw .stale }
+            let content: LocalContent
+            switch try localContent(node, create: create) {
+            case .none: return nil
+            case .again: continue
+            case .found(let found): content = found
+            }
+            content.lock.lock()
+            guard locals.withLock({ $0[inode] === content }) else {
+                content.lock.unlock()
+                continue
+            }
+            defer { content.lock.unlock() }
+            return try body(content)
+        }
+        Log.shared.error("write", "\(describe(inode)): its local copy kept changing under an open")
+        throw .ioError
+    }
+
+    private enum FoundContent {
+        case found(LocalContent)
+        case none
+        /// What was found went away meanwhile: look again.
+        case again
+    }
+
+    /// The local copy of `node`'s content, unlocked (see `withLocalContent`, the only caller).
+    private func localContent(_ node: Node, create: Bool) throws(FilesystemError) -> FoundContent {
+        if let held = locals.withLock({ $0[node.inode] }) { return .found(held) }
         var made: LocalContent?
         if let queued = uploads.contentPath(of: node.file.id) {
-            made = try LocalContent(queuedAt: queued, blockSize: configuration.blockSize)
+            do throws(FilesystemError) {
+                made = try LocalContent(queuedAt: queued, blockSize: configuration.blockSize)
+            } catch where error.errno == ENOENT {
+                // The queue ended that job meanwhile (landed, or replaced by a newer one).
+                return .again
+            }
         } else if create {
             if node.local?.isNew == true {
                 // A new file whose content nobody holds (an earlier run's upload failed for good).
@@ -127,13 +169,15 @@ extension DriveFilesystem {
                 }
             }
         }
-        guard let made else { return nil }
+        guard let made else { return .none }
         // Two opens racing: the first one's copy wins.
-        return locals.withLock { l -> LocalContent in
+        let winner = locals.withLock { l -> LocalContent in
             if let other = l[node.inode] { return other }
             l[node.inode] = made
             return made
         }
+        if winner !== made { made.discardFile() }
+        return .found(winner)
     }
 
     private func registerLocal(_ inode: Inode, _ content: LocalContent, writable: Bool) -> OpenedFile {
@@ -157,28 +201,28 @@ extension DriveFilesystem {
             Log.shared.warning("write", "'\(node.name)' is a Google \(node.file.mimeType) file: it can only be edited in Drive")
             throw .accessDenied
         }
-        guard let content = try localContent(node, create: true) else { throw .ioError }
-        content.lock.lock()
-        defer { content.lock.unlock() }
-        try content.makeWritable(reclaim: { uploads.reclaim(node.file.id)?.contentPath },
-                                 newPath: { newStagingPath(for: node.file.id) })
-        if flags & O_TRUNC != 0 && content.size != 0 {
-            try content.truncate(to: 0)
-            noteLocal(node.inode, size: 0)
+        let opened = try withLocalContent(node.inode, create: true) { content throws(FilesystemError) -> OpenedFile in
+            try content.makeWritable(reclaim: { uploads.reclaim(node.file.id)?.contentPath },
+                                     newPath: { newStagingPath(for: node.file.id) })
+            if flags & O_TRUNC != 0 && content.size != 0 {
+                try content.truncate(to: 0)
+                noteLocal(node.inode, size: 0)
+            }
+            content.handles += 1
+            content.writers += 1
+            return registerLocal(node.inode, content, writable: true)
         }
-        content.handles += 1
-        content.writers += 1
-        return registerLocal(node.inode, content, writable: true)
+        guard let opened else { throw .ioError }
+        return opened
     }
 
     /// A read-only open of a file that has a local copy (being written, or not uploaded yet): nil
     /// when Drive's content is current.
     func openLocalForReading(_ node: Node) throws(FilesystemError) -> OpenedFile? {
-        guard let content = try localContent(node, create: false) else { return nil }
-        content.lock.lock()
-        content.handles += 1
-        content.lock.unlock()
-        return registerLocal(node.inode, content, writable: false)
+        try withLocalContent(node.inode, create: false) { content in
+            content.handles += 1
+            return registerLocal(node.inode, content, writable: false)
+        }
     }
 
     /// The local copy `inode`'s reads come from, if any (handles opened before a writer came read it too).
@@ -203,11 +247,10 @@ extension DriveFilesystem {
 
     /// The content of a link made here whose target did not fit in its property (at most 4 KiB).
     func linkContent(_ node: Node, cancellation: CancellationFlag?) throws(FilesystemError) -> [UInt8] {
-        if let content = try localContent(node, create: false) {
-            content.lock.lock()
-            defer { content.lock.unlock() }
-            let data = try content.read(offset: 0, length: 4096, cancellation: cancellation)
-            return Self.bytes(data)
+        if let data = try withLocalContent(node.inode, create: false, { content throws(FilesystemError) in
+            Self.bytes(try content.read(offset: 0, length: 4096, cancellation: cancellation))
+        }) {
+            return data
         }
         guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats) else { throw .ioError }
         let handle = try cache.open(key, size: max(0, node.file.size ?? 0))
@@ -249,29 +292,31 @@ extension DriveFilesystem {
     }
 
     /// The last handle of a local copy closed: commit what is left, and forget the copy when the
-    /// queue owns it (reads then open the queue's file) or nothing was written.
+    /// node shows the same bytes (`LocalContent.forgettable`). A copy whose upload is still to land
+    /// stays: until the node shows Drive's new version, opens and reads must come here.
     private func closeLocal(_ inode: Inode, _ content: LocalContent) {
         commits.submit { [self] in
             content.lock.lock()
-            if content.handles == 0 && content.writers == 0 {
-                do throws(FilesystemError) {
-                    if content.isDirty || content.hasUnreadyCommit {
-                        try commitLocked(inode, content, ready: true, cancellation: nil)
-                    }
-                } catch {
-                    Log.shared.error("write", "\(describe(inode)): the last close could not keep what was written (\(error)); "
-                                     + "the local copy stays at \(content.path)")
+            defer { content.lock.unlock() }
+            guard content.handles == 0 && content.writers == 0 else { return }
+            do throws(FilesystemError) {
+                if content.isDirty || content.hasUnreadyCommit {
+                    try commitLocked(inode, content, ready: true, cancellation: nil)
                 }
-                if content.committed == 0 && !content.sealed || content.removed { content.discardFile() }
-                // A copy the queue owns stays until its upload landed: the queue deletes its file
-                // then, and until the node shows Drive's new version reads must come from here.
-                let forget = content.handles == 0 && (content.landed || content.removed || content.committed == 0 && !content.sealed)
-                content.lock.unlock()
-                if forget { locals.withLock { l in if l[inode] === content { l[inode] = nil } } }
-            } else {
-                content.lock.unlock()
+            } catch {
+                Log.shared.error("write", "\(describe(inode)): the last close could not keep what was written (\(error)); "
+                                 + "the local copy stays at \(content.path)")
             }
+            forgetIfDone(inode, content)
         }
+    }
+
+    /// Forgets `content` (locked by the caller) when nothing needs it any more: its staging file
+    /// goes with it unless the queue owns it.
+    private func forgetIfDone(_ inode: Inode, _ content: LocalContent) {
+        guard content.forgettable else { return }
+        if content.removed { content.releaseSpace() } else { content.discardFile() }
+        locals.withLock { l in if l[inode] === content { l[inode] = nil } }
     }
 
     func releaseLocal(_ inode: Inode, _ file: OpenFile) {
@@ -397,11 +442,9 @@ extension DriveFilesystem {
         if let content = locals.withLock({ $0[node.inode] }) {
             content.lock.lock()
             content.removed = true
-            let idle = content.handles == 0
-            if idle { content.releaseSpace() }
-            content.lock.unlock()
             // Nobody has it open: its descriptor goes now, so a removed file's space is free at once.
-            if idle { locals.withLock { l in if l[node.inode] === content { l[node.inode] = nil } } }
+            forgetIfDone(node.inode, content)
+            content.lock.unlock()
         }
         if node.local?.isNew == true { removedHere.withLock { _ = $0.insert(node.file.id) } }
         _ = uploads.cancel(node.file.id)
@@ -553,34 +596,28 @@ extension DriveFilesystem {
             guard node.kind == .regular else { throw node.kind == .directory ? .isADirectory : .invalidArgument }
             try requireEditable(node)
             let viaHandle = handle.flatMap { h in handles.withLock { $0.files[h] } }.flatMap { $0.writable ? $0.local : nil }
-            let content: LocalContent
-            if let viaHandle {
-                content = viaHandle
-            } else if let made = try localContent(node, create: true) {
-                content = made
-            } else {
-                throw .ioError
-            }
-            content.lock.lock()
-            do throws(FilesystemError) {
+            let truncate = { [self] (content: LocalContent) throws(FilesystemError) -> Bool in
                 try content.makeWritable(reclaim: { uploads.reclaim(node.file.id)?.contentPath },
                                          newPath: { newStagingPath(for: node.file.id) })
                 try content.truncate(to: size)
-                content.lock.unlock()
-            } catch {
-                content.lock.unlock()
-                throw error
+                noteLocal(inode, size: size)
+                // truncate(2) without an open file: it is a whole change of its own.
+                guard viaHandle == nil, content.writers == 0 else { return false }
+                try commitLocked(inode, content, ready: true, cancellation: cancellation)
+                return true
             }
-            noteLocal(inode, size: size)
-            // truncate(2) without an open file: it is a whole change of its own.
-            if viaHandle == nil {
-                content.lock.lock()
-                let idle = content.writers == 0
-                content.lock.unlock()
-                if idle {
-                    try commit(inode, content, ready: true, cancellation: cancellation)
-                    closeLocal(inode, content)
+            if let viaHandle {
+                viaHandle.lock.lock()
+                defer { viaHandle.lock.unlock() }
+                _ = try truncate(viaHandle)
+            } else {
+                var committed: LocalContent?
+                let done = try withLocalContent(inode, create: true) { content throws(FilesystemError) -> Bool in
+                    if try truncate(content) { committed = content }
+                    return true
                 }
+                guard done != nil else { throw .ioError }
+                if let committed { closeLocal(inode, committed) }
             }
         }
         guard changes.permissions != nil || changes.modified != nil else { return }
@@ -717,31 +754,37 @@ extension DriveFilesystem {
     /// conflicted copy appears beside it, a failure is logged.
     func uploadFinished(_ outcome: UploadOutcome) {
         let id = outcome.request.fileID
-        let pendingNewer = uploads.contentPath(of: id) != nil
         guard let inode = table.inode(forID: id) else { return trashIfRemoved(outcome) }
-        // The copy this upload sent is done with; a copy written since (reclaimed, or made while
-        // the upload ran) is newer than Drive and keeps the node local.
-        let held = locals.withLock { $0[inode] }
-        let heldCopy = held.map { c -> Bool in
-            c.lock.lock(); defer { c.lock.unlock() }
-            if c.sealed && c.path == outcome.contentPath {
-                c.landed = true
-                // What was just uploaded is Drive's new version, byte for byte: reading it back
-                // costs no download.
-                if outcome.error == nil, !outcome.wasConflict, let landed = outcome.file, landed.size == c.size,
-                   let key = ContentKey(landed, exportFormats: configuration.exportFormats) {
-                    cache.adopt(key, size: c.size, path: c.path, descriptor: c.descriptor)
-                }
+        // The copy held for the file, locked across the whole decision and the node's update: an
+        // open or a write of the file waits for it, so it sees either the node before this
+        // landing with its copy, or the node after it (with the copy, when it is newer).
+        var held: LocalContent?
+        for _ in 0..<1_000 {
+            guard let candidate = locals.withLock({ $0[inode] }) else { break }
+            candidate.lock.lock()
+            if locals.withLock({ $0[inode] === candidate }) {
+                held = candidate
+                break
             }
-            return !c.landed
-        } ?? false
+            candidate.lock.unlock()
+        }
         defer {
             if let held {
-                held.lock.lock()
-                let forget = held.landed && held.handles == 0
+                forgetIfDone(inode, held)
                 held.lock.unlock()
-                if forget { locals.withLock { l in if l[inode] === held { l[inode] = nil } } }
             }
+        }
+        // Newer content than this upload's: a copy written since (reclaimed, or made while the
+        // upload ran), or a later job of the queue. The node then stays local.
+        let pendingNewer = (uploads.contentPath(of: id) ?? outcome.contentPath) != outcome.contentPath
+        let heldCopy = held.map { $0.isNewer(than: outcome.contentPath) } ?? false
+        let ownLanding = outcome.error == nil && !outcome.wasConflict ? outcome.file : nil
+        if let held, held.noteUploadEnded(outcome.contentPath, landedAs: ownLanding), outcome.error == nil, !outcome.wasConflict,
+           let landed = outcome.file, landed.size == held.size, held.sealed, held.path == outcome.contentPath, held.handles == 0,
+           let key = ContentKey(landed, exportFormats: configuration.exportFormats) {
+            // What was just uploaded is Drive's new version, byte for byte: reading it back costs
+            // no download. Only a copy nobody reads: the cache may evict (punch) what it adopted.
+            cache.adopt(key, size: held.size, path: held.path, descriptor: held.descriptor)
         }
         if let error = outcome.error {
             Log.shared.error("write", "uploading \(outcome.request.displayPath) failed for good: \(error)"

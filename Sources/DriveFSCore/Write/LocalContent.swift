@@ -31,8 +31,14 @@ final class LocalContent: @unchecked Sendable {
     let remote: BlockCache.Handle?
     private let ensureRemote: (@Sendable (BlockCache.Handle, Int64, Int, CancellationFlag?) throws(FilesystemError) -> Void)?
     private let release: (@Sendable (BlockCache.Handle) -> Void)?
-    let baseRevision: String?
-    let baseMD5: String?
+    /// Drive's version this content was written over (its conflict check): the version it was
+    /// copied from, then each landing of its own uploads (`noteUploadEnded`).
+    private(set) var baseRevision: String?
+    private(set) var baseMD5: String?
+    /// Content files of this copy's uploads still to land (committed ready from it, or the
+    /// queue's file it was opened from): a landing of one of them is a landing of this content's
+    /// line, and moves its base.
+    private var ownUploads: Set<String> = []
     /// Bumped by every change; `committed` is the generation last handed to the queue.
     private(set) var generation: UInt64
     private(set) var committed: UInt64 = 0
@@ -42,9 +48,13 @@ final class LocalContent: @unchecked Sendable {
     var writers = 0
     /// The file was removed while open: it is never committed again.
     var removed = false
-    /// Its upload landed: Drive's new version is the file's content, and the copy is forgotten
-    /// once its last handle closes.
+    /// Drive's version, as the node shows it, is this content byte for byte (its last upload
+    /// landed and nothing was written since): the copy may be forgotten once its last handle closes.
     var landed = false
+    /// The content file of the queued upload whose landing makes Drive's version this content:
+    /// set while the content is clean and that upload is still to land (committed ready, or a copy
+    /// taken of it while it ran); nil otherwise.
+    private(set) var awaiting: String?
     /// Every write so far began where the file ended (a new file written from its first byte).
     private(set) var appendOnly: Bool
     /// The upload that began while this file was written (`EarlyUpload`): told of every change.
@@ -114,6 +124,8 @@ final class LocalContent: @unchecked Sendable {
         generation = 0
         sealed = true
         appendOnly = false
+        awaiting = path
+        ownUploads = [path]
     }
 
     deinit {
@@ -123,6 +135,17 @@ final class LocalContent: @unchecked Sendable {
     }
 
     var isDirty: Bool { generation != committed }
+
+    /// Whether the mount may forget this copy now (its last handle closed): it was removed, or the
+    /// node's Drive version holds the same bytes (never changed here, or changed and landed), so
+    /// the next open rebuilds it from Drive's version. A copy whose bytes are not on Drive yet is
+    /// kept: the queue's content files are not the file's content once a landing races a reopen.
+    var forgettable: Bool {
+        guard handles == 0 && writers == 0 else { return false }
+        if removed { return true }
+        guard !isDirty && !hasUnreadyCommit else { return false }
+        return landed || (awaiting == nil && !sealed)
+    }
     /// The journal holds a record of this file that is not ready: the last writer must commit it.
     var hasUnreadyCommit: Bool { !sealed && committed != 0 }
 
@@ -224,7 +247,32 @@ final class LocalContent: @unchecked Sendable {
 
     func markCommitted(_ generation: UInt64, ready: Bool) {
         committed = generation
+        landed = false
         if ready { sealed = true }
+        awaiting = ready ? path : nil
+        ownUploads.insert(path)
+    }
+
+    /// Whether this copy holds bytes Drive is not to get from the upload of `contentPath`: written
+    /// since, committed but not ready, or waiting for another upload.
+    func isNewer(than contentPath: String) -> Bool {
+        isDirty || hasUnreadyCommit || awaiting.map { $0 != contentPath } ?? false
+    }
+
+    /// The upload of `contentPath` ended (landed as Drive's new version, or failed for good, or
+    /// went to a conflicted copy): from now on the node shows Drive's version, and this copy,
+    /// when it was waiting for that upload and nothing was written since, is let go like a landed
+    /// one. True when it was.
+    func noteUploadEnded(_ contentPath: String, landedAs drive: DriveFile?) -> Bool {
+        if ownUploads.remove(contentPath) != nil, let drive {
+            // Written over our own landing: that is what Drive holds when this copy commits next.
+            baseRevision = drive.headRevisionId
+            baseMD5 = drive.md5Checksum
+        }
+        guard !isNewer(than: contentPath), awaiting == contentPath else { return false }
+        awaiting = nil
+        landed = true
+        return true
     }
 
     /// Makes the content writable again after the queue took it: `reclaim` gives the same file
@@ -240,8 +288,11 @@ final class LocalContent: @unchecked Sendable {
                 early?.abandon("its content moved to another file")
                 early = nil
             }
+            ownUploads.remove(reclaimed)  // that job waits for this copy's next commit now
             sealed = false
             committed = generation &- 1  // the journal keeps it as not ready: it must be committed again
+            awaiting = nil
+            landed = false
             return
         }
         let copyPath = newPath()
@@ -263,6 +314,8 @@ final class LocalContent: @unchecked Sendable {
         sealed = false
         committed = 0
         generation = 0  // the queue has this content already: clean until written
+        // `awaiting` stays: the upload of the file this copy was taken from brings Drive to this
+        // content (nil when that upload landed already, `landed` then says so).
     }
 
     /// Removes the staging file when nobody but this object knows it (never committed, or removed).

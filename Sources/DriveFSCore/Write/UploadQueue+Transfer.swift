@@ -280,6 +280,8 @@ extension UploadQueue {
                     throw JobFailure(message: "cannot journal the upload's end: \(error)", permanent: false, error: error)
                 }
                 s.settled[now.fileID] = (seq, nil)
+                let size = running.size
+                s.landing[now.fileID] = (now.contentPath, UploadProgress(path: now.request.displayPath, size: size, bytesDone: size))
                 s.digests[seq] = nil
                 if crashes(at: .done(now.fileID), &s) { throw Interruption.crashed }
                 compactIfWanted(&s)
@@ -289,6 +291,10 @@ extension UploadQueue {
             guard let outcome else { continue }
             log.debug("uploads", "\(outcome.request.displayPath): job \(seq) landed as \(file.id) revision \(file.headRevisionId ?? "?")")
             withLock { $0.onFinished }?(outcome)
+            withLock { s in
+                if s.landing[outcome.request.fileID]?.contentPath == outcome.contentPath { s.landing[outcome.request.fileID] = nil }
+            }
+            lock.broadcast()
             removeContent(outcome.contentPath)
             running.sessionFiles.withLock { $0 }.forEach { unlink($0) }
             return

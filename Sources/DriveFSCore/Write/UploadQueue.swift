@@ -67,6 +67,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         var pinned: Set<UInt64> = []
         /// The last job of each file that ended (landed or failed for good), for `waitUntilUploaded`.
         var settled: [String: (seq: UInt64, error: FilesystemError?)] = [:]
+        /// Content files of jobs that landed, by file, from their `done` record until the core
+        /// heard of the landing (`onFinished` returned): `contentPath(of:)` still gives them, so a
+        /// reopen in that window reads what landed rather than the version the node shows yet.
+        var landing: [String: (contentPath: String, progress: UploadProgress)] = [:]
         /// Threads in `waitUntilUploaded`, by file (their uploads go at interactive priority).
         var waiters: [String: Int] = [:]
         var failedCount = 0
@@ -215,7 +219,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
 
     /// Whether a content file is still used by a job (or a transfer) of the queue.
     static func isReferenced(_ path: String, _ s: Shared) -> Bool {
-        s.state.jobs.values.contains { $0.contentPath == path }
+        s.state.jobs.values.contains { $0.contentPath == path } || s.landing.values.contains { $0.contentPath == path }
     }
 
     func removeContent(_ path: String) {
@@ -271,7 +275,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     }
 
     public func contentPath(of fileID: String) -> String? {
-        withLock { s in s.state.jobs(of: fileID).last { $0.kind == .upload && $0.ready }?.contentPath }
+        withLock { s in s.state.jobs(of: fileID).last { $0.kind == .upload && $0.ready }?.contentPath ?? s.landing[fileID]?.contentPath }
     }
 
     public func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) -> Bool {
@@ -411,15 +415,17 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     }
 
     public var status: UploadQueueStatus {
-        let (queued, running, failed, lastError) = withLock { s -> (Int, [(UploadJob, Running)], Int, String?) in
+        let (queued, running, landing, failed, lastError) = withLock { s -> (Int, [(UploadJob, Running)], [UploadProgress], Int, String?) in
             let running = s.running.values.compactMap { r in s.state.jobs[r.seq].map { ($0, r) } }.sorted { $0.0.seq < $1.0.seq }
             let busy = Set(running.map(\.0.seq))
             let queued = s.state.jobs.values.filter { $0.ready && !busy.contains($0.seq) }.count
-            return (queued, running, s.failedCount, s.lastError)
+            return (queued, running, s.landing.values.map(\.progress), s.failedCount, s.lastError)
         }
+        // A landing the core has not heard of yet still counts as running: a drain returns once
+        // the mount shows every upload's outcome.
         return UploadQueueStatus(queued: queued, running: running.map { job, r in
             UploadProgress(path: job.request.displayPath, size: r.size, bytesDone: Self.bytesDone(r))
-        }, failed: failed, lastError: lastError)
+        } + landing, failed: failed, lastError: lastError)
     }
 
     /// Bytes Drive confirmed of a running upload: the resumable session's confirmed bytes (a

@@ -1,0 +1,249 @@
+import DriveClient
+@testable import DriveFSCore
+import DriveSupport
+import Foundation
+import XCTest
+
+/// An upload queue whose landings the test lets through: after a job's `done` record the queue's
+/// thread waits here, in the window where Drive and the journal have the new version and the core
+/// has not heard of it yet, until the test delivers it (or the gate is opened for good). The model
+/// checker runs its operations inside that window, where landings met a live local copy.
+final class LandingGate: UploadQueueing, @unchecked Sendable {
+    // @unchecked: the mutable fields are guarded by `condition`; `inner` is Sendable.
+    let inner: UploadQueue
+    private let condition = NSCondition()
+    /// Landings waiting here (by arrival), the ones let through, and the ones delivered to the core.
+    private var arrived = 0
+    private var released = 0
+    private var delivered = 0
+    private var open = false
+    /// Bounds every wait of a queue thread here, so a broken test cannot hang the run.
+    private let holdLimit: Double = 120
+
+    init(_ inner: UploadQueue) { self.inner = inner }
+
+    var recovered: [(request: UploadRequest, contentPath: String)] { inner.recovered }
+    func commit(_ request: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError) {
+        try inner.commit(request, contentPath: contentPath, ready: ready)
+    }
+    func reclaim(_ fileID: String) -> (request: UploadRequest, contentPath: String)? { inner.reclaim(fileID) }
+    func contentPath(of fileID: String) -> String? { inner.contentPath(of: fileID) }
+    func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) -> Bool {
+        inner.updateMetadata(of: fileID, change)
+    }
+    func cancel(_ fileID: String) -> Bool { inner.cancel(fileID) }
+    func waitUntilUploaded(_ fileID: String, deadline: Double, cancellation: CancellationFlag?) throws(FilesystemError) {
+        try inner.waitUntilUploaded(fileID, deadline: deadline, cancellation: cancellation)
+    }
+    func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool { inner.drain(timeout: timeout, progress: progress) }
+    var status: UploadQueueStatus { inner.status }
+    func stop() {
+        openForGood()
+        inner.stop()
+    }
+
+    func start(onFinished: @escaping @Sendable (UploadOutcome) -> Void) {
+        inner.start { [self] outcome in
+            condition.lock()
+            let ticket = arrived
+            arrived += 1
+            condition.broadcast()
+            let limit = Date().addingTimeInterval(holdLimit)
+            while !open && released <= ticket && Date() < limit { _ = condition.wait(until: limit) }
+            condition.unlock()
+            onFinished(outcome)
+            condition.lock()
+            delivered += 1
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    /// Landings held here now.
+    var held: Int {
+        condition.lock(); defer { condition.unlock() }
+        return arrived - max(released, delivered)
+    }
+
+    /// Waits (bounded) until a landing is held here; false when none came within `timeout`.
+    func waitForLanding(timeout: Double) -> Bool {
+        condition.lock(); defer { condition.unlock() }
+        let limit = Date().addingTimeInterval(timeout)
+        while arrived <= released && !open && Date() < limit { _ = condition.wait(until: limit) }
+        return arrived > released
+    }
+
+    /// Lets every held landing through and waits until the core has heard of each.
+    func deliverHeld() {
+        condition.lock(); defer { condition.unlock() }
+        released = arrived
+        condition.broadcast()
+        let limit = Date().addingTimeInterval(holdLimit)
+        while delivered < released && Date() < limit { _ = condition.wait(until: limit) }
+    }
+
+    /// From now on landings pass at once.
+    func openForGood() {
+        condition.lock()
+        open = true
+        condition.broadcast()
+        condition.unlock()
+    }
+}
+
+/// A model checker of the write path, in the spirit of xfstests' fsx: random writes, truncates,
+/// reads, size checks, closes and reopens (some with O_TRUNC) of one file, with uploads landing in
+/// between: a landing is held in the window after Drive took it and before the core heard of it,
+/// and the test goes on working in that window. Every read and every size is checked against a
+/// model, and at the end Drive's bytes (through the backend, not the mount) and a fresh mount's
+/// must equal it.
+///
+/// Runs on a fixed seed and on a random one that it prints; `DRIVEFS_MODEL_SEED=N` replays one.
+final class WriteModelCheckTests: XCTestCase {
+    private static let maxSize = 300_000
+
+    func testFixedSeed() throws {
+        try run(seed: 1, operations: 1_500)
+    }
+
+    func testAnotherFixedSeed() throws {
+        try run(seed: 20_261_202, operations: 1_500)
+    }
+
+    func testRandomSeed() throws {
+        let seed = ProcessInfo.processInfo.environment["DRIVEFS_MODEL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(1) << 40)
+        print("WriteModelCheckTests: seed \(seed) (replay with DRIVEFS_MODEL_SEED=\(seed))")
+        try run(seed: seed, operations: 1_500)
+    }
+
+    // MARK: The run
+
+    private struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private func run(seed: UInt64, operations: Int) throws {
+        let harness = try CoreHarness { c in
+            c.readOnly = false
+            c.blockSize = 16 << 10  // several blocks per file: partial fills matter
+        }
+        defer { harness.remove() }
+        let queue = try UploadQueue(directory: harness.uploadsDirectory, backend: harness.backend, transfers: 2,
+                                    initialBackoff: 0.01, maximumBackoff: 0.05)
+        let gate = LandingGate(queue)
+        try harness.mount(uploads: gate)
+        if ProcessInfo.processInfo.environment["DRIVEFS_MODEL_DEBUG"] != nil { try? Log.shared.configure(level: .debug, path: nil) }
+        var rng = SplitMix64(seed: seed)
+        func below(_ n: Int) -> Int { Int(rng.next() % UInt64(max(1, n))) }
+
+        var log: [String] = []
+        func note(_ s: String) {
+            log.append(s)
+            if log.count > 40 { log.removeFirst() }
+        }
+        func fail(_ step: Int, _ message: String) -> Failure {
+            Failure(description: "seed \(seed), step \(step): \(message)\nlast operations:\n" + log.joined(separator: "\n"))
+        }
+
+        var model: [UInt8] = []
+        let created = try harness.create(.root, "model.bin")
+        let inode = created.attributes.inode
+        var handle = created.opened.handle
+        var isOpen = true
+        var bytesSeed = seed &* 1_000_003
+
+        for step in 0..<operations {
+          do {
+            let roll = below(100)
+            if !isOpen && roll < 90 {
+                // Most steps need the file open: reopen first (as fsx does after a close).
+                let truncating = below(10) == 0
+                handle = try harness.open(inode, O_RDWR | (truncating ? O_TRUNC : 0))
+                isOpen = true
+                if truncating { model = [] }
+                note("\(step): open\(truncating ? " O_TRUNC" : "")")
+                continue
+            }
+            switch roll {
+            case 0..<30 where isOpen:
+                let offset = below(Self.maxSize - 1)
+                let length = 1 + below(min(64 << 10, Self.maxSize - offset))
+                bytesSeed &+= 1
+                let bytes = CoreHarness.pattern(length, seed: bytesSeed)
+                try harness.write(inode, handle, bytes, at: Int64(offset))
+                if model.count < offset + length { model += [UInt8](repeating: 0, count: offset + length - model.count) }
+                model.replaceSubrange(offset..<(offset + length), with: bytes)
+                note("\(step): write \(offset)+\(length)")
+            case 30..<40 where isOpen:
+                let size = below(Self.maxSize)
+                _ = try BlockingCall.wait { harness.fs.setAttributes(inode, AttributeChanges(size: Int64(size)), handle: handle, reply: $0) }
+                if size < model.count { model.removeSubrange(size...) } else { model += [UInt8](repeating: 0, count: size - model.count) }
+                note("\(step): truncate \(size)")
+            case 40..<55 where isOpen:
+                let offset = below(max(1, model.count + 1000))
+                let length = 1 + below(80_000)
+                let got = try harness.read(inode, handle: handle, offset: Int64(offset), size: length)
+                let want = offset < model.count ? Array(model[offset..<min(model.count, offset + length)]) : []
+                note("\(step): read \(offset)+\(length) -> \(got.count)")
+                if got != want {
+                    let firstDiff = zip(got, want).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                    throw fail(step, "read \(offset)+\(length) gave \(got.count) bytes, the model has \(want.count)"
+                               + (firstDiff.map { "; first difference at \(offset + $0)" } ?? ""))
+                }
+            case 55..<65:
+                let attributes = try BlockingCall.wait { harness.fs.attributes(of: inode, reply: $0) }
+                note("\(step): stat -> \(attributes.size)")
+                if attributes.size != UInt64(model.count) {
+                    throw fail(step, "the size is \(attributes.size), the model's \(model.count)")
+                }
+            case 65..<77 where isOpen:
+                try harness.close(inode, handle)
+                isOpen = false
+                note("\(step): close")
+            case 77..<87:
+                // Let an upload reach Drive and hold its landing: what follows runs in the window.
+                let status = gate.status
+                if !status.isIdle || gate.held > 0 {
+                    let held = gate.waitForLanding(timeout: 30)
+                    note("\(step): wait for a landing -> \(held ? "held" : "none")")
+                }
+            case 87..<95:
+                gate.deliverHeld()
+                note("\(step): deliver landings")
+            default:
+                try harness.fs.pollChanges()
+                note("\(step): poll changes")
+            }
+          } catch let failure as Failure {
+            throw failure
+          } catch {
+            throw fail(step, "the operation after the last one listed failed: \(error)")
+          }
+        }
+
+        if isOpen {
+            do { try harness.close(inode, handle) } catch { throw fail(operations, "the last close failed: \(error)") }
+        }
+        gate.openForGood()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 120), "uploads did not drain: \(harness.fs.uploadStatus)")
+
+        let onMount: [UInt8]
+        do { onMount = try harness.read(inode) } catch {
+            let node = harness.fs.table.node(inode)
+            let drive = harness.backend.children(of: harness.backend.rootID).first { $0.name == "model.bin" }
+            throw fail(operations, "reading the file after the uploads failed: \(error); the node shows revision "
+                       + "\(node?.file.headRevisionId ?? "-") of size \(node?.file.size ?? -1), local \(String(describing: node?.local)); "
+                       + "Drive has \(drive?.headRevisionId ?? "-") of size \(drive?.size ?? -1)")
+        }
+        if onMount != model { throw fail(operations, "after the uploads, the mount reads \(onMount.count) bytes unlike the model's \(model.count)") }
+        let files = harness.backend.children(of: harness.backend.rootID).filter { $0.name.hasPrefix("model") }
+        XCTAssertEqual(files.map(\.name), ["model.bin"], "seed \(seed): Drive holds \(files.map(\.name))")
+        let onDrive = try XCTUnwrap(files.first.flatMap { harness.backend.content(of: $0.id) })
+        if onDrive != model { throw fail(operations, "Drive holds \(onDrive.count) bytes unlike the model's \(model.count)") }
+        // A fresh mount over the same cache directory reads the same.
+        harness.unmount()
+        do { try harness.mount() } catch { throw fail(operations, "the remount failed: \(error)") }
+        let again = try harness.resolve("model.bin")
+        XCTAssertEqual(try harness.read(again.inode), model, "seed \(seed): a remount reads other bytes")
+    }
+}
