@@ -259,7 +259,7 @@ enum MountCommand {
         } catch {
             switch error {
             case .serving(let holder):
-                throw CLIError.failure("the cache directory \(directory.path) is in use by the drivefs mount at \(holder.mountpoint) (pid \(holder.pid))",
+                throw CLIError.failure("the cache directory \(directory.path) is in use by another drivefs mount, at \(holder.mountpoint) (pid \(holder.pid))",
                                        hint: "Each mount needs its own: pass --cache-dir DIR, or unmount the other one first.")
             case .stillFinishing(let holder):
                 throw CLIError.failure("the cache directory \(directory.path) is still in use by \(who(holder)) after \(Int(cacheDirectoryWait)) s",
