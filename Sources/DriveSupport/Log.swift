@@ -9,6 +9,9 @@ import Glibc
 ///
 /// Lines look like `2026-12-01T19:49:34.123Z WARN  client: files.list: retry 2 after HTTP 503 (…)`.
 /// Writes are single `write(2)` calls of whole lines, so lines from many threads never interleave.
+/// Every message is escaped in one place (`escaped`): its control characters (a Drive name may
+/// hold a newline, a carriage return or a terminal escape) are written as `\n`, `\r`, `\t` or
+/// `\u{XX}`, so no message can forge a line of its own or rewrite one on a terminal.
 public final class Log: Sendable {
     public enum Level: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
         case debug = 0, info, warning, error
@@ -77,8 +80,15 @@ public final class Log: Sendable {
     public func configure(level: Level, path: String?) throws {
         var fd: Int32 = 2
         if let path {
-            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+            // Never through a symbolic link (a link planted in a shared directory would send the
+            // daemon's lines into a file of the planter's choosing), and only into a regular file.
+            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
             if fd < 0 { throw LogFileError(path: path, errno: errno) }
+            var info = stat()
+            if fstat(fd, &info) != 0 || info.st_mode & S_IFMT != S_IFREG {
+                close(fd)
+                throw LogFileError(path: path, errno: EINVAL)
+            }
         }
         let old = destination.withLock { d -> Destination in
             let old = d
@@ -117,8 +127,33 @@ public final class Log: Sendable {
 
     private func note(_ level: Level, _ area: String, _ message: String) {
         guard level >= .warning else { return }
-        let recorded = Problem(millis: Self.nowMillis(), level: level, area: area, message: message.replacingOccurrences(of: "\n", with: " "))
+        let recorded = Problem(millis: Self.nowMillis(), level: level, area: area, message: Self.escaped(message))
         problem.withLock { $0 = recorded }
+    }
+
+    /// `text` with every control character (C0, DEL, C1) and line or paragraph separator written
+    /// as an escape: one line whatever the text holds.
+    public static func escaped(_ text: String) -> String {
+        func needsEscape(_ s: Unicode.Scalar) -> Bool {
+            switch s.properties.generalCategory {
+            case .control, .lineSeparator, .paragraphSeparator: return true
+            default: return false
+            }
+        }
+        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
+        var result = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            guard needsEscape(scalar) else { result.append(scalar); continue }
+            let escape: String
+            switch scalar {
+            case "\n": escape = "\\n"
+            case "\r": escape = "\\r"
+            case "\t": escape = "\\t"
+            default: escape = "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            }
+            result.append(contentsOf: escape.unicodeScalars)
+        }
+        return String(result)
     }
 
     private static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
@@ -132,8 +167,7 @@ public final class Log: Sendable {
         if !noted { note(level, area, text) }
         guard shown else { return }
         let stamp = RFC3339.format(millis: Self.nowMillis())
-        var line = "\(stamp) \(level.tag) \(area): \(text)"
-        line = line.replacingOccurrences(of: "\n", with: " ") + "\n"
+        let line = "\(stamp) \(level.tag) \(Self.escaped(area)): \(Self.escaped(text))\n"
         var bytes = Array(line.utf8)
         bytes.withUnsafeMutableBytes { raw in
             var done = 0

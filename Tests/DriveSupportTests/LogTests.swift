@@ -18,7 +18,7 @@ final class LogTests: XCTestCase {
         var problem = try XCTUnwrap(log.lastProblem)
         XCTAssertEqual(problem.level, .warning, "kept although the threshold (error) hides it")
         XCTAssertEqual(problem.area, "changes")
-        XCTAssertEqual(problem.message, "reading the change feed failed: HTTP 503", "one line")
+        XCTAssertEqual(problem.message, "reading the change feed failed:\\nHTTP 503", "one line, the break escaped")
 
         log.error("cache", "disk full")
         XCTAssertEqual(log.lastProblem?.message, "disk full")
@@ -30,5 +30,43 @@ final class LogTests: XCTestCase {
         problem = try XCTUnwrap(log.lastProblem)
         XCTAssertEqual(problem.message, "stat /a: EIO")
         XCTAssertLessThanOrEqual(abs(Double(problem.millis) / 1000 - Date().timeIntervalSince1970), 60)
+    }
+
+    /// A message (a Drive name inside it) cannot forge a line or move the cursor: every control
+    /// character is written escaped, and each message is exactly one line.
+    func testControlCharactersAreEscaped() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("log-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("drivefs.log").path
+        let log = Log(level: .info, descriptor: 2)
+        try log.configure(level: .info, path: path)
+        let name = "report\n2026-12-01T00:00:00.000Z ERROR auth: token revoked\r\u{1B}[2K\t\u{7F}\u{85}\u{2028}end"
+        log.info("write", "uploaded '\(name)'")
+        log.warning("write", "conflict on '\(name)'")
+        try log.configure(level: .info, path: nil)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        XCTAssertEqual(lines.count, 3, text)
+        XCTAssertTrue(lines[0].hasSuffix(#" INFO  write: uploaded 'report\n2026-12-01T00:00:00.000Z ERROR auth: token revoked\r\u{1B}[2K\t\u{7F}\u{85}\u{2028}end'"#), String(lines[0]))
+        XCTAssertFalse(text.unicodeScalars.contains { $0.properties.generalCategory == .control && $0 != "\n" }, text)
+        XCTAssertEqual(log.lastProblem?.message, #"conflict on 'report\n2026-12-01T00:00:00.000Z ERROR auth: token revoked\r\u{1B}[2K\t\u{7F}\u{85}\u{2028}end'"#)
+    }
+
+    /// The log file is never reached through a symbolic link (someone else's link in a shared directory).
+    func testTheLogFileIsNotOpenedThroughASymbolicLink() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("log-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let victim = directory.appendingPathComponent("victim").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: victim, contents: Data("kept\n".utf8)))
+        let link = directory.appendingPathComponent("drivefs.log").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: victim)
+        let log = Log(level: .info, descriptor: 2)
+        XCTAssertThrowsError(try log.configure(level: .info, path: link)) { error in
+            XCTAssertEqual((error as? Log.LogFileError)?.errno, ELOOP, "\(error)")
+        }
+        log.error("fs", "must not reach the victim")
+        XCTAssertEqual(try String(contentsOfFile: victim, encoding: .utf8), "kept\n")
     }
 }

@@ -145,7 +145,7 @@ final class CommandLineTests: XCTestCase {
                          "drivefs: option '--profile' was given more than once (see 'drivefs debug endpoints --help')")
         assertUsageError(try drivefs("debug", "endpoints", "--api-url=http://example.com/"),
                          "drivefs: invalid value 'http://example.com/' for '--api-url': plain http:// is allowed only for loopback hosts"
-                         + " (127.0.0.0/8, ::1, localhost), so that tokens never cross a network in clear: use https://"
+                         + " (127.0.0.0/8, ::1, or a name such as localhost that resolves only to them), so that tokens never cross a network in clear: use https://"
                          + " (see 'drivefs debug endpoints --help')")
         let env = try drivefs("debug", "endpoints", environment: ["DRIVEFS_TOKEN_URL": "nonsense"])
         XCTAssertEqual(env.status, 2, env.summary)

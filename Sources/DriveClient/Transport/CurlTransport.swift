@@ -35,6 +35,8 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         public var maxIdleHandles: Int = 16
         public var maxErrorBodyBytes: Int = 1 << 20
         public var userAgent: String = "drivefs/0.1"
+        /// How an http:// host name is resolved to judge it (CleartextPolicy); tests inject one.
+        public var resolver: CleartextPolicy.Resolver = CleartextPolicy.systemResolver
 
         public init(connectTimeout: Double = 15, stallTimeout: Int = 30, caFile: String? = nil) {
             self.connectTimeout = connectTimeout
@@ -83,13 +85,15 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
 
         var headerList: UnsafeMutablePointer<curl_slist>? = nil
         defer { curl_slist_free_all(headerList) }
+        var resolveList: UnsafeMutablePointer<curl_slist>? = nil
+        defer { curl_slist_free_all(resolveList) }
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
 
         let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errorBuf in
             let userdata = Unmanaged.passUnretained(transfer).toOpaque()
             do {
                 try configure(handle, request: request, transfer: transfer, userdata: userdata,
-                              headerList: &headerList, errorBuffer: errorBuf.baseAddress!)
+                              headerList: &headerList, resolveList: &resolveList, errorBuffer: errorBuf.baseAddress!)
             } catch {
                 transfer.setupError = error as? TransportError ?? .other(code: -1, message: "\(error)")
                 return CURLE_FAILED_INIT
@@ -119,6 +123,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
 
     private func configure(_ h: UnsafeMutableRawPointer, request: TransportRequest, transfer: CurlTransfer,
                            userdata: UnsafeMutableRawPointer, headerList: inout UnsafeMutablePointer<curl_slist>?,
+                           resolveList: inout UnsafeMutablePointer<curl_slist>?,
                            errorBuffer: UnsafeMutablePointer<CChar>) throws {
         func check(_ rc: CURLcode, _ what: String) throws {
             guard rc == CURLE_OK else {
@@ -131,8 +136,18 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
             throw TransportError.invalidURL(Self.redactedURL(request.url))
         }
         let shown = Self.redactedURL(request.url)
-        if let problem = CleartextPolicy.problem(with: shown) {
+        switch CleartextPolicy.check(shown, resolver: options.resolver) {
+        case .refused(let problem):
             throw TransportError.invalidURL("\(shown): \(problem)")
+        case .pinned(let pinned):
+            // Connect to the addresses judged loopback, not to a later lookup's answer.
+            let host = CleartextPolicy.host(of: shown)!
+            let port = CleartextPolicy.port(of: shown) ?? 80
+            let entry = "\(host):\(port):" + pinned.map { $0.contains(":") ? "[\($0)]" : $0 }.joined(separator: ",")
+            resolveList = curl_slist_append(nil, entry)
+            try check(ccurl_setopt_ptr(h, CURLOPT_RESOLVE, resolveList), "resolve")
+        case .allowed:
+            break
         }
         try check(ccurl_setopt_string(h, CURLOPT_PROTOCOLS_STR, "http,https"), "protocols")
         try check(ccurl_setopt_long(h, CURLOPT_NOSIGNAL, 1), "nosignal")

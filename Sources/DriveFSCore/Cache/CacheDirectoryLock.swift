@@ -6,6 +6,11 @@ import Glibc
 /// block cache index and the metadata index are written by one process only. The descriptor is inherited by the
 /// daemon when `drivefs mount` forks, and the lock goes with the last process that holds it (a
 /// killed daemon releases it: nothing stale to clean up).
+///
+/// The lock file also says who holds it (`recordHolder`: the daemon's pid and mount point, written
+/// once the mount is live; emptied when a new holder takes it), so that a new mount can tell a
+/// daemon still serving a mount (refused) from one whose mount is gone and that only finishes
+/// (saving its index, draining uploads), which it waits for (`waitUntilFree`).
 public final class CacheDirectoryLock: Sendable {
     public let path: String
     private let descriptor: Locked<Int32>
@@ -33,7 +38,152 @@ public final class CacheDirectoryLock: Sendable {
             }
             throw FilesystemError(errno: code)
         }
+        _ = ftruncate(fd, 0)
         descriptor = Locked(fd)
+    }
+
+    /// Who holds a cache directory: the daemon's pid and the mount point it serves (or served).
+    public struct Holder: Sendable, Equatable {
+        public var pid: Int32
+        public var mountpoint: String
+        public init(pid: Int32, mountpoint: String) { self.pid = pid; self.mountpoint = mountpoint }
+    }
+
+    private static let recordTag = "drivefs cache holder 1\n"
+
+    /// Records the holder in the lock file (by the daemon, once its mount is live). Best effort:
+    /// without a record, a waiting mount only waits longer.
+    public func recordHolder(pid: Int32, mountpoint: String) {
+        let bytes = Array((Self.recordTag + "\(pid)\n" + mountpoint).utf8)
+        descriptor.withLock { fd in
+            guard fd >= 0 else { return }
+            _ = ftruncate(fd, 0)
+            _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        }
+    }
+
+    /// The holder recorded in `directory`'s lock file; nil when none is (no holder yet, or one
+    /// that has not served a mount).
+    public static func holder(of directory: URL) -> Holder? {
+        let path = directory.appendingPathComponent("lock").path
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8),
+              text.hasPrefix(recordTag) else { return nil }
+        let rest = text.dropFirst(recordTag.count)
+        guard let newline = rest.firstIndex(of: "\n"), let pid = Int32(rest[..<newline]) else { return nil }
+        let mountpoint = String(rest[rest.index(after: newline)...])
+        return mountpoint.isEmpty ? nil : Holder(pid: pid, mountpoint: mountpoint)
+    }
+
+    /// Why `waitUntilFree` gave up.
+    public enum Busy: Error, Equatable, CustomStringConvertible {
+        /// The holder still serves a live mount.
+        case serving(Holder)
+        /// The holder did not let go within the policy's timeout.
+        case stillFinishing(Holder?)
+
+        public var description: String {
+            switch self {
+            case .serving(let h): return "the cache directory is in use by the drivefs mount at \(h.mountpoint) (pid \(h.pid))"
+            case .stillFinishing(let h?): return "the drivefs daemon (pid \(h.pid)) that served \(h.mountpoint) still uses the cache directory"
+            case .stillFinishing(nil): return "the cache directory is in use by another drivefs process"
+            }
+        }
+    }
+
+    public enum WaitEvent: Sendable, Equatable {
+        /// The directory is held by a daemon that serves no mount: waiting starts.
+        case waiting(Holder?)
+        /// Still waiting, `seconds` after the start (about every `reportInterval`).
+        case stillWaiting(Holder?, seconds: Double)
+    }
+
+    public struct WaitPolicy: Sendable {
+        public var timeout: Double
+        /// How often the lock is tried again (a waiting mount has nothing else to do).
+        public var pollInterval: Double
+        public var reportInterval: Double
+        /// Whether `path` is a live FUSE mount (default: `/proc/self/mountinfo` says so).
+        public var isMounted: @Sendable (String) -> Bool
+        public var report: @Sendable (WaitEvent) -> Void
+
+        public init(timeout: Double, pollInterval: Double = 0.1, reportInterval: Double = 5,
+                    isMounted: @escaping @Sendable (String) -> Bool = CacheDirectoryLock.isFuseMount,
+                    report: @escaping @Sendable (WaitEvent) -> Void) {
+            self.timeout = timeout
+            self.pollInterval = pollInterval
+            self.reportInterval = reportInterval
+            self.isMounted = isMounted
+            self.report = report
+        }
+    }
+
+    /// Returns once `directory` is free (nobody holds its lock), waiting up to `policy.timeout`
+    /// while its holder serves no live mount: a daemon whose mount was just unmounted (`fusermount
+    /// -u`) finishes its work (the index saved, uploads drained) before it exits, and the new
+    /// mount waits for that instead of failing. A holder whose recorded mount point is still a
+    /// FUSE mount is refused at once (`Busy.serving`). The lock is not kept: the caller takes it
+    /// (another mount may take it first; the caller then fails as before).
+    public static func waitUntilFree(directory: URL, policy: WaitPolicy) throws(Busy) {
+        let path = directory.appendingPathComponent("lock").path
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }  // no lock file yet: nobody holds it
+        defer { close(fd) }
+        let start = Date().timeIntervalSince1970
+        var lastReport: Double? = nil
+        while true {
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 {
+                _ = flock(fd, LOCK_UN)
+                return
+            }
+            let holder = holder(of: directory)
+            if let holder, policy.isMounted(holder.mountpoint) { throw .serving(holder) }
+            let now = Date().timeIntervalSince1970
+            if now - start >= policy.timeout { throw .stillFinishing(holder) }
+            if lastReport == nil {
+                policy.report(.waiting(holder))
+                lastReport = now
+            } else if now - lastReport! >= policy.reportInterval {
+                policy.report(.stillWaiting(holder, seconds: now - start))
+                lastReport = now
+            }
+            let pause = timespec(tv_sec: Int(policy.pollInterval), tv_nsec: Int((policy.pollInterval.truncatingRemainder(dividingBy: 1)) * 1e9))
+            withUnsafePointer(to: pause) { _ = nanosleep($0, nil) }
+        }
+    }
+
+    /// Whether `path` is a FUSE mount point in `/proc/self/mountinfo`.
+    @Sendable public static func isFuseMount(_ path: String) -> Bool {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
+        return isFuseMount(path, mountinfo: table)
+    }
+
+    /// Whether `mountinfo` (the kernel's table) has a FUSE mount on `path` (field 5, octal escapes
+    /// such as `\040` decoded; the type after ` - ` starts with `fuse`).
+    static func isFuseMount(_ path: String, mountinfo: String) -> Bool {
+        for line in mountinfo.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: false)
+            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { continue }
+            guard fields[dash + 1].hasPrefix("fuse") else { continue }
+            if unescaped(fields[4]) == path { return true }
+        }
+        return false
+    }
+
+    private static func unescaped(_ field: Substring) -> String {
+        var bytes: [UInt8] = []
+        let raw = Array(field.utf8)
+        var i = 0
+        while i < raw.count {
+            if raw[i] == UInt8(ascii: "\\"), i + 4 <= raw.count,
+               let value = UInt8(String(decoding: raw[(i + 1)...(i + 3)], as: UTF8.self), radix: 8) {
+                bytes.append(value)
+                i += 4
+            } else {
+                bytes.append(raw[i])
+                i += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Gives the directory up (at unmount); idempotent.

@@ -101,7 +101,7 @@ extension NodeTable {
             if let file {
                 node.file = file
             } else {
-                node.file.name = newName
+                node.file.name = NameMapper.driveName(forShown: newName)
                 node.file.parents = [parentID]
             }
             node.parent = newParent

@@ -361,7 +361,7 @@ extension DriveFilesystem {
         if let link {
             properties[AppPropertyKeys.link] = link.utf8.count <= AppPropertyKeys.maximumInlineLinkBytes ? link : ""
         }
-        let file = DriveFile(id: id, name: name, mimeType: "application/octet-stream", parents: [folder.file.id], size: 0,
+        let file = DriveFile(id: id, name: NameMapper.driveName(forShown: name), mimeType: "application/octet-stream", parents: [folder.file.id], size: 0,
                              modifiedTime: now, createdTime: now, appProperties: properties.isEmpty ? nil : properties)
         let content = try LocalContent(newAt: newStagingPath(for: id), blockSize: configuration.blockSize)
         let defaultBits: UInt32 = link == nil ? 0o644 : 0o777
@@ -428,7 +428,7 @@ extension DriveFilesystem {
             let made: DriveFile
             let id = try reserveID()
             do {
-                made = try backend.createFolder(name: name, parent: folder.file.id, modifiedTime: nowMillis(), id: id,
+                made = try backend.createFolder(name: NameMapper.driveName(forShown: name), parent: folder.file.id, modifiedTime: nowMillis(), id: id,
                                                 appProperties: properties)
             } catch { throw FilesystemError.from(error) }
             let node = try table.insertChild(parent: parent, name: name, file: made, local: nil)
@@ -516,7 +516,7 @@ extension DriveFilesystem {
             }
             let parentID = source.file.parents.first
             let newParentID = destination.file.id
-            var moved = try place(source, name: newName, parentID: newParentID, from: parentID, currentName: source.file.name)
+            var moved = try place(source, name: NameMapper.driveName(forShown: newName), parentID: newParentID, from: parentID, currentName: source.file.name)
             if let replaced {
                 // POSIX: the target is replaced; on Drive it goes to the trash (or is deleted).
                 // Decision: only now, after the source took its name (on Drive, or durably in its

@@ -35,7 +35,7 @@ public final class DriveFilesystem: FilesystemOperations {
     let index: IndexStore
     let time: any TimeSource
     /// Held for the life of the filesystem: two mounts must not share a cache directory.
-    let cacheLock: CacheDirectoryLock
+    public let cacheLock: CacheDirectoryLock
 
     let interactive: WorkPool
     let readAhead: WorkPool

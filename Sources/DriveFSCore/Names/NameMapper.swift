@@ -72,6 +72,13 @@ public enum NameMapper {
         return result
     }
 
+    /// The Drive name for a name given through the mount (a create, mkdir, symlink, mknod or
+    /// rename): rule 1 undone, `∕` is written as `/`. Only that: `_`, `._`, an export extension,
+    /// a shortening mark or a duplicate's suffix typed by someone are taken as they are.
+    public static func driveName(forShown name: String) -> String {
+        name.replacingOccurrences(of: "\u{2215}", with: "/")
+    }
+
     /// Rules 1–3 for one child, without looking at its siblings.
     public static func singleName(_ child: Child) -> String {
         var name = child.name.replacingOccurrences(of: "/", with: "\u{2215}").replacingOccurrences(of: "\0", with: "\u{FFFD}")

@@ -180,6 +180,7 @@ enum MountCommand {
             _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         }
 
+        try waitForCacheDirectory(cacheDirectory, environment: environment)
         let filesystem: DriveFilesystem
         do {
             filesystem = try DriveFilesystem(backend: api, root: root, startPageToken: startToken, configuration: configuration)
@@ -213,12 +214,58 @@ enum MountCommand {
             }, serving: {
                 // After the fork: the publisher's thread must live in the daemon (docs/status.md).
                 status = startPublishingStatus(of: filesystem, identity, environment: environment)
+                // Lets a later mount of this cache directory tell this live mount from a daemon
+                // that is only finishing (docs/errors.md).
+                filesystem.cacheLock.recordHolder(pid: getpid(), mountpoint: mountpoint)
             })
         } catch {
             throw mountFailure(error, mountpoint: mountpoint)
         }
         Log.shared.info("mount", "unmounted \(mountpoint)")
         return ExitStatus.success
+    }
+
+    /// How long a new mount waits for the daemon of an unmounted mount of the same cache directory.
+    static let cacheDirectoryWait: Double = 180
+
+    /// A mount right after an unmount (`fusermount -u DIR && drivefs mount DIR`) finds the old
+    /// daemon still finishing with the cache directory (saving its index, draining uploads): it
+    /// waits for it, bounded, saying so on standard error with the old daemon's uploads. A cache
+    /// directory that serves a live mount is refused at once.
+    static func waitForCacheDirectory(_ directory: URL, environment: [String: String]) throws {
+        let statuses = StatusDirectory.resolve(environment)
+        @Sendable func progress(_ holder: CacheDirectoryLock.Holder?) -> String {
+            guard let holder, let status = statuses.entries(removingDead: false).first(where: { $0.status.pid == holder.pid })?.status
+            else { return "" }
+            let u = status.uploads
+            if u.queued == 0 && u.running.isEmpty { return "" }
+            let sent = u.running.map { "\($0.path) \(StatusCommand.bytes($0.bytesDone)) of \(StatusCommand.bytes($0.size))" }
+            return "; uploads: " + StatusCommand.uploads(u) + (sent.isEmpty ? "" : " (" + sent.joined(separator: ", ") + ")")
+        }
+        @Sendable func who(_ holder: CacheDirectoryLock.Holder?) -> String {
+            holder.map { "the drivefs daemon (pid \($0.pid)) that served \($0.mountpoint)" } ?? "another drivefs process"
+        }
+        let policy = CacheDirectoryLock.WaitPolicy(timeout: cacheDirectoryWait) { event in
+            switch event {
+            case .waiting(let holder):
+                Output.standardError("drivefs: waiting up to \(Int(cacheDirectoryWait)) s for \(who(holder)) to finish with "
+                                     + "the cache directory \(directory.path)\(progress(holder))\n")
+            case .stillWaiting(let holder, let seconds):
+                Output.standardError("drivefs: still waiting for \(who(holder)) (\(Int(seconds)) s)\(progress(holder))\n")
+            }
+        }
+        do {
+            try CacheDirectoryLock.waitUntilFree(directory: directory, policy: policy)
+        } catch {
+            switch error {
+            case .serving(let holder):
+                throw CLIError.failure("the cache directory \(directory.path) is in use by another drivefs mount, at \(holder.mountpoint) (pid \(holder.pid))",
+                                       hint: "Each mount needs its own: pass --cache-dir DIR, or unmount the other one first.")
+            case .stillFinishing(let holder):
+                throw CLIError.failure("the cache directory \(directory.path) is still in use by \(who(holder)) after \(Int(cacheDirectoryWait)) s",
+                                       hint: "'drivefs status' shows what it is doing; mount again when it has exited, or pass --cache-dir DIR.")
+            }
+        }
     }
 
     /// `$XDG_STATE_HOME/drivefs/PROFILE.log` (default `~/.local/state/drivefs/PROFILE.log`).
