@@ -35,7 +35,9 @@ else
     state_note="$state_dir (removed when the demo stops; set DRIVEFS_DEMO_STATE_DIR to keep it)"
 fi
 
-emulator_args=(--port "$port" --state-dir "$state_dir" --log-level debug)
+# --limits google: Google's 2026 limits (quota units, ~3 writes/s, ...), so that what a new user sees
+# is what Google would do (docs/emulator.md#drive-limits---limits).
+emulator_args=(--port "$port" --state-dir "$state_dir" --log-level debug --limits google)
 if [[ -d "$seed" ]]; then
     emulator_args+=(--seed "$seed")
     seed_note="seeded from scripts/demo-seed"

@@ -12,7 +12,8 @@ extension EmulatorServices {
                                  clock: config.clock)
         let quirks = ListingQuirks(config.listingQuirks)
         let drive = try DriveService(stateDirectory: config.stateDirectory, seedDirectory: config.seedDirectory,
-                                     validator: oauth, clock: config.clock, limits: config.listingLimits, quirks: quirks)
+                                     validator: oauth, clock: config.clock, limits: config.listingLimits, quirks: quirks,
+                                     driveLimits: config.driveLimits)
         return EmulatorServices(
             providers: [oauth, drive],
             revoke: { token in _ = oauth.revoke(token: token) },

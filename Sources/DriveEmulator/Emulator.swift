@@ -9,7 +9,7 @@ import DriveSupport
 public final class Emulator: Sendable {
     public let config: EmulatorConfig
     private let services: EmulatorServices
-    private let counters = EmulatorStats()
+    private let counters: EmulatorStats
     private let faults = FaultPlan()
     private let server: HTTPServer
     private let log: EmulatorLog
@@ -47,10 +47,14 @@ public final class Emulator: Sendable {
         http.idleTimeout = config.idleTimeout
         http.readTimeout = config.readTimeout
         quirks = services.quirks ?? ListingQuirks(config.listingQuirks)
+        let driveLimiter = config.driveLimits.metersRequests
+            ? DriveLimiter(config.driveLimits, seed: config.listingQuirks.seed) : nil
+        counters = EmulatorStats(limiter: driveLimiter, clock: config.clock)
         let control = ControlAPI(stats: counters, faults: faults, quirks: quirks, revoke: services.revoke, usage: services.usage)
         let dispatcher = RequestDispatcher(control: control, providers: services.providers, stats: counters, faults: faults,
                                            latencyMs: max(0, config.latencyMs), log: log,
-                                           rateLimiter: config.userRateLimit.map(UserRateLimiter.init), clock: config.clock)
+                                           rateLimiter: config.userRateLimit.map(UserRateLimiter.init),
+                                           driveLimiter: driveLimiter, clock: config.clock)
         self.server = HTTPServer(config: http, responder: dispatcher)
     }
 

@@ -27,6 +27,10 @@ public struct EmulatorConfig: Sendable {
     /// Google's per-user rate limit: past it, requests get 403 `userRateLimitExceeded`; nil = off.
     /// Its time is `clock`'s.
     public var userRateLimit: UserRateLimit? = nil
+    /// Google's 2026 limits (quota units, writes, daily uploads, items per folder and shared drive);
+    /// `.none` (the default) limits nothing. Its time is `clock`'s; the quirk's draws are seeded by
+    /// `listingQuirks.seed`.
+    public var driveLimits = DriveLimits.none
     /// Access token lifetime, seconds.
     public var tokenLifetime: Int
     /// The refresh token that is always valid, for any client, until revoked.

@@ -98,6 +98,74 @@ enum EmulatorCommandLine {
             // perSecond 0 until --user-rate-limit says (parse refuses a burst without a limit).
             config.userRateLimit = UserRateLimit(perSecond: config.userRateLimit?.perSecond ?? 0, burst: burst)
         },
+        .value("limits", "google|legacy|none", """
+            Google's Drive limits: google = its 2026 limits together (quota
+            units, 3 writes/s, 750 GB/day, items per folder); legacy = 12,000
+            requests a minute per user; none = no limit (default). The flags
+            below change single numbers, whatever their order
+            """) { config, text in
+            guard let preset = DriveLimits.Preset(rawValue: text) else {
+                throw UsageError(description: "option --limits: \"\(text)\" is not google, legacy or none")
+            }
+            let lands = config.driveLimits.refusedWriteLands
+            config.driveLimits = DriveLimits(preset: preset)
+            config.driveLimits.refusedWriteLands = lands
+        },
+        .value("quota-user-units", "N", """
+            quota units a user may spend in any minute, per project (google:
+            325,000; 0 = no limit); past it, 403 userRateLimitExceeded
+            """) { config, text in
+            config.driveLimits.unitsPerUserPerMinute = try limit("--quota-user-units", text, 1_000_000_000)
+        },
+        .value("quota-project-units", "N", """
+            quota units a project may spend in any minute (google: 1,000,000;
+            0 = no limit); past it, 403 rateLimitExceeded
+            """) { config, text in
+            config.driveLimits.unitsPerProjectPerMinute = try limit("--quota-project-units", text, 1_000_000_000)
+        },
+        .value("method-cost", "METHOD=N", """
+            the quota units a method costs (files.list=100, ...; repeatable;
+            default: docs/emulator.md#quota-units)
+            """) { config, text in
+            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, DriveLimits.googleCosts[parts[0]] != nil else {
+                throw UsageError(description: "option --method-cost: \"\(text)\" is not METHOD=N with a Drive method name (files.list, files.get.media, ...)")
+            }
+            config.driveLimits.methodCosts[parts[0]] = try integer("--method-cost", parts[1], 0...1_000_000)
+        },
+        .value("write-rate", "W_PER_S", """
+            sustained writes per second per account (google: 3; 0 = no
+            limit); past it (after the burst), 403 rateLimitExceeded
+            """) { config, text in
+            guard let rate = Double(text), rate.isFinite, rate >= 0, rate <= 1_000_000 else {
+                throw UsageError(description: "option --write-rate: \"\(text)\" is not a number of writes per second in [0, 1000000]")
+            }
+            config.driveLimits.writesPerSecond = rate == 0 ? nil : rate
+        },
+        .value("write-burst", "N", "writes an account may send at once (default \(DriveLimits.defaultWriteBurst))") { config, text in
+            config.driveLimits.writeBurst = try integer("--write-burst", text, 1...1_000_000)
+        },
+        .value("daily-upload-bytes", "BYTES", """
+            bytes of uploads and copies per user in any 24 hours (google:
+            750000000000; 0 = no limit)
+            """) { config, text in
+            config.driveLimits.dailyUploadBytes = try limit("--daily-upload-bytes", text, Int.max).map(Int64.init)
+        },
+        .value("max-folder-items", "N", "items in one folder, roots exempt (google: 500,000; 0 = no limit)") { config, text in
+            config.driveLimits.maxItemsPerFolder = try limit("--max-folder-items", text, 1_000_000_000)
+        },
+        .value("max-shared-drive-items", "N", "items in one shared drive (google: 400,000; 0 = no limit)") { config, text in
+            config.driveLimits.maxItemsPerSharedDrive = try limit("--max-shared-drive-items", text, 1_000_000_000)
+        },
+        .value("quirk-refused-write-lands", "F", """
+            reproduce Google's quirk: a write refused by the write limit is
+            carried out anyway with probability F (0..1; default 0, off)
+            """) { config, text in
+            guard let f = Double(text), (0...1).contains(f) else {
+                throw UsageError(description: "option --quirk-refused-write-lands: \"\(text)\" is not a number in 0...1")
+            }
+            config.driveLimits.refusedWriteLands = f
+        },
         .value("faults", "FILE", "load scripted faults (JSON) from FILE") { config, text in
             config.faultsFile = URL(fileURLWithPath: text)
         },
@@ -133,7 +201,7 @@ enum EmulatorCommandLine {
             }
             config.listingQuirks.multiParentDropFraction = f
         },
-        .value("quirk-seed", "N", "seed of the quirk's draws (default 1)") { config, text in
+        .value("quirk-seed", "N", "seed of the quirks' draws (default 1)") { config, text in
             guard let n = UInt64(text) else {
                 throw UsageError(description: "option --quirk-seed: \"\(text)\" is not a non-negative integer")
             }
@@ -162,6 +230,9 @@ enum EmulatorCommandLine {
 
     static func parse(_ arguments: [String]) throws -> Parsed {
         var config = EmulatorConfig(port: defaultPort)
+        // `--limits` is applied before every other option, so that a flag changing one of its
+        // numbers wins wherever it stands on the line.
+        var settings: [(set: @Sendable (inout EmulatorConfig, String) throws -> Void, value: String, isPreset: Bool)] = []
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -187,9 +258,12 @@ enum EmulatorCommandLine {
                     guard index < arguments.count else { throw UsageError(description: "option \(flag) needs a value") }
                     value = arguments[index]
                 }
-                try set(&config, value)
+                settings.append((set, value, option.long == "limits"))
             }
             index += 1
+        }
+        for setting in settings.filter(\.isPreset) + settings.filter({ !$0.isPreset }) {
+            try setting.set(&config, setting.value)
         }
         if let limit = config.userRateLimit, limit.perSecond == 0 {
             throw UsageError(description: "option --user-rate-burst needs --user-rate-limit")
@@ -202,6 +276,12 @@ enum EmulatorCommandLine {
             throw UsageError(description: "option \(flag): \"\(text)\" is not an integer in \(range.lowerBound)...\(range.upperBound)")
         }
         return n
+    }
+
+    /// A limit's number: 0 switches it off (nil).
+    private static func limit(_ flag: String, _ text: String, _ max: Int) throws -> Int? {
+        let n = try integer(flag, text, 0...max)
+        return n == 0 ? nil : n
     }
 
     private static func directory(_ flag: String, _ text: String) throws -> URL {

@@ -50,6 +50,16 @@ enum EmulatorManPage {
             consents as soon as the printed URL is opened (curl -sL -o /dev/null URL). Other clients may
             use the refresh token of --refresh-token, valid for any client until revoked.
             """),
+        ("Drive limits", """
+            --limits google reproduces Google's Drive limits of 2026 together: 325,000 quota units a
+            minute per user per project and 1,000,000 per project (files.get 5, files.list 100, a
+            download or export 200, a write 50, ...), about 3 writes a second per account after a burst
+            of 3, 750 GB of uploads and copies per user a day, 500,000 items per folder and 400,000 per
+            shared drive. --limits legacy is the old quota of 12,000 requests a minute per user. Past a
+            limit the emulator answers Google's 403 (rateLimitExceeded or userRateLimitExceeded, no
+            Retry-After) and changes nothing; GET /__emulator/stats counts, per user, the units used and
+            the requests refused.
+            """),
         ("Exit status", """
             0 after SIGINT or SIGTERM; 1 when it cannot start (the port is in use, the faults file cannot
             be read); 2 for a usage error (an unknown option, a missing or malformed value), with a

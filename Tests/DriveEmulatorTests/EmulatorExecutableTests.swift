@@ -75,7 +75,9 @@ final class EmulatorExecutableTests: XCTestCase {
         for flag in ["--host", "--port", "--public-url", "--state-dir", "--seed", "--latency", "--bandwidth", "--total-bandwidth",
                      "--user-rate-limit", "--user-rate-burst", "--faults",
                      "--token-lifetime", "--refresh-token", "--write-service-account", "--log-level", "--max-parent-terms",
-                     "--quirk-multi-parent-drop", "--quirk-seed"] {
+                     "--quirk-multi-parent-drop", "--quirk-seed", "--limits", "--quota-user-units", "--quota-project-units",
+                     "--method-cost", "--write-rate", "--write-burst", "--daily-upload-bytes", "--max-folder-items",
+                     "--max-shared-drive-items", "--quirk-refused-write-lands"] {
             XCTAssertTrue(help.stdout.contains(flag), "help mentions \(flag)")
         }
         let version = try spawn(["--version"])
@@ -105,6 +107,18 @@ final class EmulatorExecutableTests: XCTestCase {
             (["--quirk-multi-parent-drop", "1.5"], "--quirk-multi-parent-drop"),
             (["--quirk-seed", "-1"], "--quirk-seed"),
             (["--max-parent-terms", "0"], "--max-parent-terms"),
+            (["--limits", "strict"], "--limits"),
+            (["--quota-user-units", "-1"], "--quota-user-units"),
+            (["--quota-project-units", "many"], "--quota-project-units"),
+            (["--method-cost", "files.list"], "--method-cost"),
+            (["--method-cost", "files.frobnicate=3"], "--method-cost"),
+            (["--method-cost", "files.list=-1"], "--method-cost"),
+            (["--write-rate", "-1"], "--write-rate"),
+            (["--write-burst", "0"], "--write-burst"),
+            (["--daily-upload-bytes", "1e9"], "--daily-upload-bytes"),
+            (["--max-folder-items", "-2"], "--max-folder-items"),
+            (["--max-shared-drive-items", "x"], "--max-shared-drive-items"),
+            (["--quirk-refused-write-lands", "2"], "--quirk-refused-write-lands"),
         ]
         for (arguments, named) in cases {
             let process = try spawn(arguments)
@@ -178,5 +192,31 @@ final class EmulatorExecutableTests: XCTestCase {
         XCTAssertEqual(statuses[2].googleReason, "userRateLimitExceeded")
         let stats = try RawHTTP.request(port: port, "GET", "/__emulator/stats").json
         XCTAssertEqual((stats?["totals"] as? [String: Any])?["rateLimited"] as? Int, 1)
+    }
+
+    /// `--limits google` and the flags that change its numbers reach the server, whatever their
+    /// order on the line: a write rate so low that nothing refills during the test, a burst of 1,
+    /// a list costing more than the user's minute.
+    func testLimitFlagsReachTheServerWhateverTheirOrder() throws {
+        let (process, port) = try startEmulator(["--write-rate", "0.001", "--write-burst", "1", "--method-cost", "files.list=400000",
+                                                 "--limits", "google"])
+        defer { process.terminate() }
+        let form = Array("grant_type=refresh_token&refresh_token=drivefs-emulator-refresh-token&client_id=a&client_secret=b".utf8)
+        let token = try RawHTTP.request(port: port, "POST", "/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                        body: form).json?["access_token"] as? String ?? ""
+        let auth = [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")]
+        let creates = try (0..<2).map { _ in
+            try RawHTTP.request(port: port, "POST", "/drive/v3/files", headers: auth, body: Array(#"{"name":"x"}"#.utf8))
+        }
+        XCTAssertEqual(creates.map(\.status), [200, 403])
+        XCTAssertEqual(creates[1].googleReason, "rateLimitExceeded")
+        let list = try RawHTTP.request(port: port, "GET", "/drive/v3/files", headers: auth)
+        XCTAssertEqual(list.status, 403)
+        XCTAssertEqual(list.googleReason, "userRateLimitExceeded", "400,000 units is past google's 325,000 a minute")
+        let users = try RawHTTP.request(port: port, "GET", "/__emulator/stats").json?["users"] as? [String: Any]
+        let me = users?["user@drivefs-emulator.test"] as? [String: Any]
+        XCTAssertEqual(me?["writesRefused"] as? Int, 1)
+        XCTAssertEqual(me?["quotaRefused"] as? Int, 1)
+        XCTAssertEqual(me?["units"] as? Int, 50)
     }
 }

@@ -51,10 +51,15 @@ public struct MethodStats: Sendable, Equatable {
 public struct EmulatorStatsSnapshot: Sendable, Equatable {
     public var methods: [String: MethodStats]
     public var totals: MethodStats
+    /// Per user (the account a token acts for), what Google's Drive limits counted; nil when no
+    /// limit meters requests (`EmulatorConfig.driveLimits`).
+    public var users: [String: UserLimitStats]? = nil
 
-    /// `{"methods":{"files.list":{...}},"totals":{...}}`
+    /// `{"methods":{"files.list":{...}},"totals":{...}}`, and `"users":{...}` under Drive limits.
     public var json: [String: Any] {
-        ["methods": methods.mapValues(\.json), "totals": totals.json]
+        var out: [String: Any] = ["methods": methods.mapValues(\.json), "totals": totals.json]
+        if let users { out["users"] = users.mapValues(\.json) }
+        return out
     }
 }
 
@@ -65,6 +70,14 @@ public struct EmulatorStatsSnapshot: Sendable, Equatable {
 /// again since (then it is applied to the fresh counters, which never go negative).
 final class EmulatorStats: Sendable {
     private let state = Locked([String: MethodStats]())
+    /// Whose per-user counters the snapshot carries, at the clock's now.
+    private let limiter: DriveLimiter?
+    private let clock: any TimeSource
+
+    init(limiter: DriveLimiter? = nil, clock: any TimeSource = SystemTimeSource()) {
+        self.limiter = limiter
+        self.clock = clock
+    }
 
     func record(_ exchange: HTTPExchange) {
         guard let key = exchange.statsKey else { return }
@@ -85,7 +98,11 @@ final class EmulatorStats: Sendable {
         state.withLock { $0[key, default: MethodStats()].rateLimited += 1 }
     }
 
-    func reset() { state.withLock { $0 = [:] } }
+    /// Zeroes the counters (the limits' budgets are not counters: they stay).
+    func reset() {
+        state.withLock { $0 = [:] }
+        limiter?.resetStats()
+    }
 
     func snapshot() -> EmulatorStatsSnapshot {
         let methods = state.withLock { $0 }
@@ -97,6 +114,8 @@ final class EmulatorStats: Sendable {
             totals.rateLimited += m.rateLimited
             for (k, v) in m.statuses { totals.statuses[k, default: 0] += v }
         }
-        return EmulatorStatsSnapshot(methods: methods, totals: totals)
+        var snapshot = EmulatorStatsSnapshot(methods: methods, totals: totals)
+        snapshot.users = limiter?.userStats(now: UserRateLimiter.nanos(clock))
+        return snapshot
     }
 }

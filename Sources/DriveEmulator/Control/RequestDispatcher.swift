@@ -4,7 +4,8 @@ import Foundation
 /// Routes each request: control API first, then the providers in order (OAuth, Drive), else
 /// Google's 404. Counted requests get the configured latency, then the per-user rate limit (a
 /// request past its user's budget is refused with Google's 403 and reaches neither the faults nor
-/// the handler), then the scripted faults.
+/// the handler), then Google's Drive limits (`DriveLimiter`: quota units, writes, daily uploads;
+/// a refusal likewise, except that a write may land anyway under the quirk), then the scripted faults.
 final class RequestDispatcher: HTTPResponder {
     /// Stats key for requests no provider claims.
     static let unknownRouteKey = "unknown"
@@ -16,11 +17,14 @@ final class RequestDispatcher: HTTPResponder {
     let latencyMs: Int
     let log: EmulatorLog
     let rateLimiter: UserRateLimiter?
-    /// The rate limiter's time.
+    let driveLimiter: DriveLimiter?
+    /// The rate limiters' time.
     let clock: any TimeSource
 
     init(control: ControlAPI, providers: [any RouteProvider], stats: EmulatorStats, faults: FaultPlan, latencyMs: Int,
-         log: EmulatorLog, rateLimiter: UserRateLimiter? = nil, clock: any TimeSource = SystemTimeSource()) {
+         log: EmulatorLog, rateLimiter: UserRateLimiter? = nil, driveLimiter: DriveLimiter? = nil,
+         clock: any TimeSource = SystemTimeSource()) {
+        self.driveLimiter = driveLimiter
         self.control = control
         self.providers = providers
         self.stats = stats
@@ -44,6 +48,21 @@ final class RequestDispatcher: HTTPResponder {
             stats.countRateLimited(route.method)
             return HTTPAnswer(response: GoogleError.userRateLimitExceeded(project: identity.project).response,
                               statsKey: route.method)
+        }
+        if let driveLimiter, let identity = route.quotaIdentity?() {
+            let bytes = driveLimiter.limits.dailyUploadBytes != nil && DriveLimits.uploadMethods.contains(route.method)
+                ? route.uploadBytes?() : nil
+            let verdict = driveLimiter.admit(identity, method: route.method, uploadBytes: bytes,
+                                             now: UserRateLimiter.nanos(clock))
+            if let refusal = verdict.error(project: identity.project) {
+                if verdict == .writeLimited(lands: true) {
+                    // Google's quirk: the refused write is carried out all the same; the client
+                    // still hears the refusal.
+                    _ = Self.run(route, request, log: log)
+                }
+                try? request.body.drain()
+                return HTTPAnswer(response: refusal.response, statsKey: route.method)
+            }
         }
         guard let hit = faults.next(for: route.method) else {
             return HTTPAnswer(response: Self.run(route, request, log: log), statsKey: route.method)

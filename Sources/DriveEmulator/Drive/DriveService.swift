@@ -27,9 +27,11 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
     /// `stateDirectory` nil: a temporary directory, removed on `close()`. `seedDirectory` is imported
     /// into My Drive when the store is empty (first start).
     /// `limits` and `quirks` shape files.list (ListingLimits.swift); the quirks may be switched at
-    /// run time by whoever holds the same object (the control API).
+    /// run time by whoever holds the same object (the control API). `driveLimits`: the items per
+    /// folder and per shared drive (the request limits are the dispatcher's).
     public init(stateDirectory: URL?, seedDirectory: URL?, validator: AccessTokenValidator, clock: TimeSource,
-                limits: ListingLimits = ListingLimits(), quirks: ListingQuirks = ListingQuirks()) throws {
+                limits: ListingLimits = ListingLimits(), quirks: ListingQuirks = ListingQuirks(),
+                driveLimits: DriveLimits = .none) throws {
         // Drive's state lives in `drive/` under the state directory (the OAuth part shares it).
         let directory: URL
         if let stateDirectory {
@@ -46,7 +48,7 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
         self.quirks = quirks
         // A state directory of the user's is made durable at every commit; a temporary one, which
         // nothing can restart on, is not.
-        store = try DriveStore(directory: directory, clock: clock, durable: stateDirectory != nil)
+        store = try DriveStore(directory: directory, clock: clock, durable: stateDirectory != nil, limits: driveLimits)
         sessions = try UploadSessions(store: store)
         if let seedDirectory, store.read({ $0.data.items.count == 1 }) {
             try store.bulkLoad { try SeedImporter(service: self).importTree(at: seedDirectory) }
@@ -80,7 +82,7 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
             DriveService.isResumableSessionRequest(name, request) ? nil
                 : validator.quotaIdentity(authorization: request.headers["Authorization"])
         }
-        return Route(method: name, quotaIdentity: quota) { [self] req in
+        return Route(method: name, quotaIdentity: quota, uploadBytes: { [self] in uploadBytes(name, request) }) { [self] req in
             guard override != nil else { return try serve(name, req, handler(self)) }
             let rewritten: HTTPRequest
             do { rewritten = try DriveService.applyMethodOverride(req) } catch let e as GoogleError { return e.response }
@@ -88,6 +90,24 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
             // the route keeps the name its URL gave it.
             let chosen = DriveService.match(rewritten)?.1 ?? handler
             return try serve(name, rewritten, chosen(self))
+        }
+    }
+
+    /// What an upload or copy brings, for the daily upload cap, known before it is handled: a
+    /// resumable session's declared `X-Upload-Content-Length`, another upload's `Content-Length`
+    /// (a multipart body's metadata part included), a copy's source size. nil: not known.
+    func uploadBytes(_ name: String, _ r: HTTPRequest) -> Int64? {
+        switch name {
+        case "files.copy":
+            let id = DriveService.fileId(r)
+            return store.read { $0.item(id, allDrives: true)?.size }
+        case "files.create.upload", "files.update.upload":
+            if r.param("uploadType") == "resumable" {
+                return r.headers["X-Upload-Content-Length"].flatMap(HTTPRequestHeadParser.parseDecimal)
+            }
+            return r.body.declaredLength
+        default:
+            return nil
         }
     }
 

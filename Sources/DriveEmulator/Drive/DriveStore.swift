@@ -75,6 +75,8 @@ struct MetadataState {
     var changeLog: [(token: Int64, id: String)] = []
     /// The ids of the shared drives (their root folders). Derived; rebuilt on load.
     var driveRoots: Set<String> = []
+    /// Shared drive id → how many items it holds (its root left out). Derived; rebuilt on load.
+    var driveItemCounts: [String: Int] = [:]
     var pending = PendingJournal()
     var undo = UndoLog()
     /// "Now" for the mutation in progress, in milliseconds.
@@ -91,6 +93,7 @@ struct MetadataState {
         if let p = item.parent { children[p, default: []].insert(seq: item.seq, id: item.id) }
         names[item.name.lowercased(), default: []].insert(item.id)
         if item.isSharedDriveRoot { driveRoots.insert(item.id) }
+        if let d = item.driveId, !item.isSharedDriveRoot { driveItemCounts[d, default: 0] += 1 }
     }
 
     /// Removes `item` (as it was indexed) from the derived indexes.
@@ -100,15 +103,40 @@ struct MetadataState {
         names[key]?.remove(item.id)
         if names[key]?.isEmpty == true { names.removeValue(forKey: key) }
         if item.isSharedDriveRoot { driveRoots.remove(item.id) }
+        if let d = item.driveId, !item.isSharedDriveRoot {
+            let n = (driveItemCounts[d] ?? 0) - 1
+            driveItemCounts[d] = n > 0 ? n : nil
+        }
     }
 
     /// Keeps the indexes right when `new` replaces `old`.
     private mutating func reindex(old: DriveItem?, new: DriveItem) {
         if let old {
-            if old.parent == new.parent, old.seq == new.seq, old.name == new.name, old.isSharedDriveRoot == new.isSharedDriveRoot { return }
+            if old.parent == new.parent, old.seq == new.seq, old.name == new.name, old.isSharedDriveRoot == new.isSharedDriveRoot,
+               old.driveId == new.driveId { return }
             unindex(old)
         }
         index(new)
+    }
+
+    /// Google's limit an item of the mutation in progress broke by arriving where it now is (created,
+    /// moved, restored into a folder or a shared drive): a folder other than a root past
+    /// `maxItemsPerFolder` direct children, a shared drive past `maxItemsPerSharedDrive` items.
+    /// Items already there before the limit was set are not an error; only arrivals are refused.
+    func itemLimitViolation(_ limits: DriveLimits) -> GoogleError? {
+        guard limits.maxItemsPerFolder != nil || limits.maxItemsPerSharedDrive != nil else { return nil }
+        for (id, item) in pending.puts {
+            let old = undo.items[id] ?? nil
+            if let max = limits.maxItemsPerFolder, let p = item.parent, old?.parent != p, p != data.rootId,
+               !driveRoots.contains(p), (children[p]?.count ?? 0) > max {
+                return .folderItemLimitExceeded
+            }
+            if let max = limits.maxItemsPerSharedDrive, let d = item.driveId, !item.isSharedDriveRoot,
+               old?.driveId != d, (driveItemCounts[d] ?? 0) > max {
+                return .sharedDriveItemLimitExceeded
+            }
+        }
+        return nil
     }
 
     mutating func rebuildChangeLog() {
@@ -351,6 +379,8 @@ final class DriveStore: @unchecked Sendable {
     private let compaction = DispatchQueue(label: "drivefs-emulator.snapshot")
     /// Whether commits are made durable (fdatasync); false for a temporary state directory.
     let durable: Bool
+    /// Google's items limits (per folder, per shared drive), checked at the end of every mutation.
+    let limits: DriveLimits
     /// Journal lines written so far, over every journal file (updated under the metadata lock).
     private let appended = Atomic<Int64>(0)
     let commits = JournalCommits()
@@ -363,7 +393,8 @@ final class DriveStore: @unchecked Sendable {
     /// under the metadata lock.
     let onJournalLine = Locked<(@Sendable (_ line: Int64, _ contentFiles: [String]) -> Void)?>(nil)
 
-    init(directory: URL, clock: TimeSource, durable: Bool = false) throws {
+    init(directory: URL, clock: TimeSource, durable: Bool = false, limits: DriveLimits = .none) throws {
+        self.limits = limits
         self.directory = directory
         self.clock = clock
         self.durable = durable
@@ -468,6 +499,10 @@ final class DriveStore: @unchecked Sendable {
             do { result = try body(&m.state) } catch {
                 m.state.rollBackMutation()
                 throw error
+            }
+            if let violation = m.state.itemLimitViolation(limits) {
+                m.state.rollBackMutation()
+                throw violation
             }
             let record = m.state.pending.record
             m.state.pending = PendingJournal()

@@ -179,10 +179,15 @@ public struct Route {
     /// Who the request is charged to under the per-user rate limit (asked only when one is
     /// configured, before `handle`); nil, or a nil answer: nobody, the request is never refused for it.
     public let quotaIdentity: (() -> QuotaIdentity?)?
-    public init(method: String, quotaIdentity: (() -> QuotaIdentity?)? = nil,
+    /// The bytes an upload or copy brings, for the daily upload cap (asked only when one is
+    /// configured, before `handle`): the declared length of an upload (`X-Upload-Content-Length`
+    /// for a resumable session, else `Content-Length`), a copy's source size; nil or 0: unknown.
+    public let uploadBytes: (() -> Int64?)?
+    public init(method: String, quotaIdentity: (() -> QuotaIdentity?)? = nil, uploadBytes: (() -> Int64?)? = nil,
                 handle: @escaping (HTTPRequest) throws -> HTTPResponse) {
         self.method = method
         self.quotaIdentity = quotaIdentity
+        self.uploadBytes = uploadBytes
         self.handle = handle
     }
 }
