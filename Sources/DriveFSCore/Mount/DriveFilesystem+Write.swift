@@ -317,6 +317,11 @@ extension DriveFilesystem {
         guard content.forgettable else { return }
         if content.removed { content.releaseSpace() } else { content.discardFile() }
         locals.withLock { l in if l[inode] === content { l[inode] = nil } }
+        // Nothing of this copy is to reach Drive (unchanged, or landed): a local state left on the
+        // node (a truncate to the size it had) would freeze its size and time for good.
+        guard !content.removed, let node = table.node(inode), node.local != nil, node.local?.isNew != true,
+              uploads.contentPath(of: node.file.id) == nil else { return }
+        table.update(inode) { $0.local = nil }
     }
 
     func releaseLocal(_ inode: Inode, _ file: OpenFile) {
@@ -599,8 +604,10 @@ extension DriveFilesystem {
             let truncate = { [self] (content: LocalContent) throws(FilesystemError) -> Bool in
                 try content.makeWritable(reclaim: { uploads.reclaim(node.file.id)?.contentPath },
                                          newPath: { newStagingPath(for: node.file.id) })
+                // A truncate to the size the file has changes nothing (no time either).
+                let changes = content.size != size
                 try content.truncate(to: size)
-                noteLocal(inode, size: size)
+                if changes { noteLocal(inode, size: size) }
                 // truncate(2) without an open file: it is a whole change of its own.
                 guard viaHandle == nil, content.writers == 0 else { return false }
                 try commitLocked(inode, content, ready: true, cancellation: cancellation)
@@ -630,17 +637,20 @@ extension DriveFilesystem {
         }
         guard let current = table.node(inode) else { throw .stale }
         if current.file.capabilities?.canEdit == false && current.local?.isNew != true { throw .accessDenied }
-        // Not on Drive yet, or with content still to go: the upload carries the change.
-        let unsent = locals.withLock { $0[inode] }.map { c -> Bool in
-            c.lock.lock(); defer { c.lock.unlock() }
-            return !c.sealed && !c.removed
-        } ?? false
+        // Content still to go (written and not committed yet, or queued): the upload carries the
+        // change. Decided under the copy's lock, so a close's commit cannot slip between the
+        // decision and the node's update and upload without it. A copy with nothing to commit
+        // (`touch` and `chmod` through a handle that wrote nothing) carries nothing: the change
+        // goes to Drive now, or it would never get there.
+        let held = locals.withLock { $0[inode] }
+        held?.lock.lock()
+        let carried = held.map { !$0.removed && ($0.isDirty || $0.hasUnreadyCommit) } ?? false
         let modeText = permissions.map { String($0, radix: 8) }
         let queued = uploads.updateMetadata(of: current.file.id) { request in
             if let modeText { request.appProperties[AppPropertyKeys.mode] = modeText }
             if let modified { request.modifiedTime = modified }
         }
-        if unsent || queued {
+        if carried || queued {
             table.update(inode) { node in
                 var local = node.local ?? LocalState(isNew: false, size: node.file.size ?? 0,
                                                      modifiedMillis: node.file.modifiedTime ?? 0)
@@ -648,8 +658,10 @@ extension DriveFilesystem {
                 if let modified { local.modifiedMillis = modified }
                 node.local = local
             }
+            held?.lock.unlock()
             return
         }
+        held?.lock.unlock()
         let updated: DriveFile
         do {
             updated = try backend.updateMetadata(current.file.id, name: nil, mimeType: nil, modifiedTime: modified,
