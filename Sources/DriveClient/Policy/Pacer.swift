@@ -432,8 +432,13 @@ public final class Pacer: @unchecked Sendable {
         var t = now
         if w.needsQuota {
             t = max(t, requests.slot(after: aheadQuota))
-            if quota != nil && w.cost > 0 && !windowOpen(w, now: now) {
-                t = max(t, window.roomTime(for: w.cost, limit: quotaLimit(w.priority, now: now)))
+            if let quota, w.cost > 0, !windowOpen(w, now: now) {
+                var room = window.roomTime(for: w.cost, limit: quotaLimit(w.priority, now: now))
+                if quotaLimit(w.priority, now: now) < quota.perMinute {
+                    // Held to its share while the user is active: the whole budget once they are not.
+                    room = min(room, max(lastInteractive + activeSpell, window.roomTime(for: w.cost, limit: quota.perMinute)))
+                }
+                t = max(t, room)
             }
         }
         if w.isWrite, let writeLane { t = max(t, writeLane.slot(after: aheadWrites)) }
@@ -559,6 +564,7 @@ private struct QuotaWindow {
     /// The time enough units leave the minute for `cost` more to fit under `limit` (or for the
     /// minute to be empty, when `cost` alone is above it).
     func roomTime(for cost: Int, limit: Int) -> Double {
+        if used + cost <= limit { return 0 }
         var left = used
         var i = head
         while i < entries.count {
