@@ -4,7 +4,7 @@ import Foundation
 /// The one gate every request of an account passes before it is sent. It keeps to the budgets
 /// Google meters, each a lane, and serves waiters by priority in every lane.
 ///
-/// Lanes (docs/client.md#pacing):
+/// Lanes (docs/client.md, "Pacing"):
 /// - **quota**: what spends Google's quota (every request but a resumable upload's chunks). A
 ///   request rate with a burst (`ratePerSecond`, `burst`; GCRA, below) and, when `quota` is set, a
 ///   sliding minute of quota units (`QuotaBudget`: units per method, or requests for the legacy

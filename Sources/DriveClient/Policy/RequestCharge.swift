@@ -3,7 +3,7 @@ import Foundation
 /// What one request costs in the budgets Google meters, decided in this one place from the method
 /// name the client counts it under (`files.list`, `files.get.media`, ...) and its HTTP method.
 ///
-/// Sources (docs/client.md#pacing, docs/emulator.md#quota-units): Google's 2026 quota table gives
+/// Sources (docs/client.md, "Pacing"; docs/emulator.md#quota-units): Google's 2026 quota table gives
 /// files.get 5 units, files.list 100, a download (`alt=media`) 200, files.update 50,
 /// files.generateIds 5; the rest are priced by likeness, as the emulator does. The write limit
 /// ("3 requests per second of sustained write or insert requests, per account") counts creates,

@@ -97,7 +97,7 @@ enum MountCommand {
     }
 
     /// The pacer's budgets from `--quota-units-per-minute` / `--quota-legacy-rpm`, `--write-rate`
-    /// and `--write-burst` (docs/client.md#pacing).
+    /// and `--write-burst` (docs/client.md, "Pacing").
     static func budgets(_ invocation: Invocation) throws(CLIError) -> (quota: QuotaBudget, writes: WriteBudget) {
         let units = invocation.value("quota-units-per-minute").flatMap(Int.init)
         let legacy = invocation.value("quota-legacy-rpm").flatMap(Int.init)
