@@ -138,6 +138,8 @@ public final class Pacer: @unchecked Sendable {
     /// The time the last sleep ended at (a floor of `now()`), so a manual clock gives exact schedules.
     private var wokeAt: Double?
     private var quotaRefusals = 0
+    /// The write backlog was logged; cleared when no write waits any more.
+    private var backlogSaid = false
     private var writeRefusals = 0
 
     public init(ratePerSecond: Double = 10, burst: Int = 10, time: any TimeSource = SystemTimeSource(),
@@ -243,6 +245,12 @@ public final class Pacer: @unchecked Sendable {
         let at = waiters.firstIndex { $0.priority > priority } ?? waiters.count
         waiters.insert(me, at: at)
         changed()
+        if isWrite, let line = backlogNews(now: started) {
+            // Said once per backlog, outside the lock (the state is whole here).
+            condition.unlock()
+            Log.shared.info("pacer", line)
+            condition.lock()
+        }
         func leave(_ admission: Admission) -> Admission {
             waiters.removeAll { $0.ticket == ticket }
             changed()
@@ -415,8 +423,19 @@ public final class Pacer: @unchecked Sendable {
         return true
     }
 
+    /// Once per backlog: writes queued beyond the write lane's burst, held by the write lane alone.
+    private func backlogNews(now: Double) -> String? {
+        guard !backlogSaid, let writes, let writeLane, writeLane.slot() > now + Self.tolerance else { return nil }
+        let queued = waiters.filter(\.isWrite).count
+        guard queued > writes.burst else { return nil }
+        backlogSaid = true
+        return "writes are held back by Google's write limit: \(queued) queued at \(Self.format(writeLane.rate)) writes/s "
+            + "(reads are not held); said once until the queue is empty"
+    }
+
     private func grant(_ index: Int, now: Double) {
         let w = waiters.remove(at: index)
+        if w.isWrite && backlogSaid && !waiters.contains(where: \.isWrite) { backlogSaid = false }
         if w.needsQuota {
             requests.take(now: now)
             window.add(w.cost, now: now)
