@@ -106,6 +106,27 @@ final class ExecutorPacingTests: XCTestCase {
         XCTAssertEqual(pacer.currentRate, 2, "a refusal that is not a rate limit does not slow anything")
     }
 
+    func testAWriteRefusalSlowsOnlyWritesAndAQuotaRefusalOnlyWhatSpendsQuota() throws {
+        let pacer = Pacer(ratePerSecond: 10, burst: 10, time: time, quota: .default, writes: .default)
+        let exec = executor(pacer, policy: .none)
+        let create = TransportRequest(method: "POST", url: "https://example.test/upload/drive/v3/files?uploadType=multipart")
+        transport.pushGoogleError(403, reason: "rateLimitExceeded", message: "Rate Limit Exceeded")
+        XCTAssertThrowsError(try exec.execute("files.create.upload", create))
+        XCTAssertEqual(pacer.currentWriteRate, 1.25)
+        XCTAssertEqual(pacer.currentRate, 10)
+        let before = time.now()
+        transport.push(status: 200, json: "{}")
+        _ = try exec.execute("files.get.media", request)
+        XCTAssertEqual(time.now(), before, "a download is not held by a write refusal")
+        time.advance(1)
+        transport.pushGoogleError(403, reason: "userRateLimitExceeded", message: "User rate limit exceeded.")
+        XCTAssertThrowsError(try exec.execute("files.list", request))
+        XCTAssertEqual(pacer.currentRate, 5, "a quota answer slows what spends quota")
+        XCTAssertEqual(pacer.currentWriteRate, 1.25, "and leaves the write lane as it was")
+        XCTAssertEqual(pacer.status.writeRefusals, 1)
+        XCTAssertEqual(pacer.status.quotaRefusals, 1)
+    }
+
     // MARK: - Deadlines
 
     func testBackoffStopsAtTheDeadlineWithTheLastFailure() {

@@ -3,6 +3,10 @@ import Foundation
 
 /// The one wrapper around every Drive request: pacer → token → transport → classify → retry/refresh.
 ///
+/// Pacing: each request is charged by `RequestCharge.of(method:httpMethod:)` (its quota units and
+/// whether it is a write) and waits in the pacer's lanes at its context's priority; a refusal slows
+/// the lane `lane(slowedBy:charge:)` names.
+///
 /// Layering: it knows OAuth bearer tokens, HTTP statuses and Google's error envelope, but no Drive
 /// semantics (those live in `DriveAPI`). Methods are named for the counters (`files.list`, ...).
 ///
@@ -114,10 +118,11 @@ public final class DriveRequestExecutor: Sendable {
         var refreshed = false
         let context = RequestContext.current
         let cancellation = CancellationFlag.current
+        let charge = RequestCharge.of(method: method, httpMethod: request.method)
         while true {
             if cancellation?.isCancelled == true { throw DriveError.cancelled }
             if let pacer {
-                switch pacer.acquire(priority: context?.priority ?? .interactive, deadline: context?.deadline,
+                switch pacer.acquire(priority: context?.priority ?? .interactive, charge: charge, deadline: context?.deadline,
                                      cancellation: cancellation) {
                 case .granted: break
                 case .cancelled: throw DriveError.cancelled
@@ -143,13 +148,14 @@ public final class DriveRequestExecutor: Sendable {
             }
             stats.update(method) { $0.bytesIn += max(response.bodyBytes, Int64(response.body.count)) }
             if (200..<300).contains(response.status) || accept.contains(response.status) {
-                pacer?.recordSuccess()
+                pacer?.recordSuccess(charge)
                 return response
             }
             let error = DriveError.classify(status: response.status, headers: response.headers,
                                             body: response.body, now: time.now())
-            if let pacer, Self.slowsTheAccount(error) {
-                pacer.recordRateLimit(retryAfter: error.info?.retryAfter, what: "\(method): \(error.info.map(String.init(describing:)) ?? "\(error)")")
+            if let pacer, let lane = Self.lane(slowedBy: error, charge: charge) {
+                pacer.recordRefusal(lane, retryAfter: error.info?.retryAfter,
+                                    what: "\(method): \(error.info.map(String.init(describing:)) ?? "\(error)")")
             }
             if case .unauthorized = error, let tokens, let token, !refreshed {
                 Log.shared.info("client", "\(method): HTTP 401, refreshing the access token and sending once more")
@@ -161,11 +167,22 @@ public final class DriveRequestExecutor: Sendable {
         }
     }
 
-    /// Whether an answer must slow every request of the account: a rate limit (403 rate-limit
-    /// reasons, the quota-system 403, 429) or any answer that carries `Retry-After`.
-    static func slowsTheAccount(_ error: DriveError) -> Bool {
-        if case .rateLimited = error { return true }
-        return error.info?.retryAfter != nil
+    /// The pacer lane an answer slows, if any (the one place refusals are classified):
+    /// - a quota answer (403 `userRateLimitExceeded`, the quota system's `RATE_LIMIT_EXCEEDED` or its
+    ///   "Quota exceeded for quota metric" message) slows what spends quota, whatever the request;
+    /// - any other rate limit (403 `rateLimitExceeded`, 429) or an answer with `Retry-After` slows the
+    ///   write lane when it answered a write (Google's write limit), else what spends quota (a
+    ///   project's quota answers `rateLimitExceeded` too).
+    /// Other answers slow nothing.
+    public static func lane(slowedBy error: DriveError, charge: RequestCharge) -> Pacer.Lane? {
+        var rateLimited = false
+        if case .rateLimited = error { rateLimited = true }
+        guard rateLimited || error.info?.retryAfter != nil else { return nil }
+        if let info = error.info, rateLimited, info.reason == "userRateLimitExceeded" || info.reason == "RATE_LIMIT_EXCEEDED"
+            || info.message.hasPrefix(DriveError.quotaMetricMessagePrefix) {
+            return .quota
+        }
+        return charge.isWrite ? .writes : .quota
     }
 
     /// Backoff that a cancellation cuts short (checked every 50 ms of real waits).

@@ -1,12 +1,14 @@
 import DriveSupport
 import Foundation
 
-/// How urgent a Drive request is. The pacer serves waiting requests in this order: what a user is
-/// waiting on first, then read-ahead, then background work (prefetching listings, indexing).
+/// How urgent a Drive request is. The pacer serves waiting requests in this order, in every lane:
+/// what a user is waiting on first, then read-ahead, then background fills (prefetching listings,
+/// uploads nobody waits for), then the crawl of the whole drive (the index).
 public enum RequestPriority: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
     case interactive = 0
     case readAhead = 1
     case background = 2
+    case crawl = 3
 
     public static func < (a: RequestPriority, b: RequestPriority) -> Bool { a.rawValue < b.rawValue }
 
@@ -15,6 +17,7 @@ public enum RequestPriority: Int, Sendable, Comparable, CaseIterable, CustomStri
         case .interactive: return "interactive"
         case .readAhead: return "read-ahead"
         case .background: return "background"
+        case .crawl: return "crawl"
         }
     }
 }

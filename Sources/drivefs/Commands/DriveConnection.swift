@@ -13,15 +13,17 @@ struct DriveConnection {
     /// prefetching listings, plus the change poller (connections are pooled for that many).
     static let concurrency = 16 + 4 + 4 + 1
 
-    /// The account's pace: half of Google's documented per-user quota (12,000 queries a minute, 200 a
-    /// second), with a second's worth of it as the burst. The pacer halves the rate at the first
-    /// rate-limit answer and climbs back, so it can start this high; it was 40/s after a burst of
-    /// 100, which made 1,000 cold random reads (one ranged request each) take 21 s on a LAN where
-    /// the link needed half a second (docs/benchmarks.md).
+    /// The quota lane's request rate: half of the legacy per-user quota (12,000 queries a minute, 200
+    /// a second), with a second's worth of it as the burst. The minute's budget of quota units
+    /// (`QuotaBudget`) and the write lane (`WriteBudget`) are what keep the mount within Google's
+    /// 2026 limits; this rate smooths bursts and is what a quota answer halves (and successes climb
+    /// back). It was 40/s after a burst of 100, which made 1,000 cold random reads (one ranged
+    /// request each) take 21 s on a LAN where the link needed half a second (docs/benchmarks.md).
     static let ratePerSecond = 100.0
     static let burst = 200
 
-    static func open(_ invocation: Invocation, choice: DriveEndpointChoice) throws -> DriveConnection {
+    static func open(_ invocation: Invocation, choice: DriveEndpointChoice, quota: QuotaBudget = .default,
+                     writes: WriteBudget = .default) throws -> DriveConnection {
         let store = AuthCommand.store(invocation)
         let profile: ProfileConfig?
         let credential: StoredCredential
@@ -47,7 +49,8 @@ struct DriveConnection {
             throw AuthCommand.failure(error, doing: "the credentials cannot be used")
         }
         let executor = DriveRequestExecutor(transport: transport, tokens: TokenManager(grant: grant),
-                                            pacer: Pacer(ratePerSecond: ratePerSecond, burst: burst))
+                                            pacer: Pacer(ratePerSecond: ratePerSecond, burst: burst, quota: quota, writes: writes))
+        Log.shared.info("pacer", "budgets: \(quota), \(writes)")
         // New files' IDs come 1,000 to a request (Drive's most), so a copy of 1,000 files costs one.
         // Resumable uploads start with 8 MiB chunks and grow to 64 MiB (DriveAPI.maxChunkSize): a
         // large file goes up at nearly the link's speed, in few round trips.

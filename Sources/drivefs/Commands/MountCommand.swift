@@ -61,6 +61,17 @@ enum MountCommand {
                        validate: { $0.isEmpty ? "name the shared drive (its name or ID)" : nil }),
                 .value("export-formats", valueName: "LIST", help: "Formats for Google Docs etc., in order of preference\n(default docx,xlsx,pptx,svg,pdf)",
                        validate: { ExportFormats.parse($0).problem }),
+                .value("quota-units-per-minute", valueName: "N",
+                       help: "Google quota units the mount spends in any minute\n(default 292500: 90% of Google's 325,000 per user)",
+                       validate: validatePositiveInteger),
+                .value("quota-legacy-rpm", valueName: "N",
+                       help: "Instead: a project on Google's legacy quota, N requests\nin any minute, whatever the method (e.g. 10800)",
+                       validate: validatePositiveInteger),
+                .value("write-rate", valueName: "W_PER_S",
+                       help: "Writes a second, Google's per-account write limit\n(default 2.5: Google allows about 3)",
+                       validate: { Double($0).map { $0 > 0 && $0 <= 1000 } == true ? nil : "expected a number of writes a second, e.g. 2.5" }),
+                .value("write-burst", valueName: "N", help: "Writes that may go at once after an idle spell (default 2)",
+                       validate: { Int($0).map { (1...1000).contains($0) } == true ? nil : "expected a number from 1 to 1000" }),
                 .value("log-file", valueName: "FILE", help: "Where the daemon logs (default $XDG_STATE_HOME/drivefs/PROFILE.log;\nstandard error with --foreground)"),
                 .value("log-level", valueName: "LEVEL", help: "debug, info, warning or error (default info)",
                        validate: { Log.Level(name: $0) == nil ? "expected debug, info, warning or error" : nil }),
@@ -80,6 +91,25 @@ enum MountCommand {
     }
 
     static func validateID(_ text: String) -> String? { UInt32(text) == nil ? "expected a number" : nil }
+
+    static func validatePositiveInteger(_ text: String) -> String? {
+        Int(text).map { $0 > 0 } == true ? nil : "expected a positive whole number"
+    }
+
+    /// The pacer's budgets from `--quota-units-per-minute` / `--quota-legacy-rpm`, `--write-rate`
+    /// and `--write-burst` (docs/client.md, "Pacing").
+    static func budgets(_ invocation: Invocation) throws(CLIError) -> (quota: QuotaBudget, writes: WriteBudget) {
+        let units = invocation.value("quota-units-per-minute").flatMap(Int.init)
+        let legacy = invocation.value("quota-legacy-rpm").flatMap(Int.init)
+        if units != nil && legacy != nil {
+            throw .usage("--quota-units-per-minute and --quota-legacy-rpm exclude each other: a project has one kind of quota",
+                         command: invocation.command.fullPath)
+        }
+        let quota = legacy.map { QuotaBudget.legacy(requestsPerMinute: $0) } ?? units.map { QuotaBudget.units(perMinute: $0) } ?? .default
+        let writes = WriteBudget(perSecond: invocation.value("write-rate").flatMap(Double.init) ?? WriteBudget.default.perSecond,
+                                 burst: invocation.value("write-burst").flatMap(Int.init) ?? WriteBudget.default.burst)
+        return (quota, writes)
+    }
 
     static func validateUmask(_ text: String) -> String? {
         guard let value = UInt32(text, radix: 8), value <= 0o777 else { return "expected an octal mask such as 022" }
@@ -111,7 +141,8 @@ enum MountCommand {
             throw CLIError.failure("\(error)", hint: "Choose another file with --log-file.")
         }
 
-        let connection = try DriveConnection.open(invocation, choice: choice)
+        let budgets = try budgets(invocation)
+        let connection = try DriveConnection.open(invocation, choice: choice, quota: budgets.quota, writes: budgets.writes)
         var api = connection.api
         var what = "My Drive"
         var cacheName = choice.profile

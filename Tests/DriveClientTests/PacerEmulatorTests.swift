@@ -1,0 +1,95 @@
+import DriveClient
+import DriveEmulator
+import DriveSupport
+import XCTest
+
+/// The pacer against the in-process emulator with Google's limits (`--limits google`): the emulator
+/// and the client share one manual clock, so the emulator sees exactly the times the pacer granted,
+/// and the test moves time itself (the pacer in `.ticked` mode): counts and order are exact, no
+/// timing is measured.
+final class PacerEmulatorTests: XCTestCase {
+    /// Polls `condition` (real time, at most `timeout` seconds): for effects that land on other threads.
+    private func eventually(_ timeout: Double = 10, _ condition: () -> Bool) -> Bool {
+        let limit = Date(timeIntervalSinceNow: timeout)
+        while !condition() {
+            if Date() > limit { return false }
+            usleep(1_000)
+        }
+        return true
+    }
+
+    func testABurstOfCreatesDrawsNoRefusalAndADownloadIsNotHeldBehindIt() throws {
+        let clock = ManualTimeSource()
+        var config = EmulatorConfig(port: 0, clock: clock)
+        config.driveLimits = .google
+        let harness = try EmulatorHarness(config: config)
+        defer { harness.stop() }
+        // The defaults a mount uses (2.5 writes/s after a burst of 2; 90% of 325,000 units a minute).
+        let pacer = Pacer(ratePerSecond: 100, burst: 200, time: clock, waiting: .ticked, quota: .default, writes: .default)
+        let executor = DriveRequestExecutor(transport: harness.transport, tokens: harness.tokens, pacer: pacer,
+                                            retryPolicy: .none, time: clock)
+        let api = DriveAPI(executor: executor, endpoints: harness.endpoints)
+        func creates() -> Int { harness.requests("files.create.upload") }
+
+        let content = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let big = try api.createFile(name: "big.bin", parent: "root", source: .bytes(content))
+        clock.advance(10) // the write budgets fill again
+
+        let count = 40
+        let failures = Locked<[String]>([])
+        var done: [DispatchSemaphore] = []
+        for n in 0..<count {
+            let semaphore = DispatchSemaphore(value: 0)
+            Thread {
+                do {
+                    _ = try RequestContext(priority: .background).scope {
+                        try api.createFile(name: "small-\(n).txt", parent: "root", source: .bytes(Array("file \(n)\n".utf8)))
+                    }
+                } catch {
+                    failures.withLock { $0.append("small-\(n): \(error)") }
+                }
+                semaphore.signal()
+            }.start()
+            done.append(semaphore)
+        }
+        // The write lane's burst (2) goes at once; the other 38 wait for their slots.
+        XCTAssertTrue(pacer.waitUntilQueued(count - 2, timeout: 20))
+        XCTAssertTrue(eventually { creates() == 3 }, "\(creates())")
+        XCTAssertEqual(pacer.status.writesQueued, count - 2)
+
+        for step in 0..<(count - 2) {
+            if step == count / 2 {
+                // A user's download in the middle of the backlog: sent without waiting for a write
+                // slot (nothing moves the clock meanwhile, so no write can go either).
+                let before = creates()
+                let downloaded = Locked<[UInt8]?>(nil)
+                let finished = DispatchSemaphore(value: 0)
+                Thread {
+                    downloaded.withLock { $0 = try? api.downloadData(big.id) }
+                    finished.signal()
+                }.start()
+                XCTAssertEqual(finished.wait(timeout: .now() + 20), .success, "the download was held behind the writes")
+                XCTAssertEqual(downloaded.withLock { $0 }, content)
+                XCTAssertEqual(creates(), before, "no write went while the download did")
+                XCTAssertEqual(pacer.status.writesQueued, count - 2 - step, "the backlog is still there")
+            }
+            // One write interval (0.4 s; a hair more, so that the manual clock's rounding never
+            // leaves a slot just out of reach): exactly one more write goes.
+            clock.advance(0.4001)
+            pacer.tick()
+            XCTAssertTrue(pacer.waitUntilQueued(count - 3 - step, timeout: 20), "step \(step)")
+            XCTAssertTrue(eventually { creates() == 4 + step }, "step \(step): \(creates())")
+        }
+        for semaphore in done { XCTAssertEqual(semaphore.wait(timeout: .now() + 20), .success) }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        XCTAssertEqual(creates(), count + 1)
+        XCTAssertEqual(harness.requests("files.get.media"), 1)
+        let users = harness.emulator.stats().users ?? [:]
+        XCTAssertEqual(users.count, 1)
+        let user = try XCTUnwrap(users.values.first)
+        XCTAssertEqual(user.writesRefused, 0, "no write was refused")
+        XCTAssertEqual(user.quotaRefused, 0)
+        XCTAssertEqual(user.writes, count + 1)
+        XCTAssertEqual(pacer.status.writeRefusals, 0)
+    }
+}
