@@ -40,7 +40,10 @@ extension NodeTable {
             var node = Node(inode: inode, file: file, parent: parent, name: name)
             node.lookups = countLookup ? 1 : 0
             node.local = local
-            if file.isFolder { node.listing = Listing(children: [:], listedAt: now, trusted: true) }
+            if file.isFolder {
+                node.listing = Listing(children: [:], listedAt: now, trusted: true)
+                s.materializedFolders += 1
+            }
             s.nodes[inode] = node
             s.byID[file.id] = inode
             if local?.isNew == true { s.localNew.insert(inode) }
