@@ -131,6 +131,8 @@ final class NodeTable: Sendable {
         /// does (NodeTable+Repack.swift). INVARIANT: `repackQueued` is exactly the set of `repackQueue`.
         var repackQueue: [Inode] = []
         var repackQueued: Set<Inode> = []
+        /// Nodes packing dropped since `packUnneededFolders` last gave free memory back.
+        var droppedSinceTrim = 0
         /// What materializing a packed listing found for the kernel to forget (a node that had
         /// moved): handed out with the next listing or page of changes applied.
         var deferred = Invalidations()
