@@ -64,8 +64,9 @@ extension NodeTable {
     /// Drains the queue in batches of `repackBudget`, taking the table's lock for each (the change
     /// poller calls it between polls, so what forgets left queued does not wait for the next forget).
     ///
-    /// Then, when at least `trimAfterNodes` nodes were dropped since it last did, it hands the
-    /// allocator's free pages back to the system (`malloc_trim`): glibc keeps freed small blocks in
+    /// Then, when at least `trimAfterNodes` nodes were dropped since it last did, it shrinks the
+    /// table's dictionaries (`shrinkIndexes`) and hands the allocator's free pages back to the
+    /// system (`malloc_trim`): glibc keeps freed small blocks in
     /// its arenas, so without it the daemon's RSS would stay at its peak after a walk was packed
     /// again. Never on the kernel's threads (it walks the heap: milliseconds for hundreds of MiB).
     @discardableResult
@@ -79,6 +80,7 @@ extension NodeTable {
         let trim = withState { s in
             guard s.droppedSinceTrim >= Self.trimAfterNodes else { return false }
             s.droppedSinceTrim = 0
+            Self.shrinkIndexes(&s)
             return true
         }
         if trim { _ = csystem_malloc_trim() }
@@ -86,6 +88,24 @@ extension NodeTable {
     }
 
     static let trimAfterNodes = 10_000
+
+    /// A Swift dictionary keeps its capacity when its entries go, and `nodes` holds each `Node`
+    /// (a few hundred bytes with its `DriveFile`) inline: after a walk of 200,000 items was packed
+    /// again, its buckets alone would keep over 100 MiB. So the node and ID dictionaries are copied
+    /// into ones of their size when they use under a quarter of their capacity: work in proportion
+    /// to the nodes left (few, after a walk went back), done only after `trimAfterNodes` were dropped.
+    static func shrinkIndexes(_ s: inout State) {
+        if s.nodes.capacity > 4 * s.nodes.count + 1_024 {
+            var nodes = [Inode: Node](minimumCapacity: s.nodes.count)
+            for (inode, node) in s.nodes { nodes[inode] = node }
+            s.nodes = nodes
+        }
+        if s.byID.capacity > 4 * s.byID.count + 1_024 {
+            var byID = [String: Inode](minimumCapacity: s.byID.count)
+            for (id, inode) in s.byID { byID[id] = inode }
+            s.byID = byID
+        }
+    }
 
     /// Whether nothing needs the nodes of `folder`'s children (the rule above).
     static func isUnneeded(_ folder: Inode, _ node: Node, _ listing: Listing, _ s: State) -> Bool {
