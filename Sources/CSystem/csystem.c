@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <malloc.h>
 #include <unistd.h>
 #include "csystem.h"
 
@@ -9,4 +10,8 @@ int csystem_punch_hole(int fd, off_t offset, off_t length) {
 
 ssize_t csystem_copy_file_range(int in, off_t *inOffset, int out, off_t *outOffset, size_t length) {
     return copy_file_range(in, inOffset, out, outOffset, length, 0);
+}
+
+int csystem_malloc_trim(void) {
+    return malloc_trim(0);
 }

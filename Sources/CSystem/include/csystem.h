@@ -12,4 +12,8 @@ int csystem_punch_hole(int fd, off_t offset, off_t length);
 // where the filesystem can). Bytes copied, or -1 with errno set.
 ssize_t csystem_copy_file_range(int in, off_t *inOffset, int out, off_t *outOffset, size_t length);
 
+// malloc_trim(0): hands the allocator's free pages back to the system (every arena). 1 when it
+// released memory, 0 when there was none to release.
+int csystem_malloc_trim(void);
+
 #endif

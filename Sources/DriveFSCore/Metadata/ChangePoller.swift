@@ -66,6 +66,8 @@ final class ChangePoller: Sendable {
             defer { finished.leave() }
             while true {
                 do { try pollOnce() } catch { Log.shared.warning("changes", "reading the change feed failed: \(error)") }
+                // Folders the last forgets queued and left: packed again between polls, a batch at a time.
+                table.packUnneededFolders()
                 completed.withLock { $0 += 1 }
                 wake.lock()
                 let deadline = Date().addingTimeInterval(interval)

@@ -40,7 +40,10 @@ extension NodeTable {
             var node = Node(inode: inode, file: file, parent: parent, name: name)
             node.lookups = countLookup ? 1 : 0
             node.local = local
-            if file.isFolder { node.listing = Listing(children: [:], listedAt: now, trusted: true) }
+            if file.isFolder {
+                node.listing = Listing(children: [:], listedAt: now, trusted: true)
+                s.materializedFolders += 1
+            }
             s.nodes[inode] = node
             s.byID[file.id] = inode
             if local?.isNew == true { s.localNew.insert(inode) }
@@ -127,6 +130,8 @@ extension NodeTable {
             }
             s.nodes[inode] = node
             if node.local?.isNew == true && node.parent != nil { s.localNew.insert(inode) } else { s.localNew.remove(inode) }
+            // Its upload landed: it no longer keeps its folder materialized (packed later, NodeTable+Repack.swift).
+            if node.local == nil, node.lookups == 0, node.openHandles == 0, let parent = node.parent { Self.noteUnneeded(parent, &s) }
             Self.noteChangeHere(&s, folders: node.parent.map { [$0] } ?? [], ids: [id, node.file.id])
             assert(Self.invariantsHold(s))
             return node

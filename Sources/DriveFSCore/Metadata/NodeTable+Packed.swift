@@ -21,6 +21,8 @@ extension NodeTable {
         /// Items this page took out of packed folders.
         var removed: Set<String> = []
         var untrusted: Set<String> = []
+        /// Inode numbers of items this page took out of packed folders (kept if they become nodes).
+        var savedInodes: [String: UInt64] = [:]
     }
 
     /// Whether `folder` has a listing held (materialized now if it was packed).
@@ -90,6 +92,10 @@ extension NodeTable {
             }
             Self.dropPacked(folderID, &s)
         }
+        for i in entries.indices where entries[i].inode == nil {
+            // An item shown elsewhere as a node keeps its number when it becomes a node here.
+            if let inode = s.byID[entries[i].file.id], inode != .root { entries[i].inode = inode.rawValue }
+        }
         for entry in entries {
             let id = entry.file.id
             if let other = s.packedLocation[PackedListing.hash(id)], other != folderID {
@@ -113,6 +119,7 @@ extension NodeTable {
         for h in listing.idHashes { s.packedLocation[h] = folderID }
         s.packed[folderID] = listing
         s.packedItems += listing.count
+        s.packedBytes += listing.bytes.count
     }
 
     /// Forgets the packed listing of `folderID` and its items' locations.
@@ -120,6 +127,7 @@ extension NodeTable {
         guard let old = s.packed.removeValue(forKey: folderID) else { return }
         for h in old.idHashes where s.packedLocation[h] == folderID { s.packedLocation[h] = nil }
         s.packedItems -= old.count
+        s.packedBytes -= old.bytes.count
     }
 
     /// Takes `id` out of the packed listing of `folder`.
@@ -168,6 +176,7 @@ extension NodeTable {
         if let from = packedFolder(of: id, &work, s) {
             s.touched[from] = generation
             if let i = work.entries[from]!.firstIndex(where: { $0.file.id == id }) { previous = work.entries[from]!.remove(at: i) }
+            if let inode = previous?.inode { work.savedInodes[id] = inode }
             work.added[id] = nil
             work.removed.insert(id)
         }
@@ -176,7 +185,8 @@ extension NodeTable {
         if let inode = s.byID[to], s.nodes[inode]?.listing != nil { return false }
         guard load(to, &work, s) else { return false }
         s.touched[to] = generation
-        var entry = PackedListing.Entry(file: visible, inode: previous?.inode)
+        // An item that was a node keeps its number too (the node goes when its old folder lets it go).
+        var entry = PackedListing.Entry(file: visible, inode: previous?.inode ?? s.byID[id]?.rawValue)
         if let previous, previous.file.version == visible.version,
            ContentKey(previous.file, exportFormats: configuration.exportFormats)
             == ContentKey(visible, exportFormats: configuration.exportFormats) {

@@ -121,6 +121,18 @@ final class NodeTable: Sendable {
         var packedLocation: [UInt64: String] = [:]
         /// Items in packed listings.
         var packedItems = 0
+        /// Bytes of packed listings (`PackedListing.bytes`), for `drivefs status`.
+        /// INVARIANT: the sum of `packed`'s bytes.
+        var packedBytes = 0
+        /// Folders whose listing is materialized (a node per child).
+        /// INVARIANT: the number of nodes whose `listing` is set.
+        var materializedFolders = 0
+        /// Materialized folders that may no longer need their nodes, to be packed again when nothing
+        /// does (NodeTable+Repack.swift). INVARIANT: `repackQueued` is exactly the set of `repackQueue`.
+        var repackQueue: [Inode] = []
+        var repackQueued: Set<Inode> = []
+        /// Nodes packing dropped since `packUnneededFolders` last gave free memory back.
+        var droppedSinceTrim = 0
         /// What materializing a packed listing found for the kernel to forget (a node that had
         /// moved): handed out with the next listing or page of changes applied.
         var deferred = Invalidations()
@@ -238,6 +250,8 @@ final class NodeTable: Sendable {
         }
     }
 
+    /// Subtracts what the kernel forgot. A child's last lookup going queues its folder to be
+    /// packed again, and a bounded batch of queued folders is packed here (NodeTable+Repack.swift).
     func forget(_ inode: Inode, count: UInt64) {
         state.withLock { s in
             guard var node = s.nodes[inode] else {
@@ -247,6 +261,10 @@ final class NodeTable: Sendable {
             assert(node.lookups >= count, "forget \(count) of \(inode) with only \(node.lookups) lookups")
             node.lookups -= min(count, node.lookups)
             s.nodes[inode] = node
+            if node.lookups == 0, let parent = node.parent {
+                Self.noteUnneeded(parent, &s)
+                packUnneeded(budget: Self.repackBudget, &s)
+            }
             Self.dropIfUnreferenced(inode, &s)
         }
     }
@@ -267,6 +285,12 @@ final class NodeTable: Sendable {
             guard s.nodes[inode] != nil else { return }
             assert(s.nodes[inode]!.openHandles > 0, "close of \(inode) with no open handle")
             s.nodes[inode]!.openHandles -= 1
+            if s.nodes[inode]!.openHandles == 0 {
+                // A folder's own handle (opendir) or a child's last one: either may have kept it.
+                if s.nodes[inode]!.lookups == 0, let parent = s.nodes[inode]!.parent { Self.noteUnneeded(parent, &s) }
+                Self.noteUnneeded(inode, &s)
+                packUnneeded(budget: Self.repackBudget, &s)
+            }
             Self.dropIfUnreferenced(inode, &s)
         }
     }
@@ -320,6 +344,20 @@ final class NodeTable: Sendable {
                 return false
             }
         }
+        let materialized = s.nodes.values.reduce(0) { $0 + ($1.listing != nil ? 1 : 0) }
+        guard s.materializedFolders == materialized else {
+            assertionFailure("\(s.materializedFolders) materialized folders counted, \(materialized) held")
+            return false
+        }
+        guard s.packedBytes == s.packed.values.reduce(0, { $0 + $1.bytes.count }),
+              s.packedItems == s.packed.values.reduce(0, { $0 + $1.count }) else {
+            assertionFailure("the packed listings' byte or item count is off")
+            return false
+        }
+        guard s.repackQueued.count == s.repackQueue.count, Set(s.repackQueue) == s.repackQueued else {
+            assertionFailure("the repack queue and its set differ")
+            return false
+        }
         return true
     }
 
@@ -327,6 +365,7 @@ final class NodeTable: Sendable {
     static func dropIfUnreferenced(_ inode: Inode, _ s: inout State) {
         guard inode != .root, let node = s.nodes[inode], node.parent == nil, node.lookups == 0, node.openHandles == 0 else { return }
         s.nodes[inode] = nil
+        if node.listing != nil { s.materializedFolders -= 1 }
         s.localNew.remove(inode)
         if s.byID[node.file.id] == inode { s.byID[node.file.id] = nil }
         // Its children lose their place too.
@@ -421,10 +460,12 @@ final class NodeTable: Sendable {
             var out = s.deferred
             s.deferred = Invalidations()
             let trusted = (s.touched[folderID] ?? 0) <= generation
+            // Started before a change made here: it may not show it (a folder made, a file moved
+            // in); the listing held already does (materialized, or packed again since), and the
+            // change feed brings what else changed.
+            if let folder = s.byID[folderID], let changed = s.changedHere[folder], changed > generation,
+               s.nodes[folder]?.listing != nil || s.packed[folderID] != nil { return out }
             if let folder = s.byID[folderID], let node = s.nodes[folder], node.kind == .directory, node.listing != nil {
-                // Started before a change made here: it may not show it (a folder made, a file moved
-                // in); the listing held already does, and the change feed brings what else changed.
-                if let changed = s.changedHere[folder], changed > generation { return out }
                 out.merge(setChildren(folder, files, &s))
                 s.nodes[folder]!.listing!.listedAt = now
                 s.nodes[folder]!.listing!.trusted = trusted
@@ -509,6 +550,7 @@ final class NodeTable: Sendable {
         }
         if s.nodes[folder]!.listing == nil {
             s.nodes[folder]!.listing = Listing(children: children, listedAt: time.now(), trusted: true)
+            s.materializedFolders += 1
         } else {
             s.nodes[folder]!.listing!.children = children
         }
@@ -554,13 +596,17 @@ final class NodeTable: Sendable {
                     continue
                 }
                 let newParentIsPacked = applyToPacked(change, visible: visible, generation: generation, &work, &s)
+                if newParentIsPacked, let visible, let newParent, s.nodes[newParent]?.listing == nil {
+                    // A folder packed again after the kernel saw it may have a negative entry for the name.
+                    out.entries.append((newParent, soleShownName(visible)))
+                }
                 for folder in affected {
                     if let id = s.nodes[folder]?.file.id { s.touched[id] = generation }
                     guard s.nodes[folder]?.listing != nil else { continue }
                     var files = s.nodes[folder]!.listing!.children.values.compactMap { s.nodes[$0]?.file }
                     files.removeAll { $0.id == change.fileId }
                     if let visible, folder == newParent { files.append(visible) }
-                    out.merge(setChildren(folder, files, &s))
+                    out.merge(setChildren(folder, files, &s, savedInodes: work.savedInodes))
                 }
                 // An item seen nowhere we list: keep what the kernel holds current all the same.
                 if affected.isEmpty, let oldInode, var node = s.nodes[oldInode], let visible {

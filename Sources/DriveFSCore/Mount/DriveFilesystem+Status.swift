@@ -2,8 +2,9 @@ import DriveSupport
 import Foundation
 
 /// What `drivefs status` shows of the filesystem itself: cache use against the cap, the change
-/// feed's lag, uploads. Reads counters only (no lock beyond each counter's own leaf, no Drive
-/// call), so it may be called from any thread, at any time, before `start` too.
+/// feed's lag, uploads, the metadata index (folders packed and materialized, the memory they take).
+/// Reads counters only (no lock beyond each counter's own leaf, the table's held for a few loads;
+/// no Drive call), so it may be called from any thread, at any time, before `start` too.
 extension DriveFilesystem {
     public func status() -> MountStatus.Filesystem {
         let health = poller.currentHealth
@@ -18,6 +19,7 @@ extension DriveFilesystem {
                                      capBytes: configuration.cacheSize),
             uploads: uploads.status,
             changes: changes,
-            items: table.count)
+            items: table.count,
+            index: table.indexStatus)
     }
 }

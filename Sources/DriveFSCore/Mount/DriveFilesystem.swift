@@ -276,6 +276,8 @@ public final class DriveFilesystem: FilesystemOperations {
             h.directories[handle] = OpenDirectory(inode: inode, snapshot: nil)
             return handle
         }
+        // Counted in the table: a folder whose handle is open keeps its nodes (its snapshot names them).
+        table.openHandle(inode)
         reply.succeed(handle)
     }
 
@@ -331,7 +333,8 @@ public final class DriveFilesystem: FilesystemOperations {
     }
 
     public func releaseDirectory(_ inode: Inode, handle: UInt64) {
-        handles.withLock { _ = $0.directories.removeValue(forKey: handle) }
+        guard let open = handles.withLock({ $0.directories.removeValue(forKey: handle) }) else { return }
+        table.closeHandle(open.inode)
     }
 
     // MARK: Files

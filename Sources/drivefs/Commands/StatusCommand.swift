@@ -96,13 +96,14 @@ enum StatusCommand {
 
     static func table(_ statuses: [MountStatus]) -> String {
         guard !statuses.isEmpty else { return "No drivefs mounts.\n" }
-        var rows = [["MOUNTPOINT", "PROFILE", "ACCOUNT", "PID", "CACHE", "UPLOADS", "CHANGES READ"]]
+        var rows = [["MOUNTPOINT", "PROFILE", "ACCOUNT", "PID", "CACHE", "UPLOADS", "CHANGES READ", "INDEX"]]
         var notes: [String] = []
         for s in statuses {
             let percent = s.cache.capBytes > 0 ? " (\(Int((Double(s.cache.usedBytes) / Double(s.cache.capBytes) * 100).rounded())) %)" : ""
             rows.append([s.mountpoint, s.profile, s.account ?? "-", "\(s.pid)",
                          "\(bytes(s.cache.usedBytes)) of \(bytes(s.cache.capBytes))\(percent)",
-                         uploads(s.uploads), s.changes.lagSeconds.map { "\(duration($0)) ago" } ?? "not yet"])
+                         uploads(s.uploads), s.changes.lagSeconds.map { "\(duration($0)) ago" } ?? "not yet",
+                         index(s)])
             for upload in s.uploads.running {
                 let done = upload.size > 0 ? " (\(Int((Double(upload.bytesDone) / Double(upload.size) * 100).rounded(.down))) %)" : ""
                 notes.append("\(s.mountpoint): uploading \(upload.path): \(bytes(upload.bytesDone)) of \(bytes(upload.size))\(done)")
@@ -121,6 +122,14 @@ enum StatusCommand {
         }
         if !notes.isEmpty { out += [""] + notes }
         return out.joined(separator: "\n") + "\n"
+    }
+
+    /// `202101 items, 3 folders materialized (1.2 MiB), 41 MiB`: items known, folders held as nodes
+    /// now and what their nodes take, and the whole index's memory (estimates: `MountStatus.Index`).
+    static func index(_ s: MountStatus) -> String {
+        guard let i = s.index else { return "\(s.items) items" }
+        return "\(s.items) items, \(i.materializedFolders) folders materialized (\(bytes(Int64(i.materializedBytes)))), "
+            + "\(bytes(Int64(i.estimatedBytes)))"
     }
 
     static func uploads(_ u: MountStatus.Uploads) -> String {

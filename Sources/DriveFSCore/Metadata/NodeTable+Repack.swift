@@ -1,0 +1,156 @@
+import CSystem
+import DriveClient
+import DriveSupport
+
+/// Folders packed again once nothing needs their nodes (issue 20): a walk (`find`, `du`, a backup
+/// run) materializes every folder it passes, at 1-2 KB a node; once the kernel has forgotten those
+/// nodes, the folder's listing goes back to a `PackedListing` (100-200 bytes an item) and its
+/// children's nodes are dropped, so memory after a walk returns to the packed size.
+///
+/// The rule: a materialized folder is packed again when
+/// - no handle is open on it (opendir) and it is in the tree (the root, or a child of a listed folder);
+/// - every child's lookup count is 0 (the kernel forgot it: libfuse's lookup/forget counting),
+///   no handle is open on it, it has no local state (`Node.local`: a write not on Drive yet) and is
+///   not a new file (`localNew`), and it is not a folder with a materialized listing of its own
+///   (folders go back bottom-up: packing one queues its parent);
+/// - no new file restored from the upload journal waits for this folder's listing to place it.
+///
+/// Inode numbers stay: each child's number goes into its packed entry (`PackedListing.Entry.inode`),
+/// and materializing gives it back (`setChildren`'s `savedInodes`), so a later lookup answers the
+/// same `st_ino`. Exported sizes go with them. The listing keeps its `listedAt` and `trusted`, so a
+/// repacked folder is not listed again from Drive before a materialized one would be.
+///
+/// Bounds: a folder is queued (`repackQueue`, once) when a child's last lookup is forgotten or its
+/// last handle closed; each forget or close then looks at queued folders until `repackBudget`
+/// child items were examined (at least one folder), under the table's lock as every table change
+/// is. What is left waits for the next forget, or for the change poller, which drains the queue in
+/// the same batches, taking and releasing the lock for each (`packUnneededFolders`). Nothing ever
+/// sweeps the whole tree.
+///
+/// A folder whose last local change (`changedHere`) is newer than a listing in flight keeps its
+/// packed listing when that listing arrives (`applyListing` checks the folder's inode whether its
+/// listing is packed or not); when the folder's own node is gone too, its `touched` generation makes
+/// that listing untrusted, listed again when used.
+extension NodeTable {
+    /// Child items one forget, close or batch looks at, at most (one folder at least).
+    static let repackBudget = 4_096
+
+    /// `folder` may no longer need its nodes: queue it (once) if its listing is materialized.
+    static func noteUnneeded(_ folder: Inode, _ s: inout State) {
+        guard s.nodes[folder]?.listing != nil, s.repackQueued.insert(folder).inserted else { return }
+        s.repackQueue.append(folder)
+    }
+
+    /// Packs queued folders nothing needs, until `budget` child items were examined. Returns how
+    /// many folders it packed. The last queued first: a folder packed queues its parent, which is
+    /// then looked at next, so a subtree goes back bottom-up within one batch when it fits.
+    @discardableResult
+    func packUnneeded(budget: Int, _ s: inout State) -> Int {
+        var left = budget
+        var packed = 0
+        while left > 0, let folder = s.repackQueue.popLast() {
+            s.repackQueued.remove(folder)
+            guard let node = s.nodes[folder], let listing = node.listing else { continue }
+            left -= 1 + listing.children.count
+            guard Self.isUnneeded(folder, node, listing, s) else { continue }
+            repack(folder, node, listing, &s)
+            packed += 1
+            if let parent = node.parent { Self.noteUnneeded(parent, &s) }
+        }
+        if packed > 0 { assert(Self.invariantsHold(s)) }
+        return packed
+    }
+
+    /// Drains the queue in batches of `repackBudget`, taking the table's lock for each (the change
+    /// poller calls it between polls, so what forgets left queued does not wait for the next forget).
+    ///
+    /// Then, when at least `trimAfterNodes` nodes were dropped since it last did, it shrinks the
+    /// table's dictionaries (`shrinkIndexes`) and hands the allocator's free pages back to the
+    /// system (`malloc_trim`): glibc keeps freed small blocks in
+    /// its arenas, so without it the daemon's RSS would stay at its peak after a walk was packed
+    /// again. Never on the kernel's threads (it walks the heap: milliseconds for hundreds of MiB).
+    @discardableResult
+    func packUnneededFolders() -> Int {
+        var total = 0
+        while true {
+            let (packed, more) = withState { s in (packUnneeded(budget: Self.repackBudget, &s), !s.repackQueue.isEmpty) }
+            total += packed
+            if !more { break }
+        }
+        let trim = withState { s in
+            guard s.droppedSinceTrim >= Self.trimAfterNodes else { return false }
+            s.droppedSinceTrim = 0
+            Self.shrinkIndexes(&s)
+            return true
+        }
+        if trim { _ = csystem_malloc_trim() }
+        return total
+    }
+
+    static let trimAfterNodes = 10_000
+
+    /// A Swift dictionary keeps its capacity when its entries go, and `nodes` holds each `Node`
+    /// (a few hundred bytes with its `DriveFile`) inline: after a walk of 200,000 items was packed
+    /// again, its buckets alone would keep over 100 MiB. So the node and ID dictionaries are copied
+    /// into ones of their size when they use under a quarter of their capacity: work in proportion
+    /// to the nodes left (few, after a walk went back), done only after `trimAfterNodes` were dropped.
+    static func shrinkIndexes(_ s: inout State) {
+        if s.nodes.capacity > 4 * s.nodes.count + 1_024 {
+            var nodes = [Inode: Node](minimumCapacity: s.nodes.count)
+            for (inode, node) in s.nodes { nodes[inode] = node }
+            s.nodes = nodes
+        }
+        if s.byID.capacity > 4 * s.byID.count + 1_024 {
+            var byID = [String: Inode](minimumCapacity: s.byID.count)
+            for (id, inode) in s.byID { byID[id] = inode }
+            s.byID = byID
+        }
+    }
+
+    /// Whether nothing needs the nodes of `folder`'s children (the rule above).
+    static func isUnneeded(_ folder: Inode, _ node: Node, _ listing: Listing, _ s: State) -> Bool {
+        guard node.kind == .directory, node.openHandles == 0, node.parent != nil || folder == .root else { return false }
+        for child in listing.children.values {
+            guard let c = s.nodes[child], c.parent == folder, c.lookups == 0, c.openHandles == 0, c.local == nil,
+                  c.listing == nil, !s.localNew.contains(child) else { return false }
+        }
+        for inode in s.localNew where s.nodes[inode]?.parent == folder { return false }
+        return true
+    }
+
+    /// Turns `folder`'s materialized listing back into a packed one and drops its children's nodes.
+    func repack(_ folder: Inode, _ node: Node, _ listing: Listing, _ s: inout State) {
+        let id = node.file.id
+        var entries: [PackedListing.Entry] = []
+        entries.reserveCapacity(listing.children.count)
+        // In name order, as `ls` shows them: the packed bytes are then the same for the same folder.
+        for (_, child) in listing.children.sorted(by: { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }) {
+            guard let c = s.nodes.removeValue(forKey: child) else { continue }
+            s.droppedSinceTrim += 1
+            entries.append(PackedListing.Entry(file: c.file, exportedSize: c.exportedSize, inode: child.rawValue))
+            if s.byID[c.file.id] == child { s.byID[c.file.id] = nil }
+        }
+        s.nodes[folder]!.listing = nil
+        s.materializedFolders -= 1
+        if let changed = s.changedHere[folder], changed > (s.touched[id] ?? 0) { s.touched[id] = changed }
+        Self.dropPacked(id, &s)
+        Self.storePacked(id, PackedListing(folderID: id, entries: entries, listedAt: listing.listedAt,
+                                           trusted: listing.trusted), &s)
+    }
+
+    /// The name `file` shows under when no sibling shares it (for the kernel's negative entries).
+    func soleShownName(_ file: DriveFile) -> String {
+        NameMapper.singleName(NameMapper.Child(
+            id: file.id, name: file.name, createdTime: file.createdTime,
+            exportExtension: file.isGoogleWorkspaceDocument ? configuration.exportFormats.choice(for: file.mimeType)?.fileExtension : nil))
+    }
+
+    /// What `drivefs status` shows of the index: items known, folders held and how, nodes, and an
+    /// estimate of the memory they take (`MountStatus.Index`).
+    var indexStatus: MountStatus.Index {
+        withState { s in
+            MountStatus.Index(packedFolders: s.packed.count, packedItems: s.packedItems, packedBytes: s.packedBytes,
+                              materializedFolders: s.materializedFolders, nodes: s.nodes.count)
+        }
+    }
+}
