@@ -222,9 +222,20 @@ def write_src_seed(root, size):
     run(["tar", "cf", os.path.join(root, "src.tar"), "-C", root, "src"], 300)
 
 
+def write_backlog_seed(root, size):
+    """Workload 9's backlog: backlog_files files of 4 KiB of random bytes, in backlog/."""
+    d = os.path.join(root, "backlog")
+    os.makedirs(d)
+    rng = random.Random(9)
+    for i in range(size["backlog_files"]):
+        with open(os.path.join(d, "b%04d.bin" % i), "wb") as f:
+            f.write(rng.randbytes(4096))
+
+
 def write_write_seed(root, size):
     write_files_seed(root, size)
     write_src_seed(root, size)
+    write_backlog_seed(root, size)
 
 
 def tree_manifest(top):
@@ -385,6 +396,12 @@ def proc_figures(pid):
 #   3a at 40 MiB/s, 4's 250 ranges, 5's 1,000 uploads, 6 at 40 MiB/s).
 # What stays in the foreground needs the CPU (lan) or the link (the reads through the mounts).
 RCLONE_LISTINGS = ["1a", "1b", "1c", "1d", "1e"]
+WRITE_WORKLOADS = ("5", "6", "7", "9", "10")  # on a drive of their own (the "write" part)
+
+
+def workload_part(wid):
+    """Which part of a lane runs workload wid: write (its own drive), main (the seeded reads) or scale."""
+    return "write" if wid in WRITE_WORKLOADS else "scale" if wid.startswith("8") else "main"
 BACKGROUND = {
     "lan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["5", "7"])],
     "wan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["2", "5", "7"]),
@@ -719,18 +736,26 @@ class ProcSampler:
         return (hwm, cpu) if hwm is not None else self.last
 
 
-def measure(emulator, system, action, wid, settle=0.3):
+def measure(emulator, system, action, wid, settle=0.3, mount=None):
     """Runs action() once; its wall time, the emulator's counters, the daemon's figures and what ran beside it
     (host_cpu: the machine's busy CPU seconds; bg_cpu: the background lanes'). Holds the measurement token
-    unless this is a background lane's pacer-bound measurement."""
+    unless this is a background lane's pacer-bound measurement.
+
+    A cold run passes mount (a callable that starts the mount): then the clock and the counters start before
+    the mount does, so that what the daemon sends from its start (drivefs's crawl begins at FUSE init, before
+    the harness sees the mount) is counted, and its CPU is the new daemon's from zero."""
     emulator.reset()
-    pid = system.pid() if system is not None else None
+    pid = system.pid() if system is not None and mount is None else None
     with measurement_token(not LANE.background or wid in BG_CPU_BOUND):
         _, cpu0 = proc_figures(pid) if pid else (None, None)
         sampler = ProcSampler(pid) if pid else None
         bg0, host0 = lanes_cpu(), busy_cpu()
         t0 = now()
         try:
+            if mount is not None:
+                mount()
+                pid, cpu0 = system.pid(), 0.0
+                sampler = ProcSampler(pid) if pid else None
             extra = action()
         finally:
             wall = span = now() - t0
@@ -872,12 +897,15 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
             ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]) + units_note(r),
             "  (%s)" % LANE.name if LANE.background else ""))
 
-    def step(wid, i, action):
-        """Measured when wid is kept here, else only run (a later step needs it)."""
+    def step(wid, i, action, mount=None):
+        """Measured when wid is kept here, else only run (a later step needs it). A cold step passes mount:
+        its clock starts before the mount does (measure)."""
         if not here(wid):
+            if mount:
+                mount()
             action()
             return None
-        r = measure(emulator, system, action, wid)
+        r = measure(emulator, system, action, wid, mount=mount)
         ctx.add(wid, name, r)
         progress(wid, i, r)
         return r
@@ -895,14 +923,14 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
         if out_of_time(group):
             break
         cache = system.fresh_cache()
-        system.mount(cache, emulator)
+        start = lambda: system.mount(cache, emulator)
         tree = os.path.join(system.mnt, "tree")
         try:
             wanted = [w for w in ("1a", "1b", "1e") if here(w)]
             for wid, action in (("1a", lambda: count_ls(tree, n_tree)), ("1b", lambda: count_ls(tree, n_tree)),
                                 ("1e", lambda: count_find(tree, n_tree))):
                 if wanted and wid in wanted or wid == "1a":
-                    step(wid, i, action)
+                    step(wid, i, action, mount=start if wid == "1a" else None)
                 if wanted and wid == wanted[-1]:
                     break
         finally:
@@ -910,9 +938,8 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
         if not here("1c"):
             system.drop_cache(cache)
             continue
-        system.mount(cache, emulator)
         try:
-            step("1c", i, lambda: count_ls(tree, n_tree))
+            step("1c", i, lambda: count_ls(tree, n_tree), mount=lambda: system.mount(cache, emulator))
         finally:
             system.unmount()
             system.drop_cache(cache)
@@ -921,9 +948,9 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
         if out_of_time(("1d",)):
             break
         cache = system.fresh_cache()
-        system.mount(cache, emulator)
         try:
-            step("1d", i, lambda: count_find(os.path.join(system.mnt, "tree"), n_tree))
+            step("1d", i, lambda: count_find(os.path.join(system.mnt, "tree"), n_tree),
+                 mount=lambda: system.mount(cache, emulator))
         finally:
             system.unmount()
             system.drop_cache(cache)
@@ -932,7 +959,6 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
         if out_of_time(("2",)):
             break
         cache = system.fresh_cache()
-        system.mount(cache, emulator)
         try:
             paths = [os.path.join(system.mnt, p) for p in stats_rel]
 
@@ -941,7 +967,7 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
                     st = os.stat(p)
                     if st.st_size != len(p[len(system.mnt) + 1:]) + 1:
                         raise HarnessError("stat %s: size %d" % (p, st.st_size))
-            step("2", i, stat_all)
+            step("2", i, stat_all, mount=lambda: system.mount(cache, emulator))
         finally:
             system.unmount()
             system.drop_cache(cache)
@@ -951,11 +977,10 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
         if out_of_time(("3a", "3b")):
             break
         cache = system.fresh_cache()
-        system.mount(cache, emulator)
         try:
             path = os.path.join(system.mnt, "big", "big.bin")
             for wid in ("3a", "3b") if here("3b") else ("3a",):
-                r = step(wid, i, lambda: read_all(path))
+                r = step(wid, i, lambda: read_all(path), mount=(lambda: system.mount(cache, emulator)) if wid == "3a" else None)
                 if r:
                     r["mib_per_s"] = big_size / 1048576 / r["wall"]
             if i == 0:  # the bytes are right (after the timing, from the cache)
@@ -980,7 +1005,6 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
         if out_of_time(("4",)):
             break
         cache = system.fresh_cache()
-        system.mount(cache, emulator)
         try:
             path = os.path.join(system.mnt, "big", "big.bin")
             got = []
@@ -993,7 +1017,7 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
                         got.append(os.pread(fd, 4096, o))
                 finally:
                     os.close(fd)
-            step("4", i, random_reads)
+            step("4", i, random_reads, mount=lambda: system.mount(cache, emulator))
             if got != expected:
                 raise HarnessError("%s: random reads returned wrong bytes" % name)
         finally:
@@ -1212,7 +1236,7 @@ def read_back(top, manifest, what):
 class WriteData:
     """The write workloads' inputs, read once: workload 5's files, the big file, the source tree and its tar."""
 
-    def __init__(self, write_seed, big):
+    def __init__(self, write_seed, big, big_md5=None):
         self.files_dir = os.path.join(write_seed, "files")
         self.files = tree_manifest(self.files_dir)
         self.tar = os.path.join(write_seed, "src.tar")
@@ -1221,9 +1245,13 @@ class WriteData:
                      ["src"] + [os.path.join("src", p) for p in self.tree[1]])
         self.big = big
         self.big_size = os.path.getsize(big)
-        h = hashlib.md5()
-        read_all(big, h)
-        self.big_md5 = h.hexdigest()
+        self.backlog_dir = os.path.join(write_seed, "backlog")
+        self.backlog_count = len(os.listdir(self.backlog_dir))
+        if big_md5 is None:
+            h = hashlib.md5()
+            read_all(big, h)
+            big_md5 = h.hexdigest()
+        self.big_md5 = big_md5
 
     def tree_bytes(self):
         return sum(len(b) for b in self.tree[0].values())
@@ -1910,9 +1938,12 @@ def inner_main(config_path):
         os.environ.pop(var, None)
     work = cfg["work"]
     tls = os.path.join(work, "tls")
-    if cfg["namespace"]:
-        namespace_setup(work, tls)
-    lane_measure(cfg, work, lane_t0, books)
+    # A background lane's set-up (keys, the state copy, the write data, its first emulator) holds the measurement
+    # token, and the foreground waits for its `ready` file before it measures anything.
+    with measurement_token(cfg["background"]):
+        if cfg["namespace"]:
+            namespace_setup(work, tls)
+    return lane_measure(cfg, work, lane_t0, books)
 
 
 def namespace_setup(work, tls):
@@ -1949,13 +1980,23 @@ def lane_measure(cfg, work, lane_t0, books):
     systems = [s for s in systems if s.name in cfg["systems"]]
     refs = [s for s in REFERENCES if s in cfg["systems"]]
     main_state = cfg["main_state"]
-    if cfg["background"] and "main" in cfg["parts"]:
-        main_state = os.path.join(work, "main-state")
-        shutil.rmtree(main_state, ignore_errors=True)
-        copy_state(cfg["main_state"], main_state)
+    data = None
+    with measurement_token(cfg["background"]):
+        if cfg["background"] and "main" in cfg["parts"]:
+            main_state = os.path.join(work, "main-state")
+            shutil.rmtree(main_state, ignore_errors=True)
+            copy_state(cfg["main_state"], main_state)
+        if "write" in cfg["parts"]:
+            data = WriteData(cfg["write_seed"], os.path.join(cfg["main_seed"], "big", "big.bin"), cfg.get("big_md5"))
+    with open(cfg["ready"], "w") as f:
+        f.write("ready\n")
     emulator = front = None
 
     def start(state):
+        with measurement_token(cfg["background"]):  # the emulator loads its state: CPU the foreground must not share
+            start_emulator(state)
+
+    def start_emulator(state):
         nonlocal emulator, front
         emulator = Emulator(cfg["emulator"], state, os.path.join(work, "emulator.log"), profile=PROFILES[cfg["profile"]],
                             public_url="https://www.googleapis.com" if cfg["namespace"] else None)
@@ -1988,7 +2029,6 @@ def lane_measure(cfg, work, lane_t0, books):
             write_state = os.path.join(work, "write-state")
             shutil.rmtree(write_state, ignore_errors=True)
             os.makedirs(write_state)
-            data = WriteData(cfg["write_seed"], os.path.join(cfg["main_seed"], "big", "big.bin"))
             start(write_state)
             try:
                 for system in systems:
@@ -2042,21 +2082,23 @@ def rclone_missing():
 
 
 def start_lane(ctx, args, work, data, parts, lane, background, systems, only=None, skip=(), deadline=None,
-               token=None, books=(), namespace=True):
+               token=None, books=(), namespace=True, big_md5=None):
     """Starts inner_main as a process of its own: under unshare for rclone's side, else on the host (a lane
     of the reference's); finish_lane collects it."""
     inner_work = os.path.join(work, "lane-" + lane)
     os.makedirs(inner_work, exist_ok=True)
     result = os.path.join(inner_work, "result.json")
-    if os.path.exists(result):
-        os.unlink(result)
-    (main_seed, main_state), (_, scale_state), (write_seed, _) = data["main"], data["scale"], data["write"]
+    for old in (result, os.path.join(inner_work, "ready")):
+        if os.path.exists(old):
+            os.unlink(old)
+    (main_seed, main_state), (_, scale_state), (write_seed, _) = data["main"], data["scale"], data[write_key(ctx.size)]
     deadline = deadline or ctx.deadline
     cfg = dict(work=inner_work, emulator=os.path.join(args.bin, "drivefs-emulator"), profile=ctx.profile_name,
                main_state=main_state, main_seed=main_seed, scale_state=scale_state, write_seed=write_seed, parts=parts,
                result=result, deadline=deadline, lane=lane, background=background, systems=systems,
                only=None if only is None else sorted(only), skip=sorted(skip), token=token, books=list(books),
-               books_path=os.path.join(inner_work, "books"), namespace=namespace,
+               books_path=os.path.join(inner_work, "books"), namespace=namespace, big_md5=big_md5,
+               ready=os.path.join(inner_work, "ready"),
                args=dict(size=args.size, bin=args.bin, budget=args.budget, workloads=args.workloads, systems=args.systems))
     cfg_path = os.path.join(inner_work, "config.json")
     with open(cfg_path, "w") as f:
@@ -2069,7 +2111,17 @@ def start_lane(ctx, args, work, data, parts, lane, background, systems, only=Non
     env = dict(os.environ, DRIVEFS_BENCH_T0=repr(T0))
     proc = subprocess.Popen(cmd, start_new_session=True, env=env)
     return dict(proc=proc, result=result, lane=lane, deadline=deadline, books=cfg["books_path"], ctx=ctx,
-                only=cfg["only"])
+                only=cfg["only"], ready=cfg["ready"])
+
+
+def wait_lanes_ready(handles, bound=900.0):
+    """The foreground waits until every lane has set itself up (its `ready` file) or has ended, bounded."""
+    limit = now() + bound
+    for handle in handles:
+        while not os.path.exists(handle["ready"]) and handle["proc"].poll() is None:
+            if now() > limit:
+                raise HarnessError("lane %s: not set up within %.0f s" % (handle["lane"], bound))
+            time.sleep(0.1)
 
 
 def stop_lane(handle):
@@ -2107,16 +2159,23 @@ def finish_lane(handle, grace=240):
 # ---------------------------------------------------------------------------------------------------
 # Orchestration
 
-def prepare_data(args, size, data_root, emulator_bin):
+WRITE_SHAPE = ("write_files", "src_tree", "backlog_files")
+
+
+def prepare_data(args, size, data_root, emulator_bin, write_sizes=()):
     """Seed trees and emulator state dirs, made once and kept under data_root (reused while DATA_VERSION
-    and the size match: the runs only read)."""
+    and the size match: the runs only read). The write sources, one per shape among write_sizes (a profile
+    may size its writes to the write limit), are made["write", shape key]."""
     made = {}
     read_shape = ("tree_top", "tree_sub", "tree_files", "stat_fanout", "stat_files", "big_mib", "scale")
     # The write sources have no emulator state: writes go to an empty drive of their own, made per run.
-    for kind, writer, keys, with_state in (("main", write_main_seed, read_shape, True),
-                                           ("scale", write_scale_seed, read_shape, True),
-                                           ("write", write_write_seed, ("write_files", "src_tree"), False)):
-        base = os.path.join(data_root, "%s-%s" % (args.size, kind))
+    kinds = [("main", write_main_seed, read_shape, True, size, "main"), ("scale", write_scale_seed, read_shape, True, size, "scale")]
+    for wsize in write_sizes:
+        key = write_key(wsize)
+        if all(k[5] != key for k in kinds):
+            kinds.append(("write", write_write_seed, WRITE_SHAPE, False, wsize, key))
+    for kind, writer, keys, with_state, size, key in kinds:
+        base = os.path.join(data_root, "%s-%s" % (args.size, key))
         marker = os.path.join(base, "ready")
         seed, state = os.path.join(base, "seed"), os.path.join(base, "state")
         shape = {k: size[k] for k in keys}
@@ -2133,8 +2192,13 @@ def prepare_data(args, size, data_root, emulator_bin):
             with open(marker, "w") as f:
                 f.write(want)
             log("seeded %s data in %.1f s" % (kind, now() - t0))
-        made[kind] = (seed, state)
+        made[key] = (seed, state)
     return made
+
+
+def write_key(size):
+    """The name of a write source's shape: write-FILES-TOPxSUBxFILES-BACKLOG."""
+    return "write-%d-%s-%d" % (size["write_files"], "x".join(map(str, size["src_tree"])), size["backlog_files"])
 
 
 def render_png(report, path):
@@ -2250,9 +2314,16 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     lanes = []  # background lanes: (profile, handle)
     try:
-        data = prepare_data(args, size, args.data, emulator_bin)
-        (main_seed, main_state), (_, scale_state), (write_seed, _) = data["main"], data["scale"], data["write"]
-        write_data = WriteData(write_seed, os.path.join(main_seed, "big", "big.bin"))
+        psizes = {p: dict(size, **PROFILES[p]["overrides"].get(args.size, {})) for p in profiles}
+        data = prepare_data(args, size, args.data, emulator_bin, write_sizes=[psizes[p] for p in profiles])
+        (main_seed, main_state), (_, scale_state) = data["main"], data["scale"]
+        # read (and the big file hashed) once, before any lane starts
+        write_datas = {}
+        for p in profiles:
+            key = write_key(psizes[p])
+            if key not in write_datas:
+                big_md5 = next(iter(write_datas.values())).big_md5 if write_datas else None
+                write_datas[key] = WriteData(data[key][0], os.path.join(main_seed, "big", "big.bin"), big_md5)
         # the profiles share what seeding left of the budget
         args.budget -= time.time() - start_all
         start_all = time.time()
@@ -2271,8 +2342,10 @@ def main():
         # the lan profile's CPU-bound figures then share the machine with its own pacer-bound lane only.
         LANE.token_path = os.path.join(work_root, "token")
 
+        big_md5 = next(iter(write_datas.values())).big_md5
+
         def start_lanes(profile):
-            ctx = ctxs[profile]
+            ctx, started = ctxs[profile], []
             for lane in BACKGROUND.get(profile, []):
                 namespace = lane.get("namespace", True)
                 if namespace and (args.no_rclone or missing):
@@ -2283,15 +2356,17 @@ def main():
                 if not pairs:
                     continue
                 ctx.skip |= pairs
-                parts = [part for part, wids in (("write", "567"), ("main", "1234")) if any(w[0] in wids for w, _ in pairs)]
+                parts = [part for part in ("write", "main") if any(workload_part(w) == part for w, _ in pairs)]
                 log("[%s] background lane %s: %s%s" % (profile, lane["name"], ", ".join(
                     "%s %s" % (sn, w) for w, sn in sorted(pairs)), ", private namespace" if namespace else ""))
                 handle = start_lane(ctx, args, ctx.work, data, parts, lane["name"], True,
                                     sorted({sn for _, sn in pairs}), only=pairs, deadline=run_end, namespace=namespace,
-                                    token=LANE.token_path)
+                                    token=LANE.token_path, big_md5=big_md5)
                 lanes.append((profile, handle))
+                started.append(handle)
                 LANE.books = LANE.books + [handle["books"]]
                 cleanups.append(lambda h=handle: stop_lane(h))
+            wait_lanes_ready(started)
         statuses = {}
         for index, profile in enumerate(profiles):
             ctx, work = ctxs[profile], ctxs[profile].work
@@ -2319,7 +2394,7 @@ def main():
                     drivefs.unmount()
                     emulator.stop()
             # rclone's foreground, in its namespaces: the reads, then (below) the writes.
-            fg = dict(token=LANE.token_path, books=LANE.books, skip=ctx.skip)
+            fg = dict(token=LANE.token_path, books=LANE.books, skip=ctx.skip, big_md5=big_md5)
             if args.no_rclone:
                 statuses[profile] = ["left out (--no-rclone)"]
             elif missing:
@@ -2336,6 +2411,7 @@ def main():
             cleanups.append(emulator.stop)
             try:
                 drivefs.login(emulator)
+                write_data = write_datas[write_key(ctx.size)]
                 run_write_workloads(ctx, emulator, drivefs, write_data)
                 run_reference_writes(ctx, emulator, write_data, work)
             except HarnessError as e:
