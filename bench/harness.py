@@ -57,6 +57,9 @@ import urllib.request
 sys.modules.setdefault("harness", sys.modules[__name__])
 
 import quota  # noqa: E402  (bench/quota.py: Drive's limits, the units a run used, the write limit's floor)
+import backlog  # noqa: E402  (bench/backlog.py: workload 9)
+import save_loop  # noqa: E402  (bench/save_loop.py: workload 10)
+import summary  # noqa: E402  (bench/summary.py: the results' prose, from the JSON)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -396,12 +399,18 @@ def proc_figures(pid):
 #   3a at 40 MiB/s, 4's 250 ranges, 5's 1,000 uploads, 6 at 40 MiB/s).
 # What stays in the foreground needs the CPU (lan) or the link (the reads through the mounts).
 RCLONE_LISTINGS = ["1a", "1b", "1c", "1d", "1e"]
-WRITE_WORKLOADS = ("5", "6", "7", "9", "10")  # on a drive of their own (the "write" part)
+WRITE_WORKLOADS = ("5", "6", "7", "10")  # on an empty drive of their own (the "write" part)
+BACKLOG_WORKLOADS = ("9a", "9b")  # on a copy of the seeded drive (the "backlog" part)
 
 
 def workload_part(wid):
-    """Which part of a lane runs workload wid: write (its own drive), main (the seeded reads) or scale."""
-    return "write" if wid in WRITE_WORKLOADS else "scale" if wid.startswith("8") else "main"
+    """Which part of a lane runs workload wid: write (an empty drive), backlog (a copy of the seeded drive),
+    main (the seeded reads) or scale."""
+    if wid in WRITE_WORKLOADS:
+        return "write"
+    if wid in BACKLOG_WORKLOADS:
+        return "backlog"
+    return "scale" if wid.startswith("8") else "main"
 BACKGROUND = {
     "lan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["5", "7"])],
     "wan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["2", "5", "7"]),
@@ -859,6 +868,9 @@ WORKLOADS = [
     ("8a", "scale: until ls of the root answers"),
     ("8b", "scale: until the mount is idle (index built)"),
     ("8c", "scale: mounted again on the same cache, until ls of the root answers"),
+    ("9a", "probes while a backlog of uploads drains"),
+    ("9b", "the same probes on an idle mount"),
+    ("10", "an editor's save loop"),
 ]
 
 
@@ -878,6 +890,10 @@ def workload_names(size):
     names["8a"] = "scale (%s files): until ls of the root answers" % format(scale_count(size), ",")
     names["8b"] = "scale (%s files): until the mount is idle" % format(scale_count(size), ",")
     names["8c"] = "scale (%s files): remounted on the same cache, until ls of the root answers" % format(scale_count(size), ",")
+    probes = "%d stats, %d ls, %d reads of 1 MiB" % tuple(size["backlog_probes"])
+    names["9a"] = "p99 of %s, uncached, while %s files of 4 KiB copied in drain" % (probes, format(size["backlog_files"], ","))
+    names["9b"] = "p99 of the same probes on an idle mount"
+    names["10"] = "%d saves of a 10 KiB file (temporary file, fsync, rename over), until on Drive" % size["saves"]
     return names
 
 
@@ -1274,10 +1290,16 @@ def run_write_workloads(ctx, emulator, system, data):
 
     plan = []
     for i in range(runs):
-        plan += [(wid, i) for wid in ("5", "6", "7") if ctx.here(wid, name)]
+        plan += [(wid, i) for wid in ("5", "6", "7", "10") if ctx.here(wid, name)]
     for wid, i in plan:
         if ctx.out_of_time():
             ctx.note(wid, name, "skipped: out of the time budget")
+            continue
+        if wid == "10":
+            try:
+                save_loop.run_save_loop(ctx, emulator, system, i)
+            except NotWritable as e:
+                ctx.note("10", name, str(e))
             continue
         cache = system.fresh_cache()
         system.mount(cache, emulator)
@@ -1330,7 +1352,7 @@ def run_write_workloads(ctx, emulator, system, data):
             ctx.add(wid, name, r)
             progress(wid, i, r)
         except NotWritable as e:
-            for w in ("5", "6", "7"):
+            for w in ("5", "6", "7", "10"):
                 if ctx.here(w, name):
                     ctx.note(w, name, str(e))
             log("[%s] 5-7 %-12s %s" % (ctx.profile_name, name, e))
@@ -1494,6 +1516,8 @@ def run_reference_writes(ctx, emulator, data, work):
     shutil.rmtree(bodies, ignore_errors=True)
     ctx.note("6", "reference-par", "n/a (one file: one stream)")
     ctx.note("7", "reference-1", "n/a (parallel only: one stream is one round trip per file and folder)")
+    save_loop.note_reference(ctx)
+    backlog.note_reference(ctx)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1691,7 +1715,9 @@ def summarize(runs):
                 units=rep.get("units"), writes=rep.get("writes"), writes_refused=rep.get("writes_refused"),
                 quota_refused=rep.get("quota_refused"),
                 rss_kib=max(rss) if rss else None, cpu=statistics.median(cpu) if cpu else None,
-                mib_per_s=rep.get("mib_per_s"), landed=statistics.median(landed) if landed else None)
+                mib_per_s=rep.get("mib_per_s"), landed=statistics.median(landed) if landed else None,
+                p50=rep.get("p50"), by_kind=rep.get("by_kind"), queued_at_end=rep.get("queued_at_end"),
+                backlog=rep.get("backlog"), keeps_id=rep.get("keeps_id"))
 
 
 SHORT = {"files.list": "list", "files.get": "get", "files.get.media": "media", "changes.list": "changes",
@@ -1810,6 +1836,14 @@ def markdown(report, png_name):
                     cell += ", %.0f MiB/s" % x["mib_per_s"]
                 if x.get("landed") is not None:
                     cell += "; on Drive at %s" % human_s(x["landed"])
+                if x.get("p50") is not None:
+                    cell += "; p50 %s" % human_s(x["p50"])
+                if x.get("queued_at_end") is not None:
+                    cell += "; %s of %s still to upload after the last probe" % (
+                        format(x["queued_at_end"], ","), format(x["backlog"], ","))
+                if x.get("keeps_id") is not None:
+                    cell += "; %s writes, %s its Drive ID" % (x.get("writes") if x.get("writes") is not None else "?",
+                                                             "keeps" if x["keeps_id"] else "loses")
                 if x.get("units") is not None:
                     cell += "; %s units" % format(x["units"], ",")
                 if any(r.get("background") for r in e["runs"]):
@@ -1986,7 +2020,7 @@ def lane_measure(cfg, work, lane_t0, books):
             main_state = os.path.join(work, "main-state")
             shutil.rmtree(main_state, ignore_errors=True)
             copy_state(cfg["main_state"], main_state)
-        if "write" in cfg["parts"]:
+        if "write" in cfg["parts"] or "backlog" in cfg["parts"]:
             data = WriteData(cfg["write_seed"], os.path.join(cfg["main_seed"], "big", "big.bin"), cfg.get("big_md5"))
     with open(cfg["ready"], "w") as f:
         f.write("ready\n")
@@ -2038,6 +2072,18 @@ def lane_measure(cfg, work, lane_t0, books):
             finally:
                 stop()
                 shutil.rmtree(write_state, ignore_errors=True)
+        if "backlog" in cfg["parts"]:
+            backlog_state = os.path.join(work, "backlog-state")
+            shutil.rmtree(backlog_state, ignore_errors=True)
+            with measurement_token(cfg["background"]):
+                copy_state(cfg["main_state"], backlog_state)
+            start(backlog_state)
+            try:
+                for system in systems:
+                    backlog.run_backlog(ctx, emulator, system, data, cfg["main_seed"])
+            finally:
+                stop()
+                shutil.rmtree(backlog_state, ignore_errors=True)
         if "main" in cfg["parts"]:
             start(main_state)
             try:
@@ -2247,6 +2293,7 @@ def write_outputs(ctx, args, machine, rclone_status, out_dir):
         with open(base + ".md", "w") as f:
             f.write(block + "\n")
     log("[%s] results: %s.json%s" % (profile, base, " (table in %s)" % args.docs if args.docs else ", %s.md" % base))
+    return report
 
 
 def main():
@@ -2421,9 +2468,24 @@ def main():
                 drivefs.unmount()
                 emulator.stop()
                 shutil.rmtree(write_state, ignore_errors=True)
+            # Workload 9 on a copy of the seeded drive (thrown away after: its backlog is not waited for).
+            backlog_state = os.path.join(work, "backlog-state")
+            copy_state(main_state, backlog_state)
+            emulator = Emulator(emulator_bin, backlog_state, os.path.join(work, "emulator-backlog.log"), profile=PROFILES[profile])
+            cleanups.append(emulator.stop)
+            try:
+                drivefs.login(emulator)
+                backlog.run_backlog(ctx, emulator, drivefs, write_datas[write_key(ctx.size)], main_seed)
+            except HarnessError as e:
+                ctx.failures.append("drivefs side (backlog): %s" % e)
+                log("FAIL %s" % e)
+            finally:
+                drivefs.unmount()
+                emulator.stop()
+                shutil.rmtree(backlog_state, ignore_errors=True)
             if not args.no_rclone and not missing:
                 log("[%s] rclone side, writes: private namespace, TLS front on 127.0.0.1:443" % profile)
-                handle = start_lane(ctx, args, work, data, ["write"], "writes", False, rclone_systems, **fg)
+                handle = start_lane(ctx, args, work, data, ["write", "backlog"], "writes", False, rclone_systems, **fg)
                 statuses[profile].append(finish_lane(handle)[0])
         # The background lanes, once the foreground is done; then every profile's report.
         for profile, handle in lanes:
@@ -2434,13 +2496,16 @@ def main():
                 ctxs[profile].lanes.append(summary)
                 log("[%s] background lane %s: %s, %.0f s, CPU %.1f s" % (
                     profile, summary["name"], lane_status, summary["wall"], summary["cpu"] or 0.0))
+        reports = []
         for profile in profiles:
             ctx = ctxs[profile]
             got = statuses.get(profile) or ["ok"]
             rclone_status = got[0] if len(set(got)) == 1 else "partly failed"
             if rclone_status not in ("ok", "left out (--no-rclone)"):
                 log("[%s] rclone: %s" % (profile, rclone_status))
-            write_outputs(ctx, args, machine, rclone_status, out_dir)
+            reports.append(write_outputs(ctx, args, machine, rclone_status, out_dir))
+        if args.docs and reports:
+            write_docs(args.docs, "summary", summary.paragraph(reports))
             if ctx.failures:
                 status = 1
                 for failure in ctx.failures:
