@@ -81,8 +81,8 @@ SIZES = {
     "smoke": dict(tree_top=3, tree_sub=3, tree_files=4, stat_fanout=(2, 1, 1, 2), stat_files=2,
                   big_mib=8, random_reads=40, scale=(4, 5, 20), runs=1, par_streams=4,
                   scale_settle_max=8.0, deadline=300.0,
-                  write_files=12, src_tree=(2, 2, 4), write_runs=1, land_max=60.0,
-                  backlog_files=30, backlog_probes=(6, 3, 3), saves=4),
+                  write_files=6, src_tree=(1, 2, 3), write_runs=1, land_max=60.0,
+                  backlog_files=12, backlog_probes=(6, 3, 3), saves=3),
 }
 # Drive's limits (docs/emulator.md, "Drive limits"): wan runs the emulator with `--limits google` (quota units per
 # user and project, about 3 writes a second per account, the daily upload cap); lan meters the same quota units
@@ -1380,9 +1380,10 @@ def generate_ids(emulator, count):
     return ids
 
 
-def curl_posts(emulator, posts, parallel, streams, timeout=1800):
+def curl_posts(emulator, posts, parallel, streams, timeout=1800, rate=None):
     """One curl process POSTing each (url path, content type, body file): one after the other on a kept-alive
-    connection, or `streams` at once."""
+    connection, or `streams` at once; under the write limit started at most `rate` a minute (curl --rate), so
+    that the reference is what a client that keeps to the limit can do."""
     if not posts:
         return
     lines = []
@@ -1395,6 +1396,8 @@ def curl_posts(emulator, posts, parallel, streams, timeout=1800):
     cmd = ["curl", "-s", "-f", "-K", config]
     if parallel:
         cmd[1:1] = ["--parallel", "--parallel-max", str(streams)]
+    if rate:  # curl applies --rate to serial transfers only: paced, the reference sends one after the other
+        cmd = ["curl", "-s", "-f", "--rate", "%d/m" % rate, "-K", config]
     try:
         run(cmd, timeout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     finally:
@@ -1404,6 +1407,8 @@ def curl_posts(emulator, posts, parallel, streams, timeout=1800):
 def run_reference_writes(ctx, emulator, data, work):
     size = ctx.size
     runs, streams = size["write_runs"], size["par_streams"]
+    # Under the write limit the reference keeps under it: a little below the rate (a write refused would fail it).
+    rate = int(quota.WRITE_RATE * 60 * 0.97) if quota.limits_writes(ctx.profile.get("limits")) else None
     root = api_get(emulator, "drive/v3/files/root", dict(fields="id"))["id"]
     bodies = os.path.join(work, "reference-bodies")
     upload = "upload/drive/v3/files?uploadType=multipart&fields=id"
@@ -1438,7 +1443,7 @@ def run_reference_writes(ctx, emulator, data, work):
 
             def upload_files():
                 curl_posts(emulator, head, False, 1)
-                curl_posts(emulator, posts, parallel, streams)
+                curl_posts(emulator, posts, parallel, streams, rate=rate)
             r = measure(emulator, None, upload_files, "5")
             verify_on_drive(emulator, root, target, (data.files[0], []), "%s: workload 5" % system)
             ctx.add("5", system, r)
@@ -1497,8 +1502,8 @@ def run_reference_writes(ctx, emulator, data, work):
         def upload_then_read():
             t0 = now()
             for level in levels:
-                curl_posts(emulator, level, True, streams)
-            curl_posts(emulator, posts, True, streams)
+                curl_posts(emulator, level, True, streams, rate=rate)
+            curl_posts(emulator, posts, True, streams, rate=rate)
             landed = now() - t0
             lines = []
             for url in ranges:
