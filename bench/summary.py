@@ -1,0 +1,109 @@
+"""The prose of docs/benchmarks.md's results, computed from the reports' JSON (no figure typed by hand).
+
+    python3 bench/summary.py bench/results/DATE-lan.json bench/results/DATE-wan.json   # prints the paragraph
+
+The harness writes the same paragraph between the `bench:summary` markers of --docs after a full run. Reports of
+the old bench (rclone 1.60's `rclone-10ms` column, `limit-*` for the reference) are read too: their tuned column is
+`rclone-10ms`, and the text names the rclone of the report.
+"""
+import json
+import sys
+
+COLD_LISTINGS = ("1a", "1c", "1d")
+
+
+def systems(workload):
+    """{system: summary} of one workload, old names mapped to new ones."""
+    out = {}
+    for name, entry in workload["systems"].items():
+        name = {"rclone-10ms": "rclone-tuned", "limit-1": "reference-1", "limit-par": "reference-par"}.get(name, name)
+        if "summary" in entry:
+            out[name] = entry["summary"]
+    return out
+
+
+def ratio_range(reports, wids, other, key="median", invert=True):
+    """(min, max) over the profiles and workloads of other's figure over drivefs's (invert) or the reverse; None
+    when nothing was measured."""
+    values = []
+    for report in reports:
+        for w in report["workloads"]:
+            if w["id"] not in wids:
+                continue
+            s = systems(w)
+            if "drivefs" in s and other in s and s["drivefs"][key] and s[other][key]:
+                a, b = s[other][key], s["drivefs"][key]
+                values.append(a / b if invert else b / a)
+    return (min(values), max(values)) if values else None
+
+
+def span(r, digits=1):
+    if r is None:
+        return None
+    lo, hi = r
+    return ("%.*f" % (digits, lo)) if "%.*f" % (digits, lo) == "%.*f" % (digits, hi) else "%.*f-%.*f" % (digits, lo, digits, hi)
+
+
+def find(report, wid):
+    return next((w for w in report["workloads"] if w["id"] == wid), None)
+
+
+def paragraph(reports):
+    reports = sorted(reports, key=lambda r: r["profile"])
+    rclone = reports[0]["machine"].get("rclone", "rclone")
+    tuned = reports[0]["settings"].get("rclone_tuned", "")
+    profiles = ", ".join("`%s` (%s run of %s)" % (r["profile"], r["size"], r["date"][:10]) for r in reports)
+    parts = ["Computed by bench/summary.py from the reports of %s; rclone is %s, tuned: `%s`." % (profiles, rclone, tuned)]
+
+    def times(wids, other, what):
+        r = ratio_range(reports, wids, other)
+        if r is not None:
+            parts.append("%s: %s's time over drivefs's, %s over both profiles (above 1: drivefs is faster)." % (
+                what, other, span(r)))
+    for other in ("rclone", "rclone-tuned"):
+        times(COLD_LISTINGS, other, "Cold listings (1a, 1c, 1d)")
+    for other in ("rclone", "rclone-tuned"):
+        times(("3b",), other, "Warm sequential reads (3b)")
+    for other in ("rclone", "rclone-tuned"):
+        times(("4",), other, "Random reads (4)")
+    for other in ("rclone", "rclone-tuned"):
+        times(("5",), other, "Small files until on Drive (5)")
+    for report in reports:
+        floors = [(w["id"], w["ratios"]["drivefs/floor"]) for w in report["workloads"] if "drivefs/floor" in w.get("ratios", {})]
+        if floors:
+            parts.append("On `%s`, drivefs's time over the write limit's floor: %s." % (
+                report["profile"], ", ".join("%s %.2f" % f for f in floors)))
+        a, b = find(report, "9a"), find(report, "9b")
+        if a and b:
+            sa, sb = systems(a), systems(b)
+            if "drivefs" in sa and "drivefs" in sb and sb["drivefs"]["median"]:
+                parts.append("On `%s`, drivefs's p99 while a backlog drains is %.2f times its idle p99 (9a over 9b)." % (
+                    report["profile"], sa["drivefs"]["median"] / sb["drivefs"]["median"]))
+        ten = find(report, "10")
+        if ten:
+            keeps = ["%s %s" % (name, "keeps" if s.get("keeps_id") else "loses")
+                     for name, s in systems(ten).items() if s.get("keeps_id") is not None]
+            if keeps:
+                parts.append("On `%s`, the saved file's Drive ID (10): %s." % (report["profile"], ", ".join(keeps)))
+        units = []
+        for w in report["workloads"]:
+            s = systems(w)
+            if w["id"][0] in "1234" and "drivefs" in s and "rclone-tuned" in s and s["drivefs"].get("units") is not None \
+                    and s["rclone-tuned"].get("units"):
+                units.append("%s %.2f" % (w["id"], s["drivefs"]["units"] / s["rclone-tuned"]["units"]))
+        if units:
+            parts.append("On `%s`, drivefs's quota units over tuned rclone's, read workloads: %s." % (
+                report["profile"], ", ".join(units)))
+    return " ".join(parts)
+
+
+def main():
+    reports = [json.load(open(path)) for path in sys.argv[1:]]
+    if not reports:
+        sys.stderr.write("usage: bench/summary.py REPORT.json...\n")
+        sys.exit(2)
+    print(paragraph(reports))
+
+
+if __name__ == "__main__":
+    main()
