@@ -80,8 +80,18 @@ final class EmulatedDrive {
 
     /// `drivefs mount MOUNTPOINT -f --poll-interval …` with this world's environment; returns once
     /// drivefs said the mount is live.
+    ///
+    /// drivefs paces writes to Google's write limit (2.5 a second) by default. An emulator that
+    /// limits no writes (the default here) gets a mount paced to match it, 100 writes a second
+    /// after a burst of 200, unless the test sets a write rate: tests of what a copy of 1,000 files
+    /// sends or lands would otherwise wait 400 s on a limit the emulator does not have. The pacing
+    /// itself is tested against the emulator's Google limits (PacerEmulatorTests).
     func mount(pollInterval: String = "1s", extraArguments: [String] = [], mountpoint: String? = nil) throws -> MountedDriveFS {
-        let mount = try MountedDriveFS.start(command: ["mount"], extraArguments: ["--poll-interval", pollInterval] + extraArguments,
+        var pacing: [String] = []
+        if emulatorConfig.driveLimits.writesPerSecond == nil, !extraArguments.contains(where: { $0.hasPrefix("--write-rate") }) {
+            pacing = ["--write-rate", "100", "--write-burst", "200"]
+        }
+        let mount = try MountedDriveFS.start(command: ["mount"], extraArguments: ["--poll-interval", pollInterval] + pacing + extraArguments,
                                              environment: environment, mountpoint: mountpoint, readyLine: Self.readyLine)
         mounts.append(mount)
         return mount

@@ -1,3 +1,4 @@
+import Foundation
 import DriveClient
 import DriveSupport
 
@@ -86,10 +87,17 @@ extension NodeTable {
     /// Moves `name` of `parent` to `newName` of `newParent` (a rename), replacing what was there;
     /// `file` is the item as Drive now has it (nil: unchanged but for name and parent). The inode
     /// stays the same.
-    func moveChild(parent: Inode, name: String, newParent: Inode, newName: String, file: DriveFile?) {
+    /// `source`: the node meant, found by its inode when a listing applied since it was looked up
+    /// gave it another name in `parent`.
+    func moveChild(parent: Inode, name: String, newParent: Inode, newName: String, file: DriveFile?, source: Inode? = nil) {
         withState { s in
             materialize(parent, &s)
             materialize(newParent, &s)
+            var name = name
+            if let source, s.nodes[parent]?.listing?.children[name] != source, let node = s.nodes[source], node.parent == parent,
+               s.nodes[parent]?.listing?.children[node.name] == source {
+                name = node.name
+            }
             guard let inode = s.nodes[parent]?.listing?.children[name], var node = s.nodes[inode],
                   let parentID = s.nodes[newParent]?.file.id, s.nodes[newParent]?.listing != nil else { return }
             var touchedIDs = [node.file.id]
@@ -174,5 +182,51 @@ extension NodeTable {
             }
             assert(Self.invariantsHold(s))
         }
+    }
+}
+
+/// Operations made here that change Drive first and the table after: a rename sends its request
+/// (and the trash of the file it replaces), then moves the node. In between, Drive shows what the
+/// table does not yet, and a page of changes or a listing applied then would show the half-done
+/// state: the renamed file beside the one it replaces, both under one name, so one of them under
+/// a duplicate's suffix (`notes (1AbCdEfG).txt`), and the operation's own update of the table
+/// would then miss its node. Pages and listings are applied only while no such operation is in
+/// flight (each is short: a request or two; the wait is bounded, a hung request does not stop the
+/// change feed for good). Applied after it, a page or listing read before its end is older than
+/// the table for what it touched (`changedHere`) and does not undo it.
+/// Lock order: this condition, then the table's state.
+final class ChangesInFlight: @unchecked Sendable {
+    // @unchecked: `inFlight` is only touched under `condition`.
+    private let condition = NSCondition()
+    private var inFlight = 0
+    private var waiting = 0
+    static let longestWait: TimeInterval = 60
+
+    /// Pages or listings waiting for operations to end (tests).
+    var waitingToApply: Int { condition.lock(); defer { condition.unlock() }; return waiting }
+
+    /// An operation starts (waits while a page or listing is being applied).
+    func begin() {
+        condition.lock()
+        inFlight += 1
+        condition.unlock()
+    }
+
+    func end() {
+        condition.lock()
+        inFlight -= 1
+        if inFlight == 0 { condition.broadcast() }
+        condition.unlock()
+    }
+
+    /// `body` once no operation is in flight (or after the longest wait), with none starting until it returns.
+    func whenSettled<R>(_ body: () -> R) -> R {
+        condition.lock()
+        defer { condition.unlock() }
+        let deadline = Date(timeIntervalSinceNow: Self.longestWait)
+        waiting += 1
+        while inFlight > 0 && condition.wait(until: deadline) {}
+        waiting -= 1
+        return body()
     }
 }

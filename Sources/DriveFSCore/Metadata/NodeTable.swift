@@ -141,6 +141,8 @@ final class NodeTable: Sendable {
     let configuration: DriveFSConfiguration
     let time: any TimeSource
     private let state: Locked<State>
+    /// Operations in flight that change Drive first and the table after (NodeTable+Local.swift).
+    let changesHere = ChangesInFlight()
 
     init(root: DriveFile, configuration: DriveFSConfiguration, time: any TimeSource) {
         self.configuration = configuration
@@ -455,6 +457,10 @@ final class NodeTable: Sendable {
     /// and what moved, vanished or changed content is returned for the kernel. Any other folder's
     /// listing is kept packed until something asks for it.
     func applyListing(_ folderID: String, files: [DriveFile], startedAt generation: UInt64) -> Invalidations {
+        changesHere.whenSettled { applyListingNow(folderID, files: files, startedAt: generation) }
+    }
+
+    private func applyListingNow(_ folderID: String, files: [DriveFile], startedAt generation: UInt64) -> Invalidations {
         let now = time.now()
         return state.withLock { s in
             var out = s.deferred
@@ -483,8 +489,15 @@ final class NodeTable: Sendable {
     func setChildren(_ folder: Inode, _ incoming: [DriveFile], _ s: inout State,
                      savedInodes: [String: UInt64] = [:]) -> Invalidations {
         var out = Invalidations()
+        // What Drive shows of a file whose upload is still on its way is where the upload started
+        // from: the name and folder given here since are what the queue brings to Drive.
+        var files = incoming.compactMap { file -> DriveFile? in
+            let placed = Self.withPendingPlace(file, &s)
+            guard placed.parents.first == nil || placed.parents.first == s.nodes[folder]?.file.id
+                  || placed.parents == file.parents else { return nil }
+            return placed
+        }
         // Files made here and not on Drive yet stay: Drive cannot list them.
-        var files = incoming
         let incomingIDs = Set(incoming.map(\.id))
         for inode in s.localNew {
             if let node = s.nodes[inode], node.local?.isNew == true, node.parent == folder, !incomingIDs.contains(node.file.id) {
@@ -557,6 +570,17 @@ final class NodeTable: Sendable {
         return out
     }
 
+    /// `file` as Drive shows it, with the name and folder given here when its upload (or a
+    /// metadata change carried by it) has not landed yet: the queue gives Drive those once it
+    /// lands, and until then Drive may show the name the upload started with.
+    static func withPendingPlace(_ file: DriveFile, _ s: inout State) -> DriveFile {
+        guard let inode = s.byID[file.id], let node = s.nodes[inode], node.local != nil else { return file }
+        var placed = file
+        placed.name = node.file.name
+        if let parent = node.parent, let parentID = s.nodes[parent]?.file.id { placed.parents = [parentID] }
+        return placed
+    }
+
     /// Every listing is listed again when next used (the change feed lost its position).
     func distrustAllListings() {
         state.withLock { s in
@@ -573,6 +597,10 @@ final class NodeTable: Sendable {
     /// removal). Folders whose listing is held are updated in place (names recomputed), so they
     /// stay as current as a fresh listing; items under folders not listed are dropped from view.
     func apply(_ changes: [DriveChange], readFrom: UInt64 = .max) -> Invalidations {
+        changesHere.whenSettled { applyNow(changes, readFrom: readFrom) }
+    }
+
+    private func applyNow(_ changes: [DriveChange], readFrom: UInt64) -> Invalidations {
         state.withLock { s in
             var out = s.deferred
             s.deferred = Invalidations()
@@ -584,7 +612,7 @@ final class NodeTable: Sendable {
                 // Read before a change made here to the same item: older than what the table shows
                 // (the next poll brings the item's state after that change).
                 if let changed = s.itemsChangedHere[change.fileId], changed > readFrom { continue }
-                let visible = change.file.flatMap { $0.trashed ? nil : $0 }
+                let visible = change.file.flatMap { $0.trashed ? nil : Self.withPendingPlace($0, &s) }
                 let oldInode = s.byID[change.fileId]
                 let oldParent = oldInode.flatMap { s.nodes[$0]?.parent }
                 let newParent = visible?.parents.first.flatMap { s.byID[$0] }

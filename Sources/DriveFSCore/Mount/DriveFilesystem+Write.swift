@@ -521,6 +521,9 @@ extension DriveFilesystem {
             }
             let parentID = source.file.parents.first
             let newParentID = destination.file.id
+            // Drive first, the table after: no page of changes or listing is applied in between.
+            table.changesHere.begin()
+            defer { table.changesHere.end() }
             var moved = try place(source, name: NameMapper.driveName(forShown: newName), parentID: newParentID, from: parentID, currentName: source.file.name)
             if let replaced {
                 // POSIX: the target is replaced; on Drive it goes to the trash (or is deleted).
@@ -550,7 +553,7 @@ extension DriveFilesystem {
                 file.parents = [newParentID]
                 moved = file
             }
-            table.moveChild(parent: parent, name: name, newParent: newParent, newName: newName, file: moved)
+            table.moveChild(parent: parent, name: name, newParent: newParent, newName: newName, file: moved, source: source.inode)
         }
     }
 
