@@ -138,6 +138,13 @@ extension DriveFilesystem {
         if let held = locals.withLock({ $0[node.inode] }) { return .found(held) }
         var made: LocalContent?
         if let queued = uploads.contentPath(of: node.file.id) {
+            guard uploads.isWhole(node.file.id) else {
+                // Neither Drive's old version nor the queue's partial file is the content: it can
+                // be read once the upload filled in what Drive could not give at its close.
+                Log.shared.once(.warning, "write", "\(describe(node.inode)) cannot be opened until Drive gives the rest of "
+                                + "the content it had when it was last closed (it is queued for upload)")
+                throw .ioError
+            }
             do throws(FilesystemError) {
                 made = try LocalContent(queuedAt: queued, blockSize: configuration.blockSize)
             } catch where error.errno == ENOENT {
@@ -285,9 +292,21 @@ extension DriveFilesystem {
         guard !content.removed, !content.sealed else { return }
         guard content.isDirty || content.hasUnreadyCommit || ready && content.committed != 0 else { return }
         guard let node = table.node(inode) else { return }
-        try content.complete(cancellation: cancellation)
+        // Decision: what close(2) accepted is journaled whatever the network does. Drive's bytes
+        // the copy never needed are fetched now when Drive gives them; when it does not (it is
+        // away, or failing), the copy is committed as it is with those spans listed, and the upload
+        // fills them from the revision it was based on before it sends anything. A crash after
+        // the commit finds the spans in the journal (UploadQueue's fill step).
+        let missing = try content.completeOrListMissing(cancellation: cancellation)
+        var request = uploadRequest(node, content)
+        if !missing.isEmpty {
+            request.missing = missing
+            let bytes = missing.reduce(Int64(0)) { $0 + $1.length }
+            Log.shared.warning("write", "\(describe(inode)): Drive could not give \(bytes) byte(s) of its version now; what was "
+                               + "written is kept, and those bytes are fetched before the upload")
+        }
         let generation = content.generation
-        try uploads.commit(uploadRequest(node, content), contentPath: content.path, ready: ready)
+        try uploads.commit(request, contentPath: content.path, ready: ready)
         content.markCommitted(generation, ready: ready)
     }
 

@@ -186,7 +186,10 @@ final class LocalContent: @unchecked Sendable {
             while e + 1 <= hi && !isPresent(e + 1) { e += 1 }
             let start = Int64(b) * Int64(blockSize)
             let end = min(Int64(e + 1) * Int64(blockSize), remoteLimit)
-            try ensureRemote(remote, start, Int(end - start), cancellation)
+            do throws(FilesystemError) { try ensureRemote(remote, start, Int(end - start), cancellation) } catch {
+                fetchFailed = true
+                throw error
+            }
             try FileRanges.copy(from: remote.descriptor, to: descriptor, offset: start, length: end - start)
             for x in b...e { setPresent(x) }
             b = e + 1
@@ -243,6 +246,40 @@ final class LocalContent: @unchecked Sendable {
     /// Fetches everything still missing: the staging file then holds the whole content.
     func complete(cancellation: CancellationFlag?) throws(FilesystemError) {
         try fill(0, lastRemoteBlock, cancellation: cancellation)
+    }
+
+    /// As `complete`, but when Drive cannot give the missing bytes now (it is unreachable, or
+    /// answers errors) the content is kept as it is: the spans still holding nothing, to be filled
+    /// with Drive's bytes of `baseRevision` before it is uploaded (`UploadRequest.missing`). What
+    /// was written never waits on Drive to be kept. A local failure (the disk) still throws.
+    func completeOrListMissing(cancellation: CancellationFlag?) throws(FilesystemError) -> [ByteSpan] {
+        fetchFailed = false
+        do {
+            try complete(cancellation: cancellation)
+            return []
+        } catch where fetchFailed {
+            fetchFailed = false
+            if cancellation?.isCancelled == true { throw error }
+            return missingSpans
+        }
+    }
+
+    /// Set by `fill` when the failure was Drive's (the fetch), not the local copy's.
+    private var fetchFailed = false
+
+    /// The spans below `remoteLimit` whose Drive bytes are not here.
+    var missingSpans: [ByteSpan] {
+        var spans: [ByteSpan] = []
+        var b = 0
+        while b <= lastRemoteBlock {
+            if isPresent(b) { b += 1; continue }
+            var e = b
+            while e + 1 <= lastRemoteBlock && !isPresent(e + 1) { e += 1 }
+            let start = Int64(b) * Int64(blockSize)
+            spans.append(ByteSpan(offset: start, length: min(Int64(e + 1) * Int64(blockSize), remoteLimit) - start))
+            b = e + 1
+        }
+        return spans
     }
 
     func markCommitted(_ generation: UInt64, ready: Bool) {

@@ -145,7 +145,8 @@ extension UploadQueue {
             try finishLanded(seq, file: file, wasConflict: false, running)
             return
         }
-        let digest = try contentDigest(job)
+        if let missing = job.request.missing, !missing.isEmpty { try fillMissing(seq, job, missing) }
+        let digest = try contentDigest(try current(seq))
         if announce { try point(.starting(job.fileID)) }
         var file: DriveFile
         var wasConflict = false
@@ -159,6 +160,42 @@ extension UploadQueue {
         }
         try point(.landed(job.fileID))
         try finishLanded(seq, file: file, wasConflict: wasConflict, running)
+    }
+
+    /// The content was committed with spans Drive could not give then (`UploadRequest.missing`):
+    /// they are filled with Drive's bytes of the revision it was based on, made durable, and the
+    /// job journaled as whole, before anything is sent. A revision Drive no longer has fails the
+    /// job for good (its content is kept in `failed/`).
+    private func fillMissing(_ seq: UInt64, _ job: UploadJob, _ missing: [ByteSpan]) throws {
+        let fd = Glibc.open(job.contentPath, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw JobFailure(message: "cannot open its content \(job.contentPath): \(String(cString: strerror(errno)))",
+                             permanent: false, error: FileRanges.error(errno))
+        }
+        defer { Glibc.close(fd) }
+        for span in missing where span.length > 0 {
+            let got = try step(.other) {
+                try backend.download(job.request.fileID, revision: job.request.baseRevision, offset: span.offset, length: span.length,
+                                     to: .fileDescriptor(fd, offset: span.offset))
+            }
+            guard got == span.length else {
+                throw JobFailure(message: "Drive gave \(got) of the \(span.length) bytes at \(span.offset) of its version",
+                                 permanent: false, error: .ioError)
+            }
+        }
+        guard fdatasync(fd) == 0 else {
+            throw JobFailure(message: "cannot make its content durable: \(String(cString: strerror(errno)))", permanent: false,
+                             error: FileRanges.error(errno))
+        }
+        try withLock { (s: inout Shared) throws in
+            if s.crashed { throw Interruption.crashed }
+            guard var request = s.state.jobs[seq]?.request else { throw Interruption.cancelled }
+            request.missing = nil
+            do throws(FilesystemError) { try Self.record(.metadata(seq: seq, request: request), &s) } catch {
+                throw JobFailure(message: "cannot journal its filled content: \(error)", permanent: false, error: error)
+            }
+        }
+        log.info("uploads", "\(job.request.displayPath): the bytes Drive could not give at its close are filled in")
     }
 
     /// Creates `id` with the job's content; an ID found taken is an earlier upload of this file

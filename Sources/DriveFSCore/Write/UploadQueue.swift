@@ -274,6 +274,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         }
     }
 
+    public func isWhole(_ fileID: String) -> Bool {
+        withLock { s in s.state.jobs(of: fileID).last { $0.kind == .upload && $0.ready }?.request.missing?.isEmpty ?? true }
+    }
+
     public func contentPath(of fileID: String) -> String? {
         withLock { s in s.state.jobs(of: fileID).last { $0.kind == .upload && $0.ready }?.contentPath ?? s.landing[fileID]?.contentPath }
     }

@@ -24,6 +24,10 @@ public struct UploadRequest: Codable, Sendable, Equatable {
     public var baseMD5: String?
     /// The path in the mount, for logs and `drivefs status` (it may be out of date after renames).
     public var displayPath: String
+    /// Spans of the content file that hold nothing yet: Drive's bytes of `baseRevision` go there
+    /// before the upload (a close while Drive could not give them: what was written is kept, the
+    /// rest is fetched later). nil: the content file is whole.
+    public var missing: [ByteSpan]?
 
     public init(fileID: String, isNew: Bool, parentID: String, name: String, mimeType: String? = nil,
                 modifiedTime: Int64? = nil, appProperties: [String: String] = [:], baseRevision: String? = nil,
@@ -38,6 +42,17 @@ public struct UploadRequest: Codable, Sendable, Equatable {
         self.baseRevision = baseRevision
         self.baseMD5 = baseMD5
         self.displayPath = displayPath
+    }
+}
+
+/// A span of bytes of a file.
+public struct ByteSpan: Codable, Sendable, Equatable {
+    public var offset: Int64
+    public var length: Int64
+
+    public init(offset: Int64, length: Int64) {
+        self.offset = offset
+        self.length = length
     }
 }
 
@@ -137,6 +152,11 @@ public protocol UploadQueueing: AnyObject, Sendable {
 
     /// The newest content the queue holds for the file (queued or running), for reads and copies.
     func contentPath(of fileID: String) -> String?
+
+    /// Whether that content is whole: false while spans Drive could not give at its close are
+    /// still to be filled (`UploadRequest.missing`; only a restart finds such a job without the
+    /// core's copy, which knows its spans).
+    func isWhole(_ fileID: String) -> Bool
 
     /// Changes the metadata of the file's queued or running job (a rename of a file not yet on
     /// Drive, a chmod, a utimens): a queued job is sent with the change; a running one is followed
