@@ -235,7 +235,19 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
             return Array(content[start..<end])
         }()
         lock.lock(); mediaBytes += Int64(bytes.count); lock.unlock()
-        guard case .callback(let deliver) = sink else { throw DriveError.malformedResponse("the fake takes callback sinks") }
+        let deliver: @Sendable (UnsafeRawBufferPointer) -> Bool
+        switch sink {
+        case .callback(let callback): deliver = callback
+        case .fileDescriptor(let fd, let offset):
+            let written = Locked(Int64(0))
+            deliver = { chunk in
+                let at = written.withLock { $0 }
+                guard pwrite(fd, chunk.baseAddress, chunk.count, off_t(offset + at)) == chunk.count else { return false }
+                written.withLock { $0 += Int64(chunk.count) }
+                return true
+            }
+        case .memory: throw DriveError.malformedResponse("the fake takes callback and file descriptor sinks")
+        }
         var at = 0
         while at < bytes.count {
             let chunk = min(16 << 10, bytes.count - at)
