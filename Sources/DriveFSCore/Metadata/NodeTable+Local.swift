@@ -164,6 +164,23 @@ extension NodeTable {
 extension NodeTable {
     /// A new file an earlier run wrote and the journal still holds: shown in its folder (when the
     /// folder is known) until its upload lands. Nothing when the item is known already.
+    /// New content of a file on Drive that the journal held at start: its node shows it (size,
+    /// time, mode) until the upload ends, made now or when its folder is listed.
+    func restoreLocalUpdate(_ fileID: String, local: LocalState) {
+        withState { s in
+            if let inode = s.byID[fileID], s.nodes[inode] != nil {
+                if s.nodes[inode]!.local == nil { s.nodes[inode]!.local = local }
+            } else {
+                s.recoveredLocal[fileID] = local
+            }
+        }
+    }
+
+    /// The upload of a recovered update ended before its node was made.
+    func forgetRecoveredUpdate(_ fileID: String) {
+        withState { s in _ = s.recoveredLocal.removeValue(forKey: fileID) }
+    }
+
     func restoreLocalNew(_ file: DriveFile, local: LocalState) {
         withState { s in
             guard s.byID[file.id] == nil, let parentID = file.parents.first, let parent = s.byID[parentID],

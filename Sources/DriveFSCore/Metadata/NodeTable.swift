@@ -112,6 +112,9 @@ final class NodeTable: Sendable {
         var itemsChangedHere: [String: UInt64] = [:]
         /// Nodes made here and not on Drive yet (`local.isNew`): listings of their folder keep them.
         var localNew: Set<Inode> = []
+        /// New content of files on Drive that the journal held at start, by Drive ID, for nodes not
+        /// made yet: a node made for one shows it (size, time) until its upload ends.
+        var recoveredLocal: [String: LocalState] = [:]
         /// Listings of folders that are not nodes' listings yet, by folder Drive ID (the compact part
         /// of the index; NodeTable+Packed.swift).
         /// INVARIANT: a folder's listing is packed or materialized (`listing` of its node), never both.
@@ -545,7 +548,9 @@ final class NodeTable: Sendable {
                     inode = Inode(s.nextInode)
                     s.nextInode += 1
                 }
-                s.nodes[inode] = Node(inode: inode, file: file, parent: folder, name: name)
+                var node = Node(inode: inode, file: file, parent: folder, name: name)
+                node.local = s.recoveredLocal.removeValue(forKey: file.id)
+                s.nodes[inode] = node
                 s.byID[file.id] = inode
             }
             children[name] = inode

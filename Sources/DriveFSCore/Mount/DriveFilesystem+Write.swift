@@ -146,7 +146,11 @@ extension DriveFilesystem {
                 throw .ioError
             }
             do throws(FilesystemError) {
-                made = try LocalContent(queuedAt: queued, blockSize: configuration.blockSize)
+                // Written on what the queued content was written on: a colleague's change on
+                // Drive since is a conflict for this copy too.
+                let base = uploads.queuedBase(of: node.file.id)
+                made = try LocalContent(queuedAt: queued, blockSize: configuration.blockSize, baseRevision: base.revision,
+                                        baseMD5: base.md5)
             } catch where error.errno == ENOENT {
                 // The queue ended that job meanwhile (landed, or replaced by a newer one).
                 return .again
@@ -769,6 +773,15 @@ extension DriveFilesystem {
 
     /// What the journal held at start: new files shown in their folders until they land.
     func restoreUploads() {
+        for (request, path) in uploads.recovered where !request.isNew {
+            // The node shows the queued content (its size and time), not Drive's older version.
+            var info = stat()
+            let size = stat(path, &info) == 0 ? Int64(info.st_size) : 0
+            let permissions = request.appProperties[AppPropertyKeys.mode].flatMap { UInt32($0, radix: 8) }
+            table.restoreLocalUpdate(request.fileID, local: LocalState(isNew: false, size: size,
+                                                                       modifiedMillis: request.modifiedTime ?? nowMillis(),
+                                                                       permissions: permissions))
+        }
         for (request, path) in uploads.recovered where request.isNew {
             var info = stat()
             let size = stat(path, &info) == 0 ? Int64(info.st_size) : 0
@@ -788,6 +801,7 @@ extension DriveFilesystem {
     /// conflicted copy appears beside it, a failure is logged.
     func uploadFinished(_ outcome: UploadOutcome) {
         let id = outcome.request.fileID
+        if (uploads.contentPath(of: id) ?? outcome.contentPath) == outcome.contentPath { table.forgetRecoveredUpdate(id) }
         guard let inode = table.inode(forID: id) else { return trashIfRemoved(outcome) }
         // The copy held for the file, locked across the whole decision and the node's update: an
         // open or a write of the file waits for it, so it sees either the node before this

@@ -108,7 +108,7 @@ final class LocalContent: @unchecked Sendable {
     }
 
     /// Content the upload queue holds (complete, owned by the queue).
-    init(queuedAt path: String, blockSize: Int) throws(FilesystemError) {
+    init(queuedAt path: String, blockSize: Int, baseRevision: String?, baseMD5: String?) throws(FilesystemError) {
         self.path = path
         descriptor = try Self.openFile(path, create: false)
         var info = stat()
@@ -119,8 +119,8 @@ final class LocalContent: @unchecked Sendable {
         remote = nil
         ensureRemote = nil
         release = nil
-        baseRevision = nil
-        baseMD5 = nil
+        self.baseRevision = baseRevision
+        self.baseMD5 = baseMD5
         generation = 0
         sealed = true
         appendOnly = false

@@ -154,9 +154,14 @@ extension UploadQueue {
             file = try createOurs(job, id: copy.id, name: copy.name, digest, running)
             wasConflict = true
         } else if job.creates {
-            file = try createOurs(job, id: job.target, name: job.request.name, digest, running)
+            do {
+                file = try createOurs(job, id: job.target, name: job.request.name, digest, running)
+            } catch let taken as ChangedSinceOurCreate {
+                (file, wasConflict) = try uploadBeside(seq, head: taken.head, digest, running)
+            }
         } else {
             (file, wasConflict) = try updateExisting(seq, digest, running)
+            if job.landsBeside == true { wasConflict = true }
         }
         try point(.landed(job.fileID))
         try finishLanded(seq, file: file, wasConflict: wasConflict, running)
@@ -224,14 +229,53 @@ extension UploadQueue {
         } catch let failure as JobFailure where failure.drive?.reason == "fileIdInUse" {
             let head = try step(.other) { try backend.getFile(id) }
             if head.trashed { return head }
-            log.info("uploads", "\(request.displayPath): an earlier upload of it is on Drive under \(id); bringing that one up to date")
             if Self.holds(head, digest) { return head }
+            // The ID was reserved for this file alone, so Drive's file is our create that landed
+            // (its answer lost). Unless its content is an earlier landing of ours, someone changed
+            // it since: theirs stays, and ours goes beside it, as for any conflict.
+            if id == job.target, job.conflictCopy == nil, !landedHere(job.fileID, head), !isOurCreate(head, request, digest) {
+                throw ChangedSinceOurCreate(head: head)
+            }
+            log.info("uploads", "\(request.displayPath): an earlier upload of it is on Drive under \(id); bringing that one up to date")
             return try step(.update) {
                 try backend.updateContent(id, source: .hashedFile(path: job.contentPath, md5: digest.md5), mimeType: request.mimeType, name: name,
                                           modifiedTime: request.modifiedTime, sessionFile: session,
                                           appProperties: Self.properties(request))
             }
         }
+    }
+
+    /// A create that found its ID taken by a file someone changed after our create landed.
+    struct ChangedSinceOurCreate: Error {
+        var head: DriveFile
+    }
+
+    /// Whether Drive's file still has what our create gave it but for its bytes: the time we set
+    /// and our size (a create whose stored bytes did not match the md5 we sent, to be sent again).
+    /// Anyone else's change sets another time (Drive's, or theirs) or another size.
+    private func isOurCreate(_ head: DriveFile, _ request: UploadRequest, _ digest: Digest3) -> Bool {
+        guard let ours = request.modifiedTime, head.modifiedTime == ours else { return false }
+        return head.size == digest.size
+    }
+
+    /// Whether `head` is the last landing of `fileID` the journal knows of.
+    private func landedHere(_ fileID: String, _ head: DriveFile) -> Bool {
+        guard let revision = head.headRevisionId else { return false }
+        return withLock { $0.state.landed[fileID]?.landed.headRevisionId == revision }
+    }
+
+    /// Drive's `head` is not what this job's content was based on: it stays, and the content is
+    /// uploaded beside it as a conflicted copy (journaled first, so a crash goes on with the copy).
+    private func uploadBeside(_ seq: UInt64, head: DriveFile, _ digest: Digest3, _ running: Running) throws -> (DriveFile, Bool) {
+        let job = try current(seq)
+        let copyID = try step(.other) { try backend.reserveFileID() }
+        let copy = UploadJob.ConflictCopy(id: copyID, name: Self.conflictName(job.request.name, at: time.now()))
+        try decide(.conflict(seq: seq, copy: copy), seq: seq, point: .conflictDecided(job.fileID))
+        log.warning("uploads", "\(job.request.displayPath): changed on Drive since this copy was written (Drive has revision "
+                    + "\(head.headRevisionId ?? "?"), this copy was based on \(job.request.baseRevision ?? job.request.baseMD5 ?? "its own create")); "
+                    + "Drive's version is kept and this one is uploaded beside it as '\(copy.name)'")
+        let now = try current(seq)
+        return (try createOurs(now, id: copy.id, name: copy.name, digest, running), true)
     }
 
     /// New content for an existing file, after checking what Drive holds (see the steps above).
@@ -247,16 +291,7 @@ extension UploadQueue {
             return (try recreate(seq, wasTrashed: head != nil, digest, running), false)
         }
         if Self.holds(head, digest) { return (head, false) }
-        if Self.conflicts(head, job.request) {
-            let copyID = try step(.other) { try backend.reserveFileID() }
-            let copy = UploadJob.ConflictCopy(id: copyID, name: Self.conflictName(job.request.name, at: time.now()))
-            try decide(.conflict(seq: seq, copy: copy), seq: seq, point: .conflictDecided(job.fileID))
-            log.warning("uploads", "\(job.request.displayPath): changed on Drive since this copy was opened (Drive has revision "
-                        + "\(head.headRevisionId ?? "?"), this copy was based on \(job.request.baseRevision ?? job.request.baseMD5 ?? "?")); "
-                        + "Drive's version is kept and this one is uploaded beside it as '\(copy.name)'")
-            let now = try current(seq)
-            return (try createOurs(now, id: copy.id, name: copy.name, digest, running), true)
-        }
+        if Self.conflicts(head, job.request) { return try uploadBeside(seq, head: head, digest, running) }
         let session = sessionPath(job.target)
         running.sessionFiles.withLock { if !$0.contains(session) { $0.append(session) } }
         if let resumed = try resume(session, job, id: job.target, isUpdate: true, digest) { return (resumed, false) }
@@ -318,7 +353,9 @@ extension UploadQueue {
                 }
                 s.settled[now.fileID] = (seq, nil)
                 let size = running.size
-                s.landing[now.fileID] = (now.contentPath, UploadProgress(path: now.request.displayPath, size: size, bytesDone: size))
+                // A copy made from it now is written on what it landed as (a conflict: on what it was written on).
+                let base = wasConflict ? (now.request.baseRevision, now.request.baseMD5) : (file.headRevisionId, file.md5Checksum)
+                s.landing[now.fileID] = (now.contentPath, UploadProgress(path: now.request.displayPath, size: size, bytesDone: size), base)
                 s.digests[seq] = nil
                 if crashes(at: .done(now.fileID), &s) { throw Interruption.crashed }
                 compactIfWanted(&s)

@@ -70,7 +70,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         /// Content files of jobs that landed, by file, from their `done` record until the core
         /// heard of the landing (`onFinished` returned): `contentPath(of:)` still gives them, so a
         /// reopen in that window reads what landed rather than the version the node shows yet.
-        var landing: [String: (contentPath: String, progress: UploadProgress)] = [:]
+        var landing: [String: (contentPath: String, progress: UploadProgress, base: (revision: String?, md5: String?))] = [:]
         /// Threads in `waitUntilUploaded`, by file (their uploads go at interactive priority).
         var waiters: [String: Int] = [:]
         var failedCount = 0
@@ -276,6 +276,15 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
 
     public func isWhole(_ fileID: String) -> Bool {
         withLock { s in s.state.jobs(of: fileID).last { $0.kind == .upload && $0.ready }?.request.missing?.isEmpty ?? true }
+    }
+
+    public func queuedBase(of fileID: String) -> (revision: String?, md5: String?) {
+        withLock { s in
+            if let job = s.state.jobs(of: fileID).last(where: { $0.kind == .upload && $0.ready }) {
+                return (job.request.baseRevision, job.request.baseMD5)
+            }
+            return s.landing[fileID].map { ($0.base.revision, $0.base.md5) } ?? (nil, nil)
+        }
     }
 
     public func contentPath(of fileID: String) -> String? {

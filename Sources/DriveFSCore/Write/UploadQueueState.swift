@@ -58,6 +58,9 @@ struct UploadJob: Codable, Equatable, Sendable {
     var conflictCopy: ConflictCopy?
     /// For a removal: delete for good rather than trash.
     var deletes: Bool
+    /// Its content goes to the conflicted copy an earlier job of the file made (the same local
+    /// edits, written on the same base): it lands as a conflict, beside Drive's version.
+    var landsBeside: Bool? = nil
 
     var fileID: String { request.fileID }
 
@@ -69,6 +72,14 @@ struct UploadJob: Codable, Equatable, Sendable {
     static func removal(seq: UInt64, request: UploadRequest, target: String, deletes: Bool) -> UploadJob {
         UploadJob(seq: seq, kind: .removal, request: request, contentPath: "", ready: true, target: target, creates: false,
                   conflictCopy: nil, deletes: deletes)
+    }
+
+    /// An earlier job of the file, written on the same base, went to the conflicted copy `landed`
+    /// (named `name`): this one carries the same local edits on, so it updates that copy.
+    mutating func rebaseBeside(on landed: Landed, name: String?) {
+        rebase(on: landed)
+        if let name { request.name = name }
+        landsBeside = true
     }
 
     /// This job, to run after `landed` (an earlier job of the same file that reached Drive).
@@ -168,7 +179,18 @@ struct UploadQueueState: Equatable {
         case .done(let seq, let landed):
             guard let job = remove(seq) else { return }
             endedContent.append(job.contentPath)
-            guard let landed, !landed.wasConflict else { return }
+            guard let landed else { return }
+            if landed.wasConflict {
+                // The later jobs written on the same base are the same local edits carried on:
+                // they update the conflicted copy rather than make one each.
+                for later in byFile[job.fileID] ?? [] where later > seq {
+                    guard let next = jobs[later], next.kind == .upload, next.conflictCopy == nil, next.landsBeside != true,
+                          next.request.baseRevision == job.request.baseRevision, next.request.baseMD5 == job.request.baseMD5
+                    else { continue }
+                    jobs[later]?.rebaseBeside(on: landed, name: job.conflictCopy?.name)
+                }
+                return
+            }
             if job.kind == .upload {
                 let previous = self.landed[job.fileID]
                 var superseded = previous?.superseded ?? []

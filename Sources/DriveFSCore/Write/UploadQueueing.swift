@@ -153,6 +153,11 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// The newest content the queue holds for the file (queued or running), for reads and copies.
     func contentPath(of fileID: String) -> String?
 
+    /// The Drive version that content was written on (its request's base; for a landing the core
+    /// has not heard of yet, the revision it landed as): a copy made from it conflicts with what
+    /// others wrote on Drive since, as the queued upload itself would.
+    func queuedBase(of fileID: String) -> (revision: String?, md5: String?)
+
     /// Whether that content is whole: false while spans Drive could not give at its close are
     /// still to be filled (`UploadRequest.missing`; only a restart finds such a job without the
     /// core's copy, which knows its spans).
