@@ -533,8 +533,9 @@ extension UploadQueue {
     }
 
     /// Failures that another try cannot mend (docs/errors.md): permissions, a refused request, a
-    /// parent gone, an ID taken by another file. Rate limits, quotas, server and network failures,
-    /// a lost token, a checksum that did not match (the next try uploads again) are retried.
+    /// parent gone, an ID taken by another file. Rate limits, quotas, server and network failures
+    /// (408 Request Timeout among them: `DriveError.classify` makes it a `server` error), a lost
+    /// token, a checksum that did not match (the next try uploads again) are retried.
     static func isPermanent(_ error: DriveError, in step: Step) -> Bool {
         switch error {
         case .permissionDenied, .conflict:
@@ -545,7 +546,7 @@ extension UploadQueue {
             // Local: content that changed while it was read, a session file gone bad: try again.
             return !(info.status == 0 && ["uploadSourceChanged", "uploadSession"].contains(info.reason ?? ""))
         case .unexpectedStatus(let info):
-            return (400..<500).contains(info.status)
+            return (400..<500).contains(info.status) && info.status != 408
         case .quotaExceeded, .rateLimited, .unauthorized, .preconditionFailed, .rangeNotSatisfiable, .server, .transport,
              .checksumMismatch, .malformedResponse, .cancelled:
             return false

@@ -310,6 +310,30 @@ final class UploadQueueTests: XCTestCase {
         queue.stop()
     }
 
+    /// A 408 (Request Timeout: the server gave up waiting for the request) is transient, like a
+    /// 5xx: retried with backoff, and the file lands, on a create and on an update.
+    func testARequestTimeoutIsRetriedAndTheFileLands() throws {
+        let h = try UploadQueueHarness()
+        let body = Array(#"{"error":{"code":408,"message":"Request Timeout","errors":[{"reason":"requestTimeout","message":"Request Timeout"}]}}"#.utf8)
+        let timeout = DriveError.classify(status: 408, headers: [:], body: body, now: 0)
+        let queue = try h.makeQueue()
+        let request = try h.newFile("a.txt")
+        let id = h.fake.addFile("doc.txt", content: Array("old".utf8))
+        h.fake.failNext(method: "files.create.upload", count: 2, error: timeout)
+        h.fake.failNext(method: "files.update.upload", count: 2, error: timeout)
+        try queue.commit(request, contentPath: h.content("late"), ready: true)
+        try queue.commit(h.update(id), contentPath: h.content("later"), ready: true)
+        h.start(queue)
+        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)
+        XCTAssertEqual(h.fake.content(of: request.fileID), Array("late".utf8))
+        XCTAssertEqual(h.fake.content(of: id), Array("later".utf8))
+        XCTAssertEqual(h.fake.requests["files.create.upload"], 3)
+        XCTAssertEqual(h.fake.requests["files.update.upload"], 3)
+        XCTAssertEqual(queue.status.failed, 0)
+        queue.stop()
+    }
+
     func testAPermanentFailureKeepsTheContentAndReportsTheError() throws {
         let h = try UploadQueueHarness()
         let queue = try h.makeQueue()
@@ -346,6 +370,9 @@ final class UploadQueueTests: XCTestCase {
         XCTAssertFalse(UploadQueue.isPermanent(.transport(.connectionLost("reset")), in: .create))
         XCTAssertFalse(UploadQueue.isPermanent(.checksumMismatch(expected: "a", actual: "b"), in: .create))
         XCTAssertFalse(UploadQueue.isPermanent(.invalidArgument(info(0, "uploadSourceChanged")), in: .create))
+        let timeout = DriveError.classify(status: 408, headers: [:], body: [], now: 0)
+        XCTAssertFalse(UploadQueue.isPermanent(timeout, in: .create), "408: \(timeout)")
+        XCTAssertFalse(UploadQueue.isPermanent(timeout, in: .update), "408: \(timeout)")
     }
 
     func testWaitUntilUploadedStopsAtItsDeadlineAndOnCancellation() throws {
