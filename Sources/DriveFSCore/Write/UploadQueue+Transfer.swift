@@ -110,6 +110,20 @@ extension UploadQueue {
                     return
                 }
                 var job = failure.job
+                if case .checksumMismatch(let sent, let stored)? = job.drive {
+                    do {
+                        let count = try noteCorruptLanding(first.seq, md5: stored)
+                        if count >= Self.maximumChecksumMismatches {
+                            job.permanent = true
+                            job.message = "Drive stored other bytes than were sent, \(count) times in a row (md5 sent \(sent), "
+                                + "Drive has \(stored)); the file on Drive may hold those wrong bytes"
+                        }
+                    } catch {
+                        let again = jobFailure(error, seq: first.seq)
+                        if again.interruption != nil { return }
+                        job = again.job
+                    }
+                }
                 if job.permanent {
                     do {
                         try failForGood(first.seq, job, running)
@@ -247,7 +261,7 @@ extension UploadQueue {
             return (try recreate(seq, wasTrashed: head != nil, digest, running), false)
         }
         if Self.holds(head, digest) { return (head, false) }
-        if Self.conflicts(head, job.request) {
+        if Self.conflicts(head, job.request), !Self.isCorruptLanding(head, of: job) {
             let copyID = try step(.other) { try backend.reserveFileID() }
             let copy = UploadJob.ConflictCopy(id: copyID, name: Self.conflictName(job.request.name, at: time.now()))
             try decide(.conflict(seq: seq, copy: copy), seq: seq, point: .conflictDecided(job.fileID))
@@ -266,6 +280,33 @@ extension UploadQueue {
                                       modifiedTime: request.modifiedTime, sessionFile: session, appProperties: Self.properties(request))
         }
         return (file, false)
+    }
+
+    /// Journals that a try of the job landed with other bytes than were sent (Drive reported `md5`);
+    /// returns how many tries of the job did so.
+    ///
+    /// Decision: a checksum mismatch is retried, never turned into a conflict. The revision Drive
+    /// made of the wrong bytes is ours; without this record the next try would find Drive's head
+    /// changed since the base and upload beside it as a conflicted copy, leaving the corrupt
+    /// revision as the file. Journaled (not kept in memory) so that a restart in between still
+    /// knows the revision for ours. Bounded: Drive that keeps storing other bytes fails the job
+    /// for good after `maximumChecksumMismatches` tries, its content kept in `failed/`.
+    /// (UploadQueueTests.testAChecksumMismatch…, testRepeatedChecksumMismatches….)
+    private func noteCorruptLanding(_ seq: UInt64, md5: String) throws -> Int {
+        try withLock { (s: inout Shared) throws -> Int in
+            if s.crashed { throw Interruption.crashed }
+            guard s.state.jobs[seq] != nil else { throw Interruption.cancelled }
+            do throws(FilesystemError) { try Self.record(.corruptLanding(seq: seq, md5: md5), &s) } catch {
+                throw JobFailure(message: "cannot journal a corrupt landing: \(error)", permanent: false, error: error)
+            }
+            return s.state.jobs[seq]?.corruptLandings?.count ?? 0
+        }
+    }
+
+    /// Whether Drive's head is a revision an earlier try of this job left with the wrong bytes.
+    static func isCorruptLanding(_ head: DriveFile, of job: UploadJob) -> Bool {
+        guard let md5 = head.md5Checksum?.lowercased(), let corrupt = job.corruptLandings else { return false }
+        return corrupt.contains(md5)
     }
 
     /// The file is gone from Drive (deleted, or trashed): it is created again under a new ID,

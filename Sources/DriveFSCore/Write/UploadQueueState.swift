@@ -58,6 +58,12 @@ struct UploadJob: Codable, Equatable, Sendable {
     var conflictCopy: ConflictCopy?
     /// For a removal: delete for good rather than trash.
     var deletes: Bool
+    /// The md5s Drive reported for tries of this job whose bytes it stored wrongly (a checksum
+    /// mismatch), lowercased, one per such try. A head with one of them is that corrupt revision
+    /// of ours, to be written over, not a change made elsewhere (no conflicted copy); their count
+    /// bounds the tries (`UploadQueue.maximumChecksumMismatches`). Nil when there was none (and
+    /// in journals written before the field existed).
+    var corruptLandings: [String]? = nil
 
     var fileID: String { request.fileID }
 
@@ -165,6 +171,10 @@ struct UploadQueueState: Equatable {
             jobs[seq]?.conflictCopy = nil
         case .conflict(let seq, let copy):
             jobs[seq]?.conflictCopy = copy
+        case .corruptLanding(let seq, let md5):
+            guard var job = jobs[seq] else { return }
+            job.corruptLandings = (job.corruptLandings ?? []) + [md5.lowercased()]
+            jobs[seq] = job
         case .done(let seq, let landed):
             guard let job = remove(seq) else { return }
             endedContent.append(job.contentPath)
