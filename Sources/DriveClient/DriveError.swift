@@ -46,7 +46,8 @@ public enum DriveError: Error, Sendable, Equatable, CustomStringConvertible {
     case preconditionFailed(GoogleErrorInfo)
     /// 416.
     case rangeNotSatisfiable(GoogleErrorInfo)
-    /// 5xx.
+    /// 5xx; also 408 (Request Timeout: the server gave up waiting for the request, which another
+    /// try may well deliver; transient like 504, not the caller's mistake like other 4xx).
     case server(GoogleErrorInfo)
     /// Any other HTTP status that was not expected (e.g. 405, 413).
     case unexpectedStatus(GoogleErrorInfo)
@@ -132,7 +133,7 @@ public enum DriveError: Error, Sendable, Equatable, CustomStringConvertible {
         case 412: return .preconditionFailed(info)
         case 416: return .rangeNotSatisfiable(info)
         case 429: return .rateLimited(info)
-        case 500...599: return .server(info)
+        case 408, 500...599: return .server(info)
         default: return .unexpectedStatus(info)
         }
     }

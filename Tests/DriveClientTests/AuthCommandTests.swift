@@ -127,6 +127,67 @@ final class AuthCommandTests: XCTestCase {
         }
     }
 
+    /// One browser login; the secret that ended in the token file.
+    private func loginStoringSecret(_ arguments: [String], environment extra: [String: String] = [:]) throws -> String? {
+        let browser = TestBrowser(transport: try CurlTransport())
+        let login = try DrivefsProcess.start(["auth", "login", "--no-browser", "--timeout", "20"] + arguments + emulatorOptions,
+                                             environment: environment.merging(extra) { $1 })
+        let url = try XCTUnwrap(login.waitForStandardError(matching: "http://127.0.0.1:[0-9]+/o/oauth2/v2/auth\\?[^ \\n]+", timeout: 20),
+                                login.standardError)
+        _ = try browser.deliver(try browser.consent(url))
+        XCTAssertEqual(login.wait(timeout: 20), 0, "\(arguments): \(login.standardError)")
+        for secret in ["file-secret", "env-secret", "flag-secret"] {
+            XCTAssertFalse(login.standardOutput.contains(secret) || login.standardError.contains(secret), "no secret on screen")
+        }
+        return try JSONDecoder().decode(StoredCredential.self, from: Data(contentsOf: tokenFile)).clientSecret
+    }
+
+    /// The secret kept out of `ps` and the shell's history: from a file (its first line) or from
+    /// DRIVEFS_CLIENT_SECRET; the option beats the file, the file beats the environment.
+    func testTheClientSecretComesFromAFileOrTheEnvironment() throws {
+        let help = try DrivefsProcess.run(["auth", "login", "--help"], environment: environment)
+        XCTAssertTrue(help.out.contains("--client-secret-file=FILE") && help.out.contains("DRIVEFS_CLIENT_SECRET"), help.out)
+
+        let file = home.appendingPathComponent("secret.txt")
+        try Data("file-secret\nsecond line\n".utf8).write(to: file)
+        let env = ["DRIVEFS_CLIENT_SECRET": "env-secret"]
+        XCTAssertEqual(try loginStoringSecret(["--client-id", "c-file", "--client-secret-file", file.path]), "file-secret")
+        XCTAssertEqual(try loginStoringSecret(["--client-id", "c-env"], environment: env), "env-secret")
+        XCTAssertEqual(try loginStoringSecret(["--client-id", "c-both", "--client-secret-file", file.path], environment: env), "file-secret")
+        XCTAssertEqual(try loginStoringSecret(["--client-id", "c-all", "--client-secret", "flag-secret", "--client-secret-file", file.path],
+                                              environment: env), "flag-secret")
+        // The environment's secret is the client's: the emulator refreshes with it.
+        XCTAssertEqual(try loginStoringSecret(["--client-id", "c-env2"], environment: env), "env-secret")
+        let st = try DrivefsProcess.run(["auth", "status"], environment: environment)
+        XCTAssertEqual(st.status, 0, st.summary)
+        XCTAssertTrue(st.out.contains("kind: OAuth user (client c-env2)"), st.out)
+        XCTAssertFalse(st.out.contains("env-secret"), st.out)
+    }
+
+    func testAMissingOrEmptySecretFileIsAUsageError() throws {
+        let empty = home.appendingPathComponent("empty.txt")
+        try Data().write(to: empty)
+        let blank = home.appendingPathComponent("blank.txt")
+        try Data("\nsecret on the second line\n".utf8).write(to: blank)
+        let missing = home.appendingPathComponent("none.txt").path
+        for (args, expected) in [
+            (["--client-secret-file", empty.path], "--client-secret-file \(empty.path) is empty: the secret is its first line"),
+            (["--client-secret-file", blank.path], "--client-secret-file \(blank.path) is empty: the secret is its first line"),
+            (["--client-secret-file", missing], "cannot read --client-secret-file \(missing): No such file or directory"),
+            (["--client-secret-file", home.path], "cannot read --client-secret-file \(home.path): Is a directory"),
+        ] {
+            let r = try DrivefsProcess.run(["auth", "login", "--no-browser", "--client-id", "x"] + args + emulatorOptions,
+                                           environment: environment)
+            XCTAssertEqual(r.status, 2, "\(args): \(r.summary)")
+            XCTAssertEqual(r.err, "drivefs: \(expected) (see 'drivefs auth login --help')\n", "\(args)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: tokenFile.path), "\(args): nothing was stored")
+        }
+        let sa = try DrivefsProcess.run(["auth", "login", "--service-account", keyFile.path, "--client-secret-file", empty.path],
+                                        environment: environment)
+        XCTAssertEqual(sa.status, 2, sa.summary)
+        XCTAssertTrue(sa.err.contains("do not apply to --service-account"), sa.err)
+    }
+
     func testWrongClientSecretIsAnActionableFailure() throws {
         // Log in, then break the stored secret: the refresh is refused as invalid_client.
         let browser = TestBrowser(transport: try CurlTransport())

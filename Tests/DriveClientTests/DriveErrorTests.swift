@@ -27,6 +27,7 @@ final class DriveErrorTests: XCTestCase {
             (429, "rateLimitExceeded", "rateLimited"),
             (500, "backendError", "server"),
             (503, nil, "server"),
+            (408, "requestTimeout", "server"),
             (405, nil, "unexpectedStatus"),
         ]
         for (status, reason, expected) in rows {

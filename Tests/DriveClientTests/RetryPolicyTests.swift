@@ -48,6 +48,7 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertTrue(policy.isRetryable(.rateLimited(info(429))))
         for s in [500, 502, 503, 504] { XCTAssertTrue(policy.isRetryable(.server(info(s))), "\(s)") }
         XCTAssertFalse(policy.isRetryable(.server(info(501))))
+        XCTAssertTrue(policy.isRetryable(DriveError.classify(status: 408, headers: [:], body: [], now: 0)), "408 Request Timeout")
         XCTAssertTrue(policy.isRetryable(.transport(.connectionLost("x"))))
         XCTAssertTrue(policy.isRetryable(.transport(.couldNotConnect("x"))))
         XCTAssertTrue(policy.isRetryable(.transport(.timedOut("x"))))

@@ -8,7 +8,7 @@ import Foundation
 /// `maxElapsed` seconds after the first try began.
 ///
 /// Retried: 403 userRateLimitExceeded / rateLimitExceeded and 429 (`DriveError.rateLimited`),
-/// 500/502/503/504, and connection failures (could not connect, timed out, connection lost).
+/// 408/500/502/503/504, and connection failures (could not connect, timed out, connection lost).
 /// Never retried: 400, 403 for other reasons, 404, 409, 412, 416, other 5xx, TLS and URL errors.
 /// (401 is handled before this policy: one token refresh, one retry.)
 public struct RetryPolicy: Sendable {
@@ -43,7 +43,7 @@ public struct RetryPolicy: Sendable {
     public func isRetryable(_ error: DriveError) -> Bool {
         switch error {
         case .rateLimited: return true
-        case .server(let info): return [500, 502, 503, 504].contains(info.status)
+        case .server(let info): return [408, 500, 502, 503, 504].contains(info.status)
         case .transport(let t):
             switch t {
             case .couldNotConnect, .timedOut, .connectionLost: return true

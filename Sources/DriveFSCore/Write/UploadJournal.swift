@@ -43,6 +43,9 @@ final class UploadJournal {
         case retarget(seq: UInt64, target: String)
         /// Drive's head had changed since the content's base: the content goes to a new file.
         case conflict(seq: UInt64, copy: UploadJob.ConflictCopy)
+        /// A try of the job landed with other bytes than were sent: Drive reported `md5` for what
+        /// it stored (`UploadJob.corruptLandings`).
+        case corruptLanding(seq: UInt64, md5: String)
         /// The job landed (`landed`: the file written; nil for a removal).
         case done(seq: UInt64, landed: UploadJob.Landed?)
         /// The job failed for good; its content was moved to `preservedAt`.

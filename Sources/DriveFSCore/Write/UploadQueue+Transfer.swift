@@ -110,6 +110,20 @@ extension UploadQueue {
                     return
                 }
                 var job = failure.job
+                if case .checksumMismatch(let sent, let stored)? = job.drive {
+                    do {
+                        let count = try noteCorruptLanding(first.seq, md5: stored)
+                        if count >= Self.maximumChecksumMismatches {
+                            job.permanent = true
+                            job.message = "Drive stored other bytes than were sent, \(count) times in a row (md5 sent \(sent), "
+                                + "Drive has \(stored)); the file on Drive may hold those wrong bytes"
+                        }
+                    } catch {
+                        let again = jobFailure(error, seq: first.seq)
+                        if again.interruption != nil { return }
+                        job = again.job
+                    }
+                }
                 if job.permanent {
                     do {
                         try failForGood(first.seq, job, running)
@@ -233,7 +247,8 @@ extension UploadQueue {
             // The ID was reserved for this file alone, so Drive's file is our create that landed
             // (its answer lost). Unless its content is an earlier landing of ours, someone changed
             // it since: theirs stays, and ours goes beside it, as for any conflict.
-            if id == job.target, job.conflictCopy == nil, !landedHere(job.fileID, head), !isOurCreate(head, request, digest) {
+            if id == job.target, job.conflictCopy == nil, !landedHere(job.fileID, head), !isOurCreate(head, request, digest),
+               !Self.isCorruptLanding(head, of: job) {
                 throw ChangedSinceOurCreate(head: head)
             }
             log.info("uploads", "\(request.displayPath): an earlier upload of it is on Drive under \(id); bringing that one up to date")
@@ -291,7 +306,9 @@ extension UploadQueue {
             return (try recreate(seq, wasTrashed: head != nil, digest, running), false)
         }
         if Self.holds(head, digest) { return (head, false) }
-        if Self.conflicts(head, job.request) { return try uploadBeside(seq, head: head, digest, running) }
+        if Self.conflicts(head, job.request), !Self.isCorruptLanding(head, of: job) {
+            return try uploadBeside(seq, head: head, digest, running)
+        }
         let session = sessionPath(job.target)
         running.sessionFiles.withLock { if !$0.contains(session) { $0.append(session) } }
         if let resumed = try resume(session, job, id: job.target, isUpdate: true, digest) { return (resumed, false) }
@@ -301,6 +318,33 @@ extension UploadQueue {
                                       modifiedTime: request.modifiedTime, sessionFile: session, appProperties: Self.properties(request))
         }
         return (file, false)
+    }
+
+    /// Journals that a try of the job landed with other bytes than were sent (Drive reported `md5`);
+    /// returns how many tries of the job did so.
+    ///
+    /// Decision: a checksum mismatch is retried, never turned into a conflict. The revision Drive
+    /// made of the wrong bytes is ours; without this record the next try would find Drive's head
+    /// changed since the base and upload beside it as a conflicted copy, leaving the corrupt
+    /// revision as the file. Journaled (not kept in memory) so that a restart in between still
+    /// knows the revision for ours. Bounded: Drive that keeps storing other bytes fails the job
+    /// for good after `maximumChecksumMismatches` tries, its content kept in `failed/`.
+    /// (UploadQueueTests.testAChecksumMismatch…, testRepeatedChecksumMismatches….)
+    private func noteCorruptLanding(_ seq: UInt64, md5: String) throws -> Int {
+        try withLock { (s: inout Shared) throws -> Int in
+            if s.crashed { throw Interruption.crashed }
+            guard s.state.jobs[seq] != nil else { throw Interruption.cancelled }
+            do throws(FilesystemError) { try Self.record(.corruptLanding(seq: seq, md5: md5), &s) } catch {
+                throw JobFailure(message: "cannot journal a corrupt landing: \(error)", permanent: false, error: error)
+            }
+            return s.state.jobs[seq]?.corruptLandings?.count ?? 0
+        }
+    }
+
+    /// Whether Drive's head is a revision an earlier try of this job left with the wrong bytes.
+    static func isCorruptLanding(_ head: DriveFile, of job: UploadJob) -> Bool {
+        guard let md5 = head.md5Checksum?.lowercased(), let corrupt = job.corruptLandings else { return false }
+        return corrupt.contains(md5)
     }
 
     /// The file is gone from Drive (deleted, or trashed): it is created again under a new ID,
@@ -570,8 +614,9 @@ extension UploadQueue {
     }
 
     /// Failures that another try cannot mend (docs/errors.md): permissions, a refused request, a
-    /// parent gone, an ID taken by another file. Rate limits, quotas, server and network failures,
-    /// a lost token, a checksum that did not match (the next try uploads again) are retried.
+    /// parent gone, an ID taken by another file. Rate limits, quotas, server and network failures
+    /// (408 Request Timeout among them: `DriveError.classify` makes it a `server` error), a lost
+    /// token, a checksum that did not match (the next try uploads again) are retried.
     static func isPermanent(_ error: DriveError, in step: Step) -> Bool {
         switch error {
         case .permissionDenied, .conflict:
@@ -582,7 +627,7 @@ extension UploadQueue {
             // Local: content that changed while it was read, a session file gone bad: try again.
             return !(info.status == 0 && ["uploadSourceChanged", "uploadSession"].contains(info.reason ?? ""))
         case .unexpectedStatus(let info):
-            return (400..<500).contains(info.status)
+            return (400..<500).contains(info.status) && info.status != 408
         case .quotaExceeded, .rateLimited, .unauthorized, .preconditionFailed, .rangeNotSatisfiable, .server, .transport,
              .checksumMismatch, .malformedResponse, .cancelled:
             return false

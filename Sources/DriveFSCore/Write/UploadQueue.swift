@@ -22,7 +22,9 @@ import Glibc
 /// - Before new content goes over an existing file, Drive's head is read: our own content there
 ///   already (same md5) counts as landed; a head that is not the content's base is a conflict, and
 ///   the content goes beside it as `name (conflicted copy YYYY-MM-DD HHMMSS).ext` (UTC); a file gone
-///   or trashed on Drive is created again under a new ID. Each is logged.
+///   or trashed on Drive is created again under a new ID. Each is logged. A head that an earlier
+///   try of the job left with the wrong bytes (a checksum mismatch, journaled) is not a conflict:
+///   it is written over; after `maximumChecksumMismatches` such tries the job fails for good.
 /// - Transient failures are retried with capped exponential backoff for as long as the queue runs
 ///   (`status.lastError` says why it waits); permanent ones (permissions, a parent gone, a refused
 ///   request, unreadable content) end the job: content to `failed/`, `onFinished` with the error.
@@ -53,6 +55,9 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// the user is waiting, and the client's own retries already spaced the attempts.
     let draining = Locked(0)
     static let drainingBackoff: Double = 3
+    /// How many times Drive may store other bytes than a job sent (its md5 differs) before the
+    /// job fails for good: each time the corrupt revision is written over by the next try.
+    static let maximumChecksumMismatches = 3
 
     let lock = NSCondition()
     var shared: Shared

@@ -61,6 +61,12 @@ struct UploadJob: Codable, Equatable, Sendable {
     /// Its content goes to the conflicted copy an earlier job of the file made (the same local
     /// edits, written on the same base): it lands as a conflict, beside Drive's version.
     var landsBeside: Bool? = nil
+    /// The md5s Drive reported for tries of this job whose bytes it stored wrongly (a checksum
+    /// mismatch), lowercased, one per such try. A head with one of them is that corrupt revision
+    /// of ours, to be written over, not a change made elsewhere (no conflicted copy); their count
+    /// bounds the tries (`UploadQueue.maximumChecksumMismatches`). Nil when there was none (and
+    /// in journals written before the field existed).
+    var corruptLandings: [String]? = nil
 
     var fileID: String { request.fileID }
 
@@ -176,6 +182,10 @@ struct UploadQueueState: Equatable {
             jobs[seq]?.conflictCopy = nil
         case .conflict(let seq, let copy):
             jobs[seq]?.conflictCopy = copy
+        case .corruptLanding(let seq, let md5):
+            guard var job = jobs[seq] else { return }
+            job.corruptLandings = (job.corruptLandings ?? []) + [md5.lowercased()]
+            jobs[seq] = job
         case .done(let seq, let landed):
             guard let job = remove(seq) else { return }
             endedContent.append(job.contentPath)

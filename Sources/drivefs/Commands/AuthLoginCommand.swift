@@ -17,6 +17,11 @@ enum AuthLoginCommand {
                 (see docs/auth.md) and pass --client-id and --client-secret once; they are kept in
                 the profile's config.json.
 
+                The secret can stay off the command line (where ps and the shell's history would
+                show it): --client-secret-file FILE reads it from the file's first line, and
+                DRIVEFS_CLIENT_SECRET gives it in the environment. The first of --client-secret,
+                --client-secret-file and DRIVEFS_CLIENT_SECRET that is given is used.
+
                 --no-browser is for machines without one: open the printed URL on any machine. If
                 that browser runs here, the redirect arrives by itself; if it runs elsewhere, its
                 final page fails to load: copy the URL from its address bar and paste it here.
@@ -27,7 +32,9 @@ enum AuthLoginCommand {
                 """,
             options: [
                 .value("client-id", valueName: "ID", help: "OAuth client ID (default: the profile's)"),
-                .value("client-secret", valueName: "SECRET", help: "OAuth client secret (default: the profile's)"),
+                .value("client-secret", valueName: "SECRET", help: "OAuth client secret (shown by ps: prefer --client-secret-file\nor env DRIVEFS_CLIENT_SECRET; default: the profile's)"),
+                .value("client-secret-file", valueName: "FILE", help: "Read the client secret from FILE's first line (before env\nDRIVEFS_CLIENT_SECRET, after --client-secret)",
+                       validate: { $0.isEmpty ? "it must name a file" : nil }),
                 .value("scope", valueName: "SCOPE", help: "drive (default), drive.readonly or drive.file", validate: AuthCommand.validateScope),
                 .flag("no-browser", help: "Do not start a browser; print the URL and accept a pasted redirect URL"),
                 .value("service-account", valueName: "KEY.json", help: "Sign in as a service account with this JSON key",
@@ -39,6 +46,8 @@ enum AuthLoginCommand {
             ],
             examples: [
                 ("auth login --client-id 123-abc.apps.googleusercontent.com --client-secret GOCSPX-...", "Sign in (browser)"),
+                ("auth login --client-id 123-abc.apps.googleusercontent.com --client-secret-file ~/secret.txt",
+                 "Sign in, the secret kept off the command line"),
                 ("auth login --no-browser", "Sign in from a headless machine"),
                 ("auth login --scope drive.readonly --profile ro", "A read-only profile"),
                 ("auth login --service-account sa.json --impersonate me@example.com", "A service account acting as a user"),
@@ -62,8 +71,9 @@ enum AuthLoginCommand {
             throw CLIError.usage("--impersonate needs --service-account", command: invocation.command.fullPath)
         }
         if let keyPath = invocation.value("service-account") {
-            if invocation.value("client-id") != nil || invocation.value("client-secret") != nil || invocation.flag("no-browser") {
-                throw CLIError.usage("--client-id, --client-secret and --no-browser do not apply to --service-account",
+            if invocation.value("client-id") != nil || invocation.value("client-secret") != nil
+                || invocation.value("client-secret-file") != nil || invocation.flag("no-browser") {
+                throw CLIError.usage("--client-id, --client-secret, --client-secret-file and --no-browser do not apply to --service-account",
                                      command: invocation.command.fullPath)
             }
             return try serviceAccountLogin(invocation, store: store, profileName: choice.profile, keyPath: keyPath,
@@ -74,7 +84,8 @@ enum AuthLoginCommand {
             throw CLIError.usage("no OAuth client ID: pass --client-id and --client-secret (a \"Desktop app\" client; docs/auth.md says how to create one)",
                                  command: invocation.command.fullPath)
         }
-        let clientSecret = invocation.value("client-secret") ?? (invocation.value("client-id") == nil ? profile?.clientSecret : nil)
+        let clientSecret = try givenClientSecret(invocation)
+            ?? (invocation.value("client-id") == nil ? profile?.clientSecret : nil)
         let endpoints = OAuthEndpoints(tokenURL: resolved.tokenURL, authURL: resolved.authURL,
                                        revokeURL: invocation.environment["DRIVEFS_REVOKE_URL"] ?? profile?.revokeURL)
         let timeout = invocation.value("timeout").flatMap(Double.init) ?? 300
@@ -128,6 +139,50 @@ enum AuthLoginCommand {
         Output.standardOutput("Signed in (profile '\(choice.profile)', scopes: \(result.scopes.joined(separator: " "))).\nCredentials saved in \(file)\n")
         return ExitStatus.success
     }
+
+    /// The secret given for this login: --client-secret, else the first line of
+    /// --client-secret-file, else DRIVEFS_CLIENT_SECRET (an empty one counts as unset); nil when
+    /// none is given (the profile's may apply). The file is read even when the option wins, so
+    /// that a wrong path is reported rather than silently ignored.
+    static func givenClientSecret(_ invocation: Invocation) throws -> String? {
+        var fromFile: String?
+        if let path = invocation.value("client-secret-file") {
+            let command = invocation.command.fullPath
+            let text: String
+            do { text = try readSmallFile(path) } catch {
+                throw CLIError.usage("cannot read --client-secret-file \(path): \(String(cString: strerror(error.code)))", command: command)
+            }
+            var line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            if line.hasSuffix("\r") { line.removeLast() }
+            guard !line.isEmpty else {
+                throw CLIError.usage("--client-secret-file \(path) is empty: the secret is its first line", command: command)
+            }
+            fromFile = line
+        }
+        let fromEnvironment = invocation.environment["DRIVEFS_CLIENT_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+        return invocation.value("client-secret") ?? fromFile ?? fromEnvironment
+    }
+
+    /// A file's text (at most 64 KiB: a secret file is one line); the errno when it cannot be read.
+    private static func readSmallFile(_ path: String) throws(POSIXErrorBox) -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw POSIXErrorBox(code: errno) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 65536 {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw POSIXErrorBox(code: errno)
+            }
+            if n == 0 { break }
+            bytes += buffer[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    struct POSIXErrorBox: Error { let code: Int32 }
 
     static func serviceAccountLogin(_ invocation: Invocation, store: CredentialStore, profileName: String, keyPath: String,
                                     tokenURL: String?, scope: String, transport: CurlTransport) throws -> Int32 {

@@ -310,6 +310,99 @@ final class UploadQueueTests: XCTestCase {
         queue.stop()
     }
 
+    /// Drive stored other bytes than an update sent (its md5 differs): that revision is ours, not
+    /// a change made elsewhere, so the next try writes over it; no conflicted copy is made.
+    func testAChecksumMismatchOnAnUpdateIsUploadedAgainWithoutAConflict() throws {
+        let h = try UploadQueueHarness()
+        let id = h.fake.addFile("doc.txt", content: Array("old".utf8))
+        let queue = try h.makeQueue()
+        h.fake.corruptNextUpload()
+        try queue.commit(h.update(id), contentPath: h.content("new content"), ready: true)
+        h.start(queue)
+        try queue.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)
+        h.waitIdle(queue)
+        XCTAssertEqual(h.fake.content(of: id), Array("new content".utf8), "the corrupt revision is superseded")
+        XCTAssertEqual(h.rootNames(), ["doc.txt"], "no conflicted copy")
+        XCTAssertEqual(h.fake.requests["files.update.upload"], 2)
+        h.waitUntil("the outcome") { h.outcomes.withLock { $0.count } == 1 }
+        XCTAssertFalse(h.outcomes.withLock { $0[0].wasConflict })
+        XCTAssertEqual(queue.status.failed, 0)
+        queue.stop()
+    }
+
+    /// The corrupt landing is journaled: a queue started again after it (a crash, a restart)
+    /// still takes that revision for its own.
+    func testAChecksumMismatchIsRememberedAcrossARestart() throws {
+        let h = try UploadQueueHarness()
+        let id = h.fake.addFile("doc.txt", content: Array("old".utf8))
+        let queue = try h.makeQueue()
+        h.fake.corruptNextUpload()
+        // The first files.get passes; every one after the corrupt landing fails, so the job waits.
+        h.fake.failNext(method: "files.get", count: 1_000, after: 1)
+        try queue.commit(h.update(id), contentPath: h.content("new content"), ready: true)
+        h.start(queue)
+        h.waitUntil("a try after the corrupt landing") { h.fake.requests["files.get", default: 0] >= 2 }
+        queue.stop()
+        h.fake.clearFaults()
+        let again = try h.makeQueue()
+        XCTAssertEqual(again.recovered.count, 1)
+        h.start(again)
+        try again.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)
+        h.waitIdle(again)
+        XCTAssertEqual(h.fake.content(of: id), Array("new content".utf8))
+        XCTAssertEqual(h.rootNames(), ["doc.txt"], "no conflicted copy after the restart")
+        again.stop()
+    }
+
+    /// Drive keeps storing other bytes: after `maximumChecksumMismatches` tries the upload fails
+    /// for good, loudly, and its content is kept in failed/.
+    func testRepeatedChecksumMismatchesFailForGoodAndKeepTheContent() throws {
+        let h = try UploadQueueHarness()
+        let id = h.fake.addFile("doc.txt", content: Array("old".utf8))
+        let queue = try h.makeQueue()
+        for _ in 0..<UploadQueue.maximumChecksumMismatches { h.fake.corruptNextUpload() }
+        try queue.commit(h.update(id), contentPath: h.content("precious"), ready: true)
+        h.start(queue)
+        XCTAssertThrowsError(try queue.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)) {
+            XCTAssertEqual($0 as? FilesystemError, .ioError)
+        }
+        h.waitUntil("the outcome") { h.outcomes.withLock { $0.count } == 1 }
+        let outcome = h.outcomes.withLock { $0[0] }
+        let kept = try XCTUnwrap(outcome.preservedAt)
+        XCTAssertTrue(kept.hasPrefix(h.uploads + "/failed/"))
+        XCTAssertEqual(FileManager.default.contents(atPath: kept), Data("precious".utf8))
+        XCTAssertTrue(try String(contentsOfFile: kept + ".note", encoding: .utf8).contains("other bytes"))
+        XCTAssertEqual(h.fake.requests["files.update.upload"], UploadQueue.maximumChecksumMismatches)
+        XCTAssertEqual(h.rootNames(), ["doc.txt"], "no conflicted copy")
+        XCTAssertEqual(queue.status.failed, 1)
+        XCTAssertTrue(h.logText.contains("upload failed for good"), h.logText)
+        queue.stop()
+    }
+
+    /// A 408 (Request Timeout: the server gave up waiting for the request) is transient, like a
+    /// 5xx: retried with backoff, and the file lands, on a create and on an update.
+    func testARequestTimeoutIsRetriedAndTheFileLands() throws {
+        let h = try UploadQueueHarness()
+        let body = Array(#"{"error":{"code":408,"message":"Request Timeout","errors":[{"reason":"requestTimeout","message":"Request Timeout"}]}}"#.utf8)
+        let timeout = DriveError.classify(status: 408, headers: [:], body: body, now: 0)
+        let queue = try h.makeQueue()
+        let request = try h.newFile("a.txt")
+        let id = h.fake.addFile("doc.txt", content: Array("old".utf8))
+        h.fake.failNext(method: "files.create.upload", count: 2, error: timeout)
+        h.fake.failNext(method: "files.update.upload", count: 2, error: timeout)
+        try queue.commit(request, contentPath: h.content("late"), ready: true)
+        try queue.commit(h.update(id), contentPath: h.content("later"), ready: true)
+        h.start(queue)
+        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)
+        XCTAssertEqual(h.fake.content(of: request.fileID), Array("late".utf8))
+        XCTAssertEqual(h.fake.content(of: id), Array("later".utf8))
+        XCTAssertEqual(h.fake.requests["files.create.upload"], 3)
+        XCTAssertEqual(h.fake.requests["files.update.upload"], 3)
+        XCTAssertEqual(queue.status.failed, 0)
+        queue.stop()
+    }
+
     func testAPermanentFailureKeepsTheContentAndReportsTheError() throws {
         let h = try UploadQueueHarness()
         let queue = try h.makeQueue()
@@ -346,6 +439,9 @@ final class UploadQueueTests: XCTestCase {
         XCTAssertFalse(UploadQueue.isPermanent(.transport(.connectionLost("reset")), in: .create))
         XCTAssertFalse(UploadQueue.isPermanent(.checksumMismatch(expected: "a", actual: "b"), in: .create))
         XCTAssertFalse(UploadQueue.isPermanent(.invalidArgument(info(0, "uploadSourceChanged")), in: .create))
+        let timeout = DriveError.classify(status: 408, headers: [:], body: [], now: 0)
+        XCTAssertFalse(UploadQueue.isPermanent(timeout, in: .create), "408: \(timeout)")
+        XCTAssertFalse(UploadQueue.isPermanent(timeout, in: .update), "408: \(timeout)")
     }
 
     func testWaitUntilUploadedStopsAtItsDeadlineAndOnCancellation() throws {
