@@ -23,6 +23,11 @@ import Glibc
 ///   suffix), so a file removed and made again can never be mistaken for the old one.
 /// - Memory does not grow with file size: downloads stream into the file (pwrite), and reads are
 ///   answered from the file descriptor.
+/// - A version's descriptor stays open while anything holds a pin on it: every open `Handle`, and
+///   every claimed run until its download ended. A download writes only through the descriptor its
+///   own pin keeps open, so closing a file (its last handle released, the version discarded or
+///   replaced, eviction) never lets a fetch in flight write through a number the process has
+///   given to another file since; the close happens when the last pin goes.
 ///
 /// Lock order: `condition` is a leaf with respect to the rest of the core (never held while
 /// calling Drive, the node table or the kernel).
@@ -69,6 +74,8 @@ public final class BlockCache: Sendable {
         var presentCount = 0
         var fetching: Set<Int> = []
         var lastUse: [UInt64]
+        /// Open handles plus claimed runs whose download has not ended.
+        /// INVARIANT: `descriptor >= 0` while `pins > 0`; it is closed only when the last pin goes.
         var pins = 0
         /// The map on disk is behind `present`.
         var dirty = false
@@ -100,6 +107,7 @@ public final class BlockCache: Sendable {
     }
 
     /// An open reference to one content version: keeps it from eviction and its descriptor open.
+    /// `descriptor` is valid until the handle is released, and only until then.
     public final class Handle: Sendable {
         public let key: ContentKey
         public let descriptor: Int32
@@ -148,7 +156,7 @@ public final class BlockCache: Sendable {
         if let existing = entries[key], !existing.doomed, existing.size == size {
             entry = existing
         } else {
-            if let existing = entries[key] { remove(existing) }
+            if let existing = entries[key] { retire(existing) }
             entry = Entry(key: key, size: size, path: newPath(for: key), blockSize: blockSize)
             entries[key] = entry
         }
@@ -188,7 +196,7 @@ public final class BlockCache: Sendable {
         }
         condition.lock()
         defer { condition.unlock() }
-        if let old = entries[key] { remove(old) }
+        if let old = entries[key] { retire(old) }
         let entry = Entry(key: key, size: Int64(bytes.count), path: newPath(for: key), blockSize: blockSize)
         entries[key] = entry
         try openDescriptor(entry)
@@ -241,19 +249,11 @@ public final class BlockCache: Sendable {
 
     /// Unpins; the last release of a version closes its file (its blocks are recorded by the next
     /// index write, off the caller's path: closing a file never waits for the disk).
+    /// A download still running on the version keeps it open until it ends (`download`).
     public func release(_ handle: Handle) {
         condition.lock()
         defer { condition.unlock() }
-        let entry = handle.entry.value
-        assert(entry.pins > 0, "release of an unpinned cache entry")
-        entry.pins -= 1
-        guard entry.pins == 0 else { return }
-        if entry.doomed {
-            remove(entry)
-            return
-        }
-        closeDescriptor(entry)
-        evictIfNeeded()
+        unpin(handle.entry.value)
     }
 
     /// Forgets a version that no file has any more (its blocks can never be served again).
@@ -261,12 +261,7 @@ public final class BlockCache: Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard let entry = entries[key] else { return }
-        if entry.pins > 0 {
-            entry.doomed = true
-            entries[key] = nil
-        } else {
-            remove(entry)
-        }
+        retire(entry)
     }
 
     /// Writes the index if anything changed: the data of every changed version is flushed first,
@@ -390,7 +385,9 @@ public final class BlockCache: Sendable {
 
     /// The first block in `[offset, offset + length)` that is neither present nor being fetched,
     /// claimed for the caller with the run of such blocks after it (at most `maxBytes`), or nil.
-    /// Used by read-ahead, which fetches only what nobody fetches yet.
+    /// Used by read-ahead, which fetches only what nobody fetches yet. A run returned must be passed
+    /// to `download` (it holds a pin on the version until then); nil once every handle of the
+    /// version was released.
     func claim(_ handle: Handle, offset: Int64, length: Int64, maxBytes: Int64) -> ClosedRange<Int>? {
         condition.lock()
         defer { condition.unlock() }
@@ -401,7 +398,10 @@ public final class BlockCache: Sendable {
 
     /// The first block of `range` that is neither present nor fetched, and the run of such blocks
     /// after it (at most `maxBlocks`, and up to `through` when that is past the range), claimed.
+    /// The claim pins the version (its descriptor stays open) until `download` of the run ends;
+    /// nothing is claimed on a version nobody holds (its descriptor is closed, or about to be).
     private func claimRun(_ entry: Entry, in range: ClosedRange<Int>, maxBlocks: Int, through: Int? = nil) -> ClosedRange<Int>? {
+        guard entry.pins > 0, entry.descriptor >= 0 else { return nil }
         guard let start = range.first(where: { !entry.isPresent($0) && !entry.fetching.contains($0) }) else { return nil }
         let last = min(entry.blockCount - 1, max(range.upperBound, through ?? range.upperBound))
         var end = start
@@ -410,12 +410,14 @@ public final class BlockCache: Sendable {
             end += 1
         }
         for b in start...end { entry.fetching.insert(b) }
+        entry.pins += 1
         return start...end
     }
 
     /// Makes `[offset, offset + length)` present: fetches what nobody fetches (with `fetch`, on
-    /// this thread), waits for what others fetch. Throws the caller's own fetch failure, or EINTR
-    /// when `cancellation` fires while it waits.
+    /// this thread), waits for what others fetch. Throws the caller's own fetch failure, EINTR
+    /// when `cancellation` fires while it waits, or EBADF when every handle of the version was
+    /// released (a late call through a released handle fetches nothing).
     /// `extend`: how many bytes past the range a download this call starts may run on (a
     /// sequential reader's next reads), where nobody fetches them yet.
     public func ensure(_ handle: Handle, offset: Int64, length: Int, extend: Int64 = 0, cancellation: CancellationFlag?,
@@ -425,6 +427,7 @@ public final class BlockCache: Sendable {
         while true {
             condition.lock()
             guard let range = blocks(entry, offset, Int64(length)) else { condition.unlock(); return }
+            guard entry.pins > 0 else { condition.unlock(); throw .badHandle }
             tick += 1
             var missing = false
             for b in range {
@@ -446,13 +449,20 @@ public final class BlockCache: Sendable {
     /// Downloads `[offset, offset + length)` of a content version into `sink`; returns the count.
     public typealias Fetcher = (_ offset: Int64, _ length: Int64, _ sink: ResponseSink) throws -> Int64
 
-    /// Fetches the claimed blocks `run` (they are marked as being fetched by the caller), marking
-    /// each present as its last byte arrives. Unclaims what did not arrive, whatever happens.
+    /// Fetches the claimed blocks `run` (they are marked as being fetched by the caller, and the
+    /// claim pinned the version), marking each present as its last byte arrives. Unclaims what did
+    /// not arrive and lets go of the claim's pin, whatever happens. Writes go through the
+    /// descriptor the pin keeps open, never through one a handle saw: the handle may be released
+    /// (and its number reused by the process) while the download runs.
     func download(_ handle: Handle, blocks run: ClosedRange<Int>, fetch: Fetcher) throws(FilesystemError) {
         let entry = handle.entry.value
         let start = Int64(run.lowerBound) * Int64(blockSize)
         let length = min(entry.size, Int64(run.upperBound + 1) * Int64(blockSize)) - start
-        let fd = handle.descriptor
+        condition.lock()
+        assert(entry.pins > 0 && entry.descriptor >= 0 && run.allSatisfy { entry.fetching.contains($0) },
+               "download of a run that was not claimed")
+        let fd = entry.descriptor
+        condition.unlock()
         let progress = Locked<(written: Int64, marked: Int, writeError: Int32)>((0, run.lowerBound, 0))
         let blockSize = Int64(self.blockSize)
         let size = entry.size
@@ -509,6 +519,8 @@ public final class BlockCache: Sendable {
         counters.fetches += 1
         counters.bytesFetched += progress.withLock { $0.written }
         condition.broadcast()
+        // The claim's pin: the last one closes the descriptor (or removes a discarded version).
+        unpin(entry)
         condition.unlock()
         if let failure { throw failure }
     }
@@ -568,6 +580,28 @@ public final class BlockCache: Sendable {
         guard entry.descriptor >= 0 else { return }
         close(entry.descriptor)
         entry.descriptor = -1
+    }
+
+    /// Lets go of one pin (a handle or a claimed run); the last one closes the descriptor, and
+    /// removes a version discarded meanwhile.
+    private func unpin(_ entry: Entry) {
+        assert(entry.pins > 0, "release of an unpinned cache entry")
+        entry.pins -= 1
+        guard entry.pins == 0 else { return }
+        if entry.doomed {
+            remove(entry)
+            return
+        }
+        closeDescriptor(entry)
+        evictIfNeeded()
+    }
+
+    /// Takes a version out of the table: at once when nothing holds it, else at its last unpin
+    /// (its descriptor stays open for the handles and downloads that hold it).
+    private func retire(_ entry: Entry) {
+        guard entry.pins > 0 else { return remove(entry) }
+        entry.doomed = true
+        if entries[entry.key] === entry { entries[entry.key] = nil }
     }
 
     private func remove(_ entry: Entry) {
