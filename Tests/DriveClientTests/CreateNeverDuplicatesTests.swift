@@ -89,3 +89,54 @@ final class CreateNeverDuplicatesTests: XCTestCase {
         XCTAssertEqual(try api.listChildren(of: root).map(\.id), [id])
     }
 }
+
+/// Google refuses writes past its write limit (403 `rateLimitExceeded`), and some refused inserts
+/// are carried out all the same (issue 16; the emulator's `--quirk-refused-write-lands`). The
+/// client's retry of such a create meets its own file under the pre-generated ID (409
+/// `fileIdInUse`), checks it (name, folder, size, md5) and takes it: one file per create, never two,
+/// and no error.
+final class RefusedWriteLandsTests: XCTestCase {
+    func testCreatesRefusedByTheWriteLimitButCarriedOutEndAsOneFileEach() throws {
+        var config = EmulatorConfig(port: 0)
+        config.driveLimits.writesPerSecond = 4
+        config.driveLimits.writeBurst = 1
+        config.driveLimits.refusedWriteLands = 1.0
+        // The client does not pace writes here, so that it runs into the limit; its retries wait.
+        let harness = try EmulatorHarness(config: config,
+                                          retry: RetryPolicy(maxAttempts: 30, maxElapsed: 120, baseDelay: 0.05, maxDelay: 0.5))
+        defer { harness.stop() }
+        let api = harness.api
+        let root = try api.getFile("root").id
+        let count = 6
+        let failures = Locked<[String]>([])
+        let group = DispatchGroup()
+        for n in 0..<count {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                do {
+                    let content = Array("file \(n)\n".utf8)
+                    let file = try api.createFile(name: "f\(n).txt", parent: root, source: .bytes(content))
+                    if file.name != "f\(n).txt" { failures.withLock { $0.append("f\(n): answered \(file.name)") } }
+                    if n % 2 == 0 { _ = try api.createFolder(name: "d\(n)", parent: root) }
+                } catch {
+                    failures.withLock { $0.append("f\(n): \(error)") }
+                }
+            }.start()
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 180), .success, "the creates did not end")
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        let refused = harness.emulator.stats().methods.values.reduce(0) { $0 + ($1.statuses["403"] ?? 0) }
+        XCTAssertGreaterThan(refused, 0, "the write limit refused some creates (so the quirk was met)")
+        let all = try api.list(query: "'\(root)' in parents and trashed = false")
+        for n in 0..<count {
+            let named = all.filter { $0.name == "f\(n).txt" }
+            XCTAssertEqual(named.count, 1, "f\(n).txt once: \(all.map(\.name).sorted())")
+            if let file = named.first {
+                XCTAssertEqual(try api.downloadData(file.id), Array("file \(n)\n".utf8))
+            }
+            if n % 2 == 0 { XCTAssertEqual(all.filter { $0.name == "d\(n)" }.count, 1, "d\(n) once") }
+        }
+        XCTAssertEqual(all.count, count + count / 2, "\(all.map(\.name).sorted())")
+    }
+}
