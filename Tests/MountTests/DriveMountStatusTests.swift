@@ -67,6 +67,15 @@ final class DriveMountStatusTests: XCTestCase {
         XCTAssertLessThan(lag, 30, "polled every second")
         XCTAssertGreaterThanOrEqual(status.items, 1)
         XCTAssertNotNil(RFC3339.parseMillis(status.updated), status.updated)
+        // Google's limits as the pacer holds them (the tests' mounts: 100 writes/s after 200).
+        let pacing = try XCTUnwrap(status.pacing, "\(status)")
+        XCTAssertEqual(pacing.writeRate, 100)
+        XCTAssertEqual(pacing.writeBurst, 200)
+        XCTAssertEqual(pacing.quotaMetering, "units")
+        XCTAssertEqual(pacing.quotaPerMinute, 292_500)
+        XCTAssertGreaterThan(pacing.quotaUsedLastMinute, 200, "data.bin's download costs 200 units, the listing and polls more")
+        XCTAssertEqual(pacing.writesQueued, 0)
+        XCTAssertEqual(pacing.quotaRefusals + pacing.writeRefusals, 0)
 
         // Only the mount asked for; a directory with no mount is a failure naming it.
         XCTAssertEqual(try statuses(drive, [mount.mountpoint]).map(\.pid), [status.pid])
@@ -82,6 +91,10 @@ final class DriveMountStatusTests: XCTestCase {
         let row = try XCTUnwrap(lines.first { $0.hasPrefix(mount.mountpoint + " ") }, table.output)
         for fact in ["default", EmulatedDrive.account, "\(status.pid)", "of 64 MiB", "none", "ago"] {
             XCTAssertTrue(row.contains(fact), "'\(fact)' is not in the row: \(row)")
+        }
+        let limits = try XCTUnwrap(lines.first { $0.hasPrefix(mount.mountpoint + ": Google's limits: ") }, table.output)
+        for fact in ["writes 0 queued at 100.0/s", "of 292,500 units in the last minute", "refused 0 (quota) and 0 (writes)"] {
+            XCTAssertTrue(limits.contains(fact), "'\(fact)' is not in: \(limits)")
         }
 
         // A clean unmount takes the file away.

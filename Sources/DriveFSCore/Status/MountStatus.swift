@@ -35,6 +35,43 @@ public struct MountStatus: Codable, Sendable, Equatable {
     public var index: Index?
     /// The last warning or error the daemon logged, whatever its log level (nil: none yet).
     public var lastError: Problem?
+    /// What Google's limits hold back now: the pacer's lanes (nil in files of daemons before it was added).
+    public var pacing: Pacing?
+
+    /// The pacer's two lanes (docs/client.md, "Pacing"): the quota lane (units, or requests for a
+    /// legacy project, over a sliding minute) and the write lane (writes a second after a burst).
+    public struct Pacing: Codable, Sendable, Equatable {
+        /// `units` or `requests` (legacy), and the budget of a minute.
+        public var quotaMetering: String?
+        public var quotaPerMinute: Int?
+        /// Spent in the minute ending at `updated`.
+        public var quotaUsedLastMinute: Int
+        /// Writes a second the write lane lets go now (nil: no write lane), and its burst.
+        public var writeRate: Double?
+        public var writeBurst: Int?
+        /// Requests waiting for a lane now, and the writes among them.
+        public var requestsQueued: Int
+        public var writesQueued: Int
+        /// Seconds for the writes waiting now to go at `writeRate`.
+        public var writeDrainSeconds: Double?
+        /// Refusals Google sent since the mount started, per lane.
+        public var quotaRefusals: Int
+        public var writeRefusals: Int
+
+        public init(quotaMetering: String?, quotaPerMinute: Int?, quotaUsedLastMinute: Int, writeRate: Double?, writeBurst: Int?,
+                    requestsQueued: Int, writesQueued: Int, writeDrainSeconds: Double?, quotaRefusals: Int, writeRefusals: Int) {
+            self.quotaMetering = quotaMetering
+            self.quotaPerMinute = quotaPerMinute
+            self.quotaUsedLastMinute = quotaUsedLastMinute
+            self.writeRate = writeRate
+            self.writeBurst = writeBurst
+            self.requestsQueued = requestsQueued
+            self.writesQueued = writesQueued
+            self.writeDrainSeconds = writeDrainSeconds
+            self.quotaRefusals = quotaRefusals
+            self.writeRefusals = writeRefusals
+        }
+    }
 
     public struct Cache: Codable, Sendable, Equatable {
         public var directory: String
@@ -145,7 +182,8 @@ public struct MountStatus: Codable, Sendable, Equatable {
     }
 
     public init(mountpoint: String, profile: String, account: String?, drive: String, pid: Int32, processStart: UInt64?,
-                version: String, started: String, updated: String, filesystem: Filesystem, lastError: Problem?) {
+                version: String, started: String, updated: String, filesystem: Filesystem, lastError: Problem?,
+                pacing: Pacing? = nil) {
         format = Self.currentFormat
         self.mountpoint = mountpoint
         self.profile = profile
@@ -162,6 +200,7 @@ public struct MountStatus: Codable, Sendable, Equatable {
         items = filesystem.items
         index = filesystem.index
         self.lastError = lastError
+        self.pacing = pacing
     }
 }
 

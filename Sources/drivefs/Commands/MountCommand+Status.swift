@@ -1,3 +1,4 @@
+import DriveClient
 import DriveFSCore
 import DriveSupport
 import Foundation
@@ -15,7 +16,7 @@ extension MountCommand {
 
     /// Starts publishing; call in the process that serves the mount (after daemonizing). A
     /// runtime directory that cannot be used costs `drivefs status` this mount, not the mount.
-    static func startPublishingStatus(of filesystem: DriveFilesystem, _ identity: StatusIdentity,
+    static func startPublishingStatus(of filesystem: DriveFilesystem, _ identity: StatusIdentity, pacer: Pacer?,
                                       environment: [String: String]) -> StatusPublisher? {
         StatusPublisher.prepareSignal()
         let pid = getpid()
@@ -29,7 +30,7 @@ extension MountCommand {
                 mountpoint: identity.mountpoint, profile: identity.profile, account: identity.account, drive: identity.drive,
                 pid: pid, processStart: processStart, version: DriveFSVersion.current, started: started,
                 updated: RFC3339.format(millis: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))),
-                filesystem: filesystem.status(), lastError: problem)
+                filesystem: filesystem.status(), lastError: problem, pacing: pacer.map { pacing($0.status) })
         }
         do {
             try publisher.start()
@@ -39,5 +40,12 @@ extension MountCommand {
             Log.shared.warning("status", "drivefs status will not show this mount: \(error)")
             return nil
         }
+    }
+
+    static func pacing(_ p: Pacer.Status) -> MountStatus.Pacing {
+        MountStatus.Pacing(quotaMetering: p.quota?.metering.rawValue, quotaPerMinute: p.quota?.perMinute,
+                           quotaUsedLastMinute: p.quotaUsedLastMinute, writeRate: p.writeRate, writeBurst: p.writes?.burst,
+                           requestsQueued: p.queued, writesQueued: p.writesQueued, writeDrainSeconds: p.writeDrainSeconds,
+                           quotaRefusals: p.quotaRefusals, writeRefusals: p.writeRefusals)
     }
 }

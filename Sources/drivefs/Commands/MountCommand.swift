@@ -244,7 +244,7 @@ enum MountCommand {
                 }
             }, serving: {
                 // After the fork: the publisher's thread must live in the daemon (docs/status.md).
-                status = startPublishingStatus(of: filesystem, identity, environment: environment)
+                status = startPublishingStatus(of: filesystem, identity, pacer: api.executor.pacer, environment: environment)
                 // Lets a later mount of this cache directory tell this live mount from a daemon
                 // that is only finishing (docs/errors.md).
                 filesystem.cacheLock.recordHolder(pid: getpid(), mountpoint: mountpoint)

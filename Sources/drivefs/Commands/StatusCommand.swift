@@ -108,6 +108,7 @@ enum StatusCommand {
                 let done = upload.size > 0 ? " (\(Int((Double(upload.bytesDone) / Double(upload.size) * 100).rounded(.down))) %)" : ""
                 notes.append("\(s.mountpoint): uploading \(upload.path): \(bytes(upload.bytesDone)) of \(bytes(upload.size))\(done)")
             }
+            if let pacing = s.pacing { notes.append("\(s.mountpoint): \(limits(pacing))") }
             if let error = s.uploads.lastError { notes.append("\(s.mountpoint): last upload error: \(error)") }
             if let error = s.changes.lastError { notes.append("\(s.mountpoint): the change feed fails: \(error)") }
             if let problem = s.lastError {
@@ -130,6 +131,34 @@ enum StatusCommand {
         guard let i = s.index else { return "\(s.items) items" }
         return "\(s.items) items, \(i.materializedFolders) folders materialized (\(bytes(Int64(i.materializedBytes)))), "
             + "\(bytes(Int64(i.estimatedBytes)))"
+    }
+
+    /// `Google's limits: writes 3 queued at 2.5/s (1.2 s to go), quota 5,250 of 292,500 units in the
+    /// last minute, refused 0 (quota) and 2 (writes)`: what the pacer's lanes hold back now.
+    static func limits(_ p: MountStatus.Pacing) -> String {
+        var parts: [String] = []
+        if let rate = p.writeRate {
+            var writes = "writes \(p.writesQueued) queued at \(String(format: "%.1f", rate))/s"
+            if p.writesQueued > 0, let drain = p.writeDrainSeconds { writes += " (\(duration(drain)) to go)" }
+            parts.append(writes)
+        }
+        if let budget = p.quotaPerMinute {
+            let unit = p.quotaMetering == "requests" ? "requests" : "units"
+            parts.append("quota \(grouped(p.quotaUsedLastMinute)) of \(grouped(budget)) \(unit) in the last minute")
+        }
+        parts.append("refused \(p.quotaRefusals) (quota) and \(p.writeRefusals) (writes)")
+        return "Google's limits: " + parts.joined(separator: ", ")
+    }
+
+    /// `292,500`.
+    static func grouped(_ n: Int) -> String {
+        let digits = String(n.magnitude)
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out += "," }
+            out.append(c)
+        }
+        return (n < 0 ? "-" : "") + out
     }
 
     static func uploads(_ u: MountStatus.Uploads) -> String {
