@@ -36,6 +36,13 @@ final class FolderLister: Sendable {
     /// Folders go by Drive ID: those listed ahead are packed (NodeTable+Packed.swift) and have no inode.
     private struct State {
         var inFlight: [String: Ticket] = [:]
+        /// Folders a user waits on that are in flight in a group of the whole-drive crawl: listed
+        /// again alone, at once, at the user's priority (the crawl's group waits on the share of the
+        /// quota the crawl may spend while the user is active, and may be many pages long); later
+        /// waiters wait on that listing. Prefetch groups (one level ahead of the user, `--no-index`)
+        /// are waited for: they go at background priority, ahead of the crawl, and an extra listing
+        /// would cost a request for nothing.
+        var overtaking: [String: Ticket] = [:]
         /// FIFO of folders to prefetch, with how many levels below them prefetching may still go.
         var queue: [String] = []
         var head = 0
@@ -54,7 +61,12 @@ final class FolderLister: Sendable {
 
     /// One listing in flight; waiters block on it.
     final class Ticket: Sendable {
+        /// A listing in a group of the whole-drive crawl.
+        let crawl: Bool
         private let condition = NSCondition()
+
+        init(crawl: Bool = false) { self.crawl = crawl }
+
         private nonisolated(unsafe) var outcome: FilesystemError?? = nil  // GUARDED_BY(condition)
 
         func finish(_ error: FilesystemError?) {
@@ -96,9 +108,15 @@ final class FolderLister: Sendable {
             guard let node = table.node(folder) else { throw FilesystemError(errno: ESTALE) }
             guard node.kind == .directory else { throw .notADirectory }
             let id = node.file.id
-            enum Plan { case wait(Ticket), list([String], promoted: [(id: String, depth: Int)]) }
+            enum Plan { case wait(Ticket), list([String], promoted: [(id: String, depth: Int)]), overtake(Ticket) }
             let plan = state.withLock { s -> Plan in
-                if let ticket = s.inFlight[id] { return .wait(ticket) }
+                if let ticket = s.inFlight[id] {
+                    guard ticket.crawl else { return .wait(ticket) }
+                    if let overtaking = s.overtaking[id] { return .wait(overtaking) }
+                    let overtaking = Ticket()
+                    s.overtaking[id] = overtaking
+                    return .overtake(overtaking)
+                }
                 var group = [id]
                 var promoted: [(id: String, depth: Int)] = []
                 if let depth = s.queued.removeValue(forKey: id) {
@@ -117,6 +135,15 @@ final class FolderLister: Sendable {
             switch plan {
             case .wait(let ticket):
                 try ticket.wait(cancellation: cancellation)
+            case .overtake(let ticket):
+                // The crawl's listing stays in flight (it finishes its own ticket); this one costs
+                // one more listing and answers the user now.
+                let context = RequestContext(priority: .interactive, deadline: time.now() + configuration.requestDeadline,
+                                             cancellation: cancellation)
+                let result = list([id], context: context, ownsTickets: false)[id] ?? nil
+                state.withLock { s in if s.overtaking[id] === ticket { s.overtaking[id] = nil } }
+                ticket.finish(result)
+                if let result { throw result }
             case .list(let group, let promoted):
                 let context = RequestContext(priority: .interactive, deadline: time.now() + configuration.requestDeadline,
                                              cancellation: cancellation)
@@ -230,17 +257,18 @@ final class FolderLister: Sendable {
 
     /// Lists up to one group of queued folders at background priority.
     private func drainOneGroup() {
-        let group = state.withLock { s -> [(id: String, depth: Int)] in
+        let (group, crawl) = state.withLock { s -> ([(id: String, depth: Int)], Bool) in
             var group: [(id: String, depth: Int)] = []
             while group.count < configuration.listingGroupSize, let next = Self.dequeue(&s) {
                 guard s.inFlight[next.id] == nil else { continue }
-                s.inFlight[next.id] = Ticket()
+                s.inFlight[next.id] = Ticket(crawl: s.indexing)
                 group.append(next)
             }
-            return group
+            return (group, s.indexing)
         }
         guard !group.isEmpty else { return sweepIfIdle() }
-        let results = list(group.map(\.id), context: RequestContext(priority: .background))
+        // The crawl spends the quota's crawl share while a user is active (docs/client.md, "Pacing").
+        let results = list(group.map(\.id), context: RequestContext(priority: crawl ? .crawl : .background))
         for item in group where (results[item.id] ?? nil) == nil {
             prefetch(below: item.id, depth: item.depth)
         }
@@ -255,7 +283,9 @@ final class FolderLister: Sendable {
 
     /// Lists `group` (folder IDs, each already marked in flight) in as few queries as Google allows,
     /// applies the listings, and finishes their tickets. Returns each folder's failure, if any.
-    private func list(_ group: [String], context: RequestContext) -> [String: FilesystemError?] {
+    /// `ownsTickets`: false for a folder listed again over a crawl group's ticket (which that group
+    /// finishes).
+    private func list(_ group: [String], context: RequestContext, ownsTickets: Bool = true) -> [String: FilesystemError?] {
         var order: [String] = []  // the group's Drive IDs, in the group's order, once each
         var seen = Set<String>()
         for id in group where seen.insert(id).inserted { order.append(id) }
@@ -293,6 +323,7 @@ final class FolderLister: Sendable {
             Log.shared.warning("listing", "listing \(order.count) folder(s) failed (\(context.priority)): \(error)")
             for id in group { results[id] = .some(mapped) }
         }
+        guard ownsTickets else { return results }
         let tickets = state.withLock { s in group.map { ($0, s.inFlight.removeValue(forKey: $0)) } }
         for (id, ticket) in tickets { ticket?.finish(results[id] ?? nil) }
         return results

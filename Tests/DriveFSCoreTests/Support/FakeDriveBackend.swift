@@ -40,6 +40,13 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     var groupedQueriesAnswerNothing = false
     /// Media downloads wait for this semaphore first when set (a stalled connection).
     var downloadGate: DispatchSemaphore?
+    /// Called with the parents of every children listing before it is answered (outside the
+    /// fake's lock): a test may hold a listing there.
+    var listHook: (@Sendable ([String]) -> Void)? {
+        get { lock.lock(); defer { lock.unlock() }; return listing }
+        set { lock.lock(); listing = newValue; lock.unlock() }
+    }
+    private var listing: (@Sendable ([String]) -> Void)?
     /// changes.list fails with this while set (Drive unreachable for the poller).
     var changesFailure: DriveError? {
         get { lock.lock(); defer { lock.unlock() }; return failingChanges }
@@ -190,6 +197,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     }
 
     func listChildren(ofAny parents: [String], fields: String, pageSize: Int, onPage: (DriveFileListPage) throws -> Bool) throws {
+        listHook?(parents)
         if parents.count > Self.maxParents {
             // Google's 400, then what DriveAPI does about it (the contract): halves, one query each.
             try request("files.list")
