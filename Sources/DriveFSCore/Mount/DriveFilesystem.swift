@@ -137,6 +137,31 @@ public final class DriveFilesystem: FilesystemOperations {
         lister.whenIndexBuilt { [poller] in poller.saveIndex() }
         UnfinishedUploads.write(0, cacheDirectory: cacheDirectory.path)
         restoreUploads()
+        sweepStaging()
+    }
+
+    /// At start nothing is open: a staging file the journal does not name is a copy that was open
+    /// (never closed, so nothing was promised of it) or half made when the last run ended. Removed,
+    /// or the cache disk fills with them over crashes.
+    private func sweepStaging() {
+        let referenced = Set(uploads.recovered.map(\.contentPath))
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: stagingDirectory.path) else { return }
+        var removed = 0
+        var bytes: Int64 = 0
+        for name in names {
+            let path = stagingDirectory.appendingPathComponent(name).path
+            guard !referenced.contains(path) else { continue }
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            if unlink(path) == 0 {
+                removed += 1
+                bytes += Int64(info.st_size)
+            }
+        }
+        if removed > 0 {
+            Log.shared.info("write", "removed \(removed) staging file(s) of \(bytes) bytes left by the last run (files open when it ended, "
+                            + "never closed: nothing of them was promised)")
+        }
     }
 
     // MARK: Lifecycle
