@@ -491,6 +491,9 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
 
     var hasCrashed: Bool { withLock { $0.crashed } }
 
+    /// Files a `waitUntilUploaded` waits for now.
+    var waitingFiles: Set<String> { withLock { Set($0.waiters.keys) } }
+
     /// Waits (bounded) until every transfer thread has ended (after a crash or `stop`).
     @discardableResult
     func waitForThreadsToEnd(timeout: Double = 60) -> Bool {
