@@ -26,9 +26,14 @@ import Glibc
 ///   try of the job left with the wrong bytes (a checksum mismatch, journaled) is not a conflict:
 ///   it is written over; after `maximumChecksumMismatches` such tries the job fails for good.
 /// - Transient failures are retried with capped exponential backoff for as long as the queue runs
-///   (`status.lastError` says why it waits); permanent ones (permissions, a parent gone, a refused
+///   (`status.lastError` says why it waits); so are answers no retry mends until the user acts (a
+///   full Drive, a dead grant: `holdsForNow`), but the file's waiters hear those at once; permanent ones (permissions, a parent gone, a refused
 ///   request, unreadable content) end the job: content to `failed/`, `onFinished` with the error.
 /// - A job cancelled while it runs is not reported to `onFinished` (the core removed the file).
+/// - Waiters (`whenUploaded`) hold no thread; a file someone waits for goes before the others.
+///   Crashes in `commit`, `reclaim` or `updateMetadata` (test seams) answer waiters from the
+///   transfer threads as they end (or `stop`), never from those calls, which the core makes under
+///   a file's `LocalContent.lock`.
 /// - `cancel` returning true means the queue removes what Drive holds of the file: nothing for a
 ///   new file that never started, otherwise a trash (or delete) after the running upload ended.
 ///
@@ -248,7 +253,6 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     // MARK: UploadQueueing
 
     public func commit(_ request: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError) {
-        defer { resolveWaiters() }
         try LocalFiles.syncFile(contentPath)
         try LocalFiles.syncDirectory((contentPath as NSString).deletingLastPathComponent)
         var superseded: String?
@@ -281,8 +285,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     }
 
     public func reclaim(_ fileID: String) -> (request: UploadRequest, contentPath: String)? {
-        defer { resolveWaiters() }
-        return withLock { s in
+        withLock { s in
             guard let last = s.state.jobs(of: fileID).last, last.kind == .upload, last.ready,
                   s.running[fileID]?.seq != last.seq, !s.pinned.contains(last.seq) else { return nil }
             do { try Self.record(.reclaim(seq: last.seq), &s) } catch {
@@ -312,8 +315,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     }
 
     public func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) -> Bool {
-        defer { resolveWaiters() }
-        return withLock { s in
+        withLock { s in
             let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
             guard !jobs.isEmpty, !s.crashed else { return false }
             for job in jobs {
@@ -338,6 +340,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         var dropped: [String] = []
         defer {
             dropped.forEach(removeContent)
+            // Whoever waits for a file removed before its upload ran has nothing left to wait for.
+            // (The core calls this holding no lock: the answers may be sent from here.)
             resolveWaiters()
         }
         return withLock { s in
