@@ -8,13 +8,35 @@ import Foundation
 /// flight is aborted within about a second (libcurl's progress callback), no new attempt starts and
 /// no backoff continues, and the call throws `DriveError.cancelled`.
 public final class CancellationFlag: Sendable {
-    private let state = Locked(false)
+    private let state = Locked<(cancelled: Bool, handlers: [@Sendable () -> Void])>((false, []))
 
     public init() {}
 
-    public func cancel() { state.withLock { $0 = true } }
+    public func cancel() {
+        let handlers = state.withLock { s -> [@Sendable () -> Void] in
+            guard !s.cancelled else { return [] }
+            s.cancelled = true
+            defer { s.handlers = [] }
+            return s.handlers
+        }
+        for handler in handlers { handler() }
+    }
 
-    public var isCancelled: Bool { state.withLock { $0 } }
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// Calls `handler` once when the flag is cancelled: on the thread that cancels it (after the
+    /// flag is set, no lock of the flag held), or at once on this thread when it is cancelled
+    /// already. For work that waits on no thread (an fsync answered from the upload queue): the
+    /// handler answers it. It must return quickly (the cancelling thread may be libfuse's
+    /// interrupt handler).
+    public func whenCancelled(_ handler: @escaping @Sendable () -> Void) {
+        let now = state.withLock { s -> Bool in
+            if s.cancelled { return true }
+            s.handlers.append(handler)
+            return false
+        }
+        if now { handler() }
+    }
 
     private static let key = "drivefs.cancellation"
 

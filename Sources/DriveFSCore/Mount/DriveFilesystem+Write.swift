@@ -741,26 +741,42 @@ extension DriveFilesystem {
         guard needed || configuration.syncClose else { return reply.succeed() }
         let fileID = table.node(inode)?.file.id
         // What close(2) accepted is durable when it returns: the copy and its journal record.
-        onIOThread(reply, "saving", inode) { [self] () throws(FilesystemError) in
+        runOnIOThread(reply.cancellation, "saving", inode, { [self] () throws(FilesystemError) in
             content.lock.lock()
             let only = content.writers <= 1
             content.lock.unlock()
             try commit(inode, content, ready: only, cancellation: nil)
-            if configuration.syncClose, let fileID {
-                try uploads.waitUntilUploaded(fileID, deadline: time.now() + 86_400, cancellation: reply.cancellation)
-            }
-        }
+        }, then: { [self] result in
+            // With --sync-close, close answers once the file is on Drive (see `synchronize`).
+            guard case .success = result, configuration.syncClose, let fileID else { return reply.complete(result) }
+            answerWhenUploaded(reply, fileID, "saving", inode)
+        })
     }
 
     public func synchronize(_ inode: Inode, handle: UInt64, dataOnly: Bool, reply: Reply<Void>) {
         guard let node = table.node(inode) else { return reply.fail(.stale) }
         let file = handles.withLock { $0.files[handle] }
-        onIOThread(reply, "syncing", inode) { [self] () throws(FilesystemError) in
+        let fileID = node.file.id
+        runOnIOThread(reply.cancellation, "syncing", inode, { [self] () throws(FilesystemError) in
             if let content = file?.local ?? locals.withLock({ $0[inode] }) {
                 try commit(inode, content, ready: true, cancellation: reply.cancellation)
             }
+        }, then: { [self] result in
+            guard case .success = result else { return reply.complete(result) }
             // fsync answers once the file is on Drive (or with its upload's failure).
-            try uploads.waitUntilUploaded(node.file.id, deadline: time.now() + 86_400, cancellation: reply.cancellation)
+            answerWhenUploaded(reply, fileID, "syncing", inode)
+        })
+    }
+
+    /// Answers `reply` once the file's uploads landed, from the upload queue's side: no thread
+    /// waits meanwhile, so any number of fsyncs leave the interactive threads to lookups, creates
+    /// and mkdir. The queue sends the file's upload first; a failure for good, an answer of Drive's
+    /// no retry mends until the user acts (ENOSPC, EDQUOT, EACCES: the upload stays queued) or an
+    /// interrupt (EINTR) answers it at once.
+    func answerWhenUploaded(_ reply: Reply<Void>, _ fileID: String, _ what: String, _ inode: Inode) {
+        uploads.whenUploaded(fileID, cancellation: reply.cancellation) { [self] result in
+            if case .failure(let error) = result, error.errno != EINTR { logFailure(what, inode, error, error) }
+            reply.complete(result)
         }
     }
 

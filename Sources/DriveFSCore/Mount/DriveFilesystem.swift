@@ -222,7 +222,7 @@ public final class DriveFilesystem: FilesystemOperations {
 
     /// Says once per path and errno why a request failed, with Drive's reason (never for the
     /// everyday ENOENT, or an interrupt the user asked for).
-    private func logFailure(_ what: String, _ inode: Inode, _ error: Error, _ mapped: FilesystemError) {
+    func logFailure(_ what: String, _ inode: Inode, _ error: Error, _ mapped: FilesystemError) {
         guard mapped.errno != ENOENT, mapped.errno != EINTR else { return }
         Log.shared.once(.warning, "fs", "\(what) \(describe(inode)): \(mapped) (\(error))")
     }
@@ -230,25 +230,35 @@ public final class DriveFilesystem: FilesystemOperations {
     /// Runs `body` on an interactive thread, with the request's cancellation and deadline.
     func onIOThread<T: Sendable>(_ reply: Reply<T>, _ what: String = "request", _ inode: Inode = .root,
                                          _ body: @escaping @Sendable () throws(FilesystemError) -> T) {
+        runOnIOThread(reply.cancellation, what, inode, body) { result in reply.complete(result) }
+    }
+
+    /// Runs `body` on an interactive thread, with the request's cancellation and deadline, and
+    /// hands its result to `then` on that thread (which answers the request, or arranges for it
+    /// to be answered later without holding the thread).
+    func runOnIOThread<T: Sendable>(_ cancellation: CancellationFlag?, _ what: String, _ inode: Inode,
+                                    _ body: @escaping @Sendable () throws(FilesystemError) -> T,
+                                    then: @escaping @Sendable (Result<T, FilesystemError>) -> Void) {
         let deadline = time.now() + configuration.requestDeadline
         interactive.submit {
-            let context = RequestContext(priority: .interactive, deadline: deadline, cancellation: reply.cancellation)
-            reply.answer { () throws(FilesystemError) in
-                do {
-                    return try context.scope { () throws -> T in try body() }
-                } catch {
-                    let mapped = FilesystemError.from(error)
-                    // Cancelled without an interrupt: the request's deadline passed. That is a
-                    // failure of Drive, not something the caller asked for.
-                    if mapped.errno == EINTR && reply.cancellation?.isCancelled != true {
-                        Log.shared.warning("fs", "\(what) \(self.describe(inode)) gave up after "
-                                           + "\(Int(self.configuration.requestDeadline)) s: \(error)")
-                        throw .ioError
-                    }
+            let context = RequestContext(priority: .interactive, deadline: deadline, cancellation: cancellation)
+            let result: Result<T, FilesystemError>
+            do {
+                result = .success(try context.scope { () throws -> T in try body() })
+            } catch {
+                let mapped = FilesystemError.from(error)
+                // Cancelled without an interrupt: the request's deadline passed. That is a
+                // failure of Drive, not something the caller asked for.
+                if mapped.errno == EINTR && cancellation?.isCancelled != true {
+                    Log.shared.warning("fs", "\(what) \(self.describe(inode)) gave up after "
+                                       + "\(Int(self.configuration.requestDeadline)) s: \(error)")
+                    result = .failure(.ioError)
+                } else {
                     self.logFailure(what, inode, error, mapped)
-                    throw mapped
+                    result = .failure(mapped)
                 }
             }
+            then(result)
         }
     }
 

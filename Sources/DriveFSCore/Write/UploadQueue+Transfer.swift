@@ -60,7 +60,8 @@ extension UploadQueue {
 
     func transferLoop() {
         while let (job, running) = nextJob() {
-            let priority: RequestPriority = withLock { ($0.waiters[job.fileID] ?? 0) > 0 } ? .interactive : .background
+            let waited = withLock { s in s.waiters.values.contains { $0.fileID == job.fileID } }
+            let priority: RequestPriority = waited ? .interactive : .background
             RequestContext(priority: priority, cancellation: running.flag).scope {
                 switch job.kind {
                 case .upload: runUpload(job, running)
@@ -69,11 +70,15 @@ extension UploadQueue {
             }
             withLock { s in
                 if s.running[job.fileID] === running { s.running[job.fileID] = nil }
+                s.held[job.fileID] = nil
             }
             lock.broadcast()
+            // However the job ended (landed, failed, cancelled, the queue crashed), its waiters hear it.
+            resolveWaiters()
         }
         withLock { $0.threads -= 1 }
         lock.broadcast()
+        resolveWaiters()
     }
 
     private func nextJob() -> (UploadJob, Running)? {
@@ -81,7 +86,10 @@ extension UploadQueue {
         defer { lock.unlock() }
         while true {
             if shared.stopping || shared.crashed { return nil }
-            if let job = shared.state.heads.first(where: { $0.ready && shared.running[$0.fileID] == nil }) {
+            // A file someone waits for (fsync, --sync-close) goes first; then commit order.
+            let free = shared.state.heads.filter { $0.ready && shared.running[$0.fileID] == nil }
+            let waited = Set(shared.waiters.values.map(\.fileID))
+            if let job = free.first(where: { waited.contains($0.fileID) }) ?? free.first {
                 var info = stat()
                 let size = job.kind == .upload && stat(job.contentPath, &info) == 0 ? Int64(info.st_size) : 0
                 let running = Running(seq: job.seq, size: size)
@@ -98,6 +106,8 @@ extension UploadQueue {
         var failures = 0
         while true {
             do {
+                // A try again: a waiter from now on waits for its outcome.
+                if failures > 0 { withLock { $0.held[first.fileID] = nil } }
                 try attempt(first.seq, running, announce: failures == 0)
                 return
             } catch let interruption as Interruption {
@@ -137,8 +147,14 @@ extension UploadQueue {
                 failures += 1
                 let delay = backoff(after: failures, retryAfter: job.retryAfter)
                 let text = "\(first.request.displayPath): \(job.message); trying again in \(Self.seconds(delay))"
-                withLock { $0.lastError = text }
+                let holds = job.drive.map(Self.holdsForNow) ?? false
+                withLock { s in
+                    s.lastError = text
+                    // No retry mends it until the user acts: whoever waits for the file hears it now.
+                    if holds { s.held[first.fileID] = job.error }
+                }
                 log.warning("uploads", text)
+                if holds { resolveWaiters() }
                 do { try wait(delay, seq: first.seq) } catch {
                     if case .cancelled = error { removeContent(first.contentPath) }
                     return
@@ -407,6 +423,7 @@ extension UploadQueue {
                 return UploadOutcome(request: now.request, file: file, wasConflict: wasConflict, contentPath: now.contentPath)
             }
             guard let outcome else { continue }
+            resolveWaiters()
             log.debug("uploads", "\(outcome.request.displayPath): job \(seq) landed as \(file.id) revision \(file.headRevisionId ?? "?")")
             withLock { $0.onFinished }?(outcome)
             withLock { s in
@@ -461,6 +478,7 @@ extension UploadQueue {
             return (job, preserve)
         }
         guard let (job, preserved) = ended else { return }
+        resolveWaiters()
         var kept = preserved
         if let preserved {
             do {
@@ -631,6 +649,18 @@ extension UploadQueue {
         case .quotaExceeded, .rateLimited, .unauthorized, .preconditionFailed, .rangeNotSatisfiable, .server, .transport,
              .checksumMismatch, .malformedResponse, .cancelled:
             return false
+        }
+    }
+
+    /// Answers no retry mends until the user acts (docs/errors.md): a full Drive
+    /// (`storageQuotaExceeded`, ENOSPC) or another quota of the account (EDQUOT), a grant that is
+    /// revoked or otherwise refused after a refresh (`unauthorized`, EACCES). Not permanent either:
+    /// the user may free space or run `drivefs auth login`, so the job stays queued and is tried
+    /// again with backoff, while whoever waits for the file (`whenUploaded`) hears the errno at once.
+    static func holdsForNow(_ error: DriveError) -> Bool {
+        switch error {
+        case .quotaExceeded, .unauthorized: return true
+        default: return false
         }
     }
 

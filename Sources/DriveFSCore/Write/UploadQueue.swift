@@ -26,9 +26,14 @@ import Glibc
 ///   try of the job left with the wrong bytes (a checksum mismatch, journaled) is not a conflict:
 ///   it is written over; after `maximumChecksumMismatches` such tries the job fails for good.
 /// - Transient failures are retried with capped exponential backoff for as long as the queue runs
-///   (`status.lastError` says why it waits); permanent ones (permissions, a parent gone, a refused
+///   (`status.lastError` says why it waits); so are answers no retry mends until the user acts (a
+///   full Drive, a dead grant: `holdsForNow`), but the file's waiters hear those at once; permanent ones (permissions, a parent gone, a refused
 ///   request, unreadable content) end the job: content to `failed/`, `onFinished` with the error.
 /// - A job cancelled while it runs is not reported to `onFinished` (the core removed the file).
+/// - Waiters (`whenUploaded`) hold no thread; a file someone waits for goes before the others.
+///   Crashes in `commit`, `reclaim` or `updateMetadata` (test seams) answer waiters from the
+///   transfer threads as they end (or `stop`), never from those calls, which the core makes under
+///   a file's `LocalContent.lock`.
 /// - `cancel` returning true means the queue removes what Drive holds of the file: nothing for a
 ///   new file that never started, otherwise a trash (or delete) after the running upload ended.
 ///
@@ -76,8 +81,14 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         /// heard of the landing (`onFinished` returned): `contentPath(of:)` still gives them, so a
         /// reopen in that window reads what landed rather than the version the node shows yet.
         var landing: [String: (contentPath: String, progress: UploadProgress, base: (revision: String?, md5: String?))] = [:]
-        /// Threads in `waitUntilUploaded`, by file (their uploads go at interactive priority).
-        var waiters: [String: Int] = [:]
+        /// Who waits for a file's uploads (`whenUploaded`: an fsync, a `--sync-close`), by waiter:
+        /// their files' jobs go first, at interactive priority. No thread waits for them.
+        var waiters: [UInt64: Waiter] = [:]
+        var nextWaiter: UInt64 = 1
+        /// Files whose upload waits for a backoff after an answer no retry mends until the user
+        /// acts (`holdsForNow`: a full Drive, a dead grant), with its errno: a waiter hears it at
+        /// once. Cleared when the job tries again or ends.
+        var held: [String: FilesystemError] = [:]
         var failedCount = 0
         var lastError: String?
         var onFinished: (@Sendable (UploadOutcome) -> Void)?
@@ -92,6 +103,13 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         /// Uploads of new files still being written (`EarlyUpload`), by file; a job adopts its
         /// file's when their content files are the same.
         var earlies: [String: EarlyUpload] = [:]
+    }
+
+    /// One `whenUploaded`: answered once the file's jobs up to `awaited` ended (or see `answer`).
+    struct Waiter {
+        let fileID: String
+        let awaited: UInt64
+        let done: @Sendable (Result<Void, FilesystemError>) -> Void
     }
 
     /// At most this many early uploads at once (each is a stream beside the transfer threads').
@@ -320,7 +338,12 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
 
     public func cancel(_ fileID: String) -> Bool {
         var dropped: [String] = []
-        defer { dropped.forEach(removeContent) }
+        defer {
+            dropped.forEach(removeContent)
+            // Whoever waits for a file removed before its upload ran has nothing left to wait for.
+            // (The core calls this holding no lock: the answers may be sent from here.)
+            resolveWaiters()
+        }
         return withLock { s in
             s.earlies.removeValue(forKey: fileID)?.abandon("the file was removed")
             let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
@@ -348,28 +371,97 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         }
     }
 
-    public func waitUntilUploaded(_ fileID: String, deadline: Double, cancellation: CancellationFlag?) throws(FilesystemError) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let awaited = shared.state.jobs(of: fileID).last(where: { $0.kind == .upload && $0.ready })?.seq else {
-            // Nothing in flight: the file's last upload, if it failed for good, still says so.
-            if let error = shared.settled[fileID]?.error { throw error }
-            return
+    public func whenUploaded(_ fileID: String, cancellation: CancellationFlag?,
+                             _ done: @escaping @Sendable (Result<Void, FilesystemError>) -> Void) {
+        addWaiter(fileID, cancellation: cancellation, done)
+    }
+
+    /// Registers a waiter (or answers it at once); its number while it waits.
+    @discardableResult
+    func addWaiter(_ fileID: String, cancellation: CancellationFlag?,
+                   _ done: @escaping @Sendable (Result<Void, FilesystemError>) -> Void) -> UInt64? {
+        var now: Result<Void, FilesystemError>?
+        let number: UInt64? = withLock { s in
+            if s.crashed {
+                now = .failure(.ioError)
+                return nil
+            }
+            guard let awaited = s.state.jobs(of: fileID).last(where: { $0.kind == .upload && $0.ready })?.seq else {
+                // Nothing in flight: the file's last upload, if it failed for good, still says so.
+                now = s.settled[fileID]?.error.map { .failure($0) } ?? .success(())
+                return nil
+            }
+            if let held = s.held[fileID] {
+                now = .failure(held)
+                return nil
+            }
+            let number = s.nextWaiter
+            s.nextWaiter += 1
+            s.waiters[number] = Waiter(fileID: fileID, awaited: awaited, done: done)
+            return number
         }
-        shared.waiters[fileID, default: 0] += 1
-        defer {
-            shared.waiters[fileID]! -= 1
-            if shared.waiters[fileID] == 0 { shared.waiters[fileID] = nil }
+        if let now {
+            done(now)
+            return nil
+        }
+        // A transfer thread waiting for work may take this file's job now.
+        lock.broadcast()
+        if let cancellation, let number {
+            cancellation.whenCancelled { [weak self] in self?.answerWaiter(number, .failure(FilesystemError(errno: EINTR))) }
+        }
+        return number
+    }
+
+    /// Answers one waiter with `result`, if it still waits.
+    func answerWaiter(_ number: UInt64, _ result: Result<Void, FilesystemError>) {
+        guard let waiter = withLock({ $0.waiters.removeValue(forKey: number) }) else { return }
+        waiter.done(result)
+    }
+
+    /// What a waiter is answered now, if it is (under the lock): EIO after a crash; the end of
+    /// the file's jobs it waits for (an error when the last of them failed for good); success when
+    /// the file has no upload left (cancelled: removed); an answer Drive gave that holds the upload.
+    static func answer(for waiter: Waiter, _ s: Shared) -> Result<Void, FilesystemError>? {
+        if s.crashed { return .failure(.ioError) }
+        if let settled = s.settled[waiter.fileID], settled.seq >= waiter.awaited {
+            return settled.error.map { .failure($0) } ?? .success(())
+        }
+        if !s.state.jobs(of: waiter.fileID).contains(where: { $0.kind == .upload }) { return .success(()) }
+        if let held = s.held[waiter.fileID] { return .failure(held) }
+        return nil
+    }
+
+    /// Answers every waiter whose answer is known now (never under the lock: the callbacks reply).
+    func resolveWaiters() {
+        let answered: [(Waiter, Result<Void, FilesystemError>)] = withLock { s in
+            guard !s.waiters.isEmpty else { return [] }
+            var answered: [(UInt64, Waiter, Result<Void, FilesystemError>)] = []
+            for (number, waiter) in s.waiters {
+                if let result = Self.answer(for: waiter, s) { answered.append((number, waiter, result)) }
+            }
+            for (number, _, _) in answered { s.waiters[number] = nil }
+            return answered.sorted { $0.0 < $1.0 }.map { ($0.1, $0.2) }
+        }
+        for (waiter, result) in answered { waiter.done(result) }
+    }
+
+    /// Blocks the calling thread until `whenUploaded` answers (tests, tools; the core never waits
+    /// this way). Stops at `deadline` (the queue's clock) with `EIO`, on `cancellation` with `EINTR`.
+    public func waitUntilUploaded(_ fileID: String, deadline: Double, cancellation: CancellationFlag?) throws(FilesystemError) {
+        let answer = Locked<Result<Void, FilesystemError>?>(nil)
+        let number = addWaiter(fileID, cancellation: cancellation) { [lock] result in
+            answer.withLock { $0 = result }
+            lock.broadcast()
         }
         while true {
-            if let settled = shared.settled[fileID], settled.seq >= awaited {
-                if let error = settled.error { throw error }
-                return
+            if let result = answer.withLock({ $0 }) { return try result.get() }
+            if time.now() >= deadline {
+                if let number, withLock({ $0.waiters.removeValue(forKey: number) }) != nil { throw .ioError }
+                continue
             }
-            if !shared.state.jobs(of: fileID).contains(where: { $0.kind == .upload }) { return }
-            if cancellation?.isCancelled == true { throw FilesystemError(errno: EINTR) }
-            if time.now() >= deadline || shared.crashed { throw FilesystemError.ioError }
-            _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05))
+            lock.lock()
+            if answer.withLock({ $0 }) == nil { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+            lock.unlock()
         }
     }
 
@@ -481,6 +573,13 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         lock.lock()
         while shared.threads > 0 { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05)) }
         lock.unlock()
+        // Nobody uploads any more: whoever still waits hears EIO (the jobs stay in the journal).
+        resolveWaiters()
+        let left = withLock { s in
+            defer { s.waiters = [:] }
+            return s.waiters.sorted { $0.key < $1.key }.map(\.value)
+        }
+        for waiter in left { waiter.done(.failure(.ioError)) }
     }
 
     // MARK: Test seams
@@ -490,6 +589,9 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     func setCrashHook(_ hook: (@Sendable (CommitPoint) -> Bool)?) { withLock { $0.crashHook = hook } }
 
     var hasCrashed: Bool { withLock { $0.crashed } }
+
+    /// Files someone waits for now (`whenUploaded`).
+    var waitingFiles: Set<String> { withLock { Set($0.waiters.values.map(\.fileID)) } }
 
     /// Waits (bounded) until every transfer thread has ended (after a crash or `stop`).
     @discardableResult
@@ -518,5 +620,6 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             for early in s.earlies.values { early.abandon("the queue crashed") }
         }
         lock.broadcast()
+        resolveWaiters()
     }
 }

@@ -131,8 +131,9 @@ public struct UploadQueueStatus: Codable, Sendable, Equatable {
 ///   same file is queued replaces it (only the newest content is sent); one committed while
 ///   another runs waits for it, then runs with the first one's result as its base (so our own
 ///   earlier upload is never taken for a conflict, and a create is followed by an update).
-/// - Every method but `waitUntilUploaded` and `drain` returns at once (no network): they are
-///   called on the kernel's threads.
+/// - Every method but `drain` returns at once (no network): they are called on the kernel's
+///   threads. Waiting for a file's upload (`whenUploaded`) holds no thread: the answer comes back
+///   through a callback.
 public protocol UploadQueueing: AnyObject, Sendable {
     /// Jobs the journal held when the queue was made (an earlier run's, not yet on Drive), in commit
     /// order: the core shows them as local files until they land. They run after `start`.
@@ -174,10 +175,17 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// landed. False when the queue holds no job of the file.
     func cancel(_ fileID: String) -> Bool
 
-    /// Waits until every job of the file committed so far has landed (fsync), and throws the
-    /// error of one that failed for good; returns at once when there is none. Stops waiting at
-    /// `deadline` (the core's clock, seconds) or on `cancellation`, with `EIO`/`EINTR`.
-    func waitUntilUploaded(_ fileID: String, deadline: Double, cancellation: CancellationFlag?) throws(FilesystemError)
+    /// Calls `done` once every job of the file committed so far has landed (fsync, `--sync-close`),
+    /// with `.success`, or with a failure: the error of a job that failed for good; at once, the
+    /// errno of an answer Drive gave the file's upload that no retry mends until the user acts (a
+    /// full Drive `ENOSPC`, a quota `EDQUOT`, a dead grant `EACCES`: the upload stays queued and is
+    /// tried again with backoff); `EINTR` when `cancellation` is cancelled; `EIO` when the queue
+    /// stops or crashed first. Returns at once and holds no thread meanwhile: `done` is called
+    /// exactly once, on this thread when the answer is known now, otherwise on a queue thread (or
+    /// the cancelling one). The file's waiting upload goes before the rest of the queue.
+    /// `done` must not block on the queue.
+    func whenUploaded(_ fileID: String, cancellation: CancellationFlag?,
+                      _ done: @escaping @Sendable (Result<Void, FilesystemError>) -> Void)
 
     /// Waits until no job is queued or running (unmount), calling `progress` about once a second;
     /// false at `timeout` seconds with jobs left (they stay in the journal for the next start).

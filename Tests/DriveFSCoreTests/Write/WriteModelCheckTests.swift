@@ -37,6 +37,10 @@ final class LandingGate: UploadQueueing, @unchecked Sendable {
     func waitUntilUploaded(_ fileID: String, deadline: Double, cancellation: CancellationFlag?) throws(FilesystemError) {
         try inner.waitUntilUploaded(fileID, deadline: deadline, cancellation: cancellation)
     }
+    func whenUploaded(_ fileID: String, cancellation: CancellationFlag?,
+                      _ done: @escaping @Sendable (Result<Void, FilesystemError>) -> Void) {
+        inner.whenUploaded(fileID, cancellation: cancellation, done)
+    }
     func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool { inner.drain(timeout: timeout, progress: progress) }
     var status: UploadQueueStatus { inner.status }
     func stop() {
