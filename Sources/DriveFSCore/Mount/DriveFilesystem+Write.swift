@@ -612,6 +612,8 @@ extension DriveFilesystem {
         let changesSomething = changes.size != nil || changes.permissions != nil || changes.modified != nil
         guard changesSomething else { return reply.succeed(table.attributes(node)) }
         guard canWrite else { return reply.fail(.readOnly) }
+        // Drive holds no file this large (5 TB): refused at once, before anything changes.
+        if let size = changes.size, size > configuration.maximumFileSize { return reply.fail(.fileTooLarge) }
         onIOThread(reply, "changing", inode) { [self] () throws(FilesystemError) in
             try setAttributesNow(node, changes, handle: handle, cancellation: reply.cancellation)
             guard let current = table.node(inode) else { throw .stale }
@@ -705,8 +707,13 @@ extension DriveFilesystem {
         }
     }
 
-    public func write(_ inode: Inode, handle: UInt64, offset: Int64, data: [UInt8], reply: Reply<Int>) {
+    public func write(_ inode: Inode, handle: UInt64, offset: Int64, data originalData: [UInt8], reply: Reply<Int>) {
         guard offset >= 0 else { return reply.fail(.invalidArgument) }
+        // Past Drive's largest file (5 TB): nothing at or past it is written (EFBIG); a write
+        // across it writes what fits, a short count, as the kernel does for its own limit.
+        let room = configuration.maximumFileSize - offset
+        guard room > 0 || originalData.isEmpty else { return reply.fail(.fileTooLarge) }
+        let data = Int64(originalData.count) > room ? Array(originalData.prefix(Int(max(0, room)))) : originalData
         guard let file = handles.withLock({ $0.files[handle] }), file.inode == inode else { return reply.fail(.badHandle) }
         guard file.writable, let content = file.local else { return reply.fail(.badHandle) }
         guard let node = table.node(inode) else { return reply.fail(.stale) }

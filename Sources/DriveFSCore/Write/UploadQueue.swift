@@ -87,6 +87,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         /// Test seam: the queue was abandoned at a commit point (`crashHook`): it does nothing more.
         var crashed = false
         var crashHook: (@Sendable (CommitPoint) -> Bool)?
+        var hashingHook: (@Sendable (Int64) -> Void)?
         /// md5 of content files, by job (their content does not change while the queue owns them).
         var digests: [UInt64: (size: Int64, mtime: Int64, md5: String)] = [:]
         /// Uploads of new files still being written (`EarlyUpload`), by file; a job adopts its
@@ -488,6 +489,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// Abandons the queue when `hook` answers true at a commit point: no record, request or
     /// callback follows, as if the process had died there.
     func setCrashHook(_ hook: (@Sendable (CommitPoint) -> Bool)?) { withLock { $0.crashHook = hook } }
+
+    /// Test seam: called on the transfer thread, with no lock held, after each piece of a content
+    /// file was hashed, with the bytes hashed so far.
+    func setHashingHook(_ hook: (@Sendable (Int64) -> Void)?) { withLock { $0.hashingHook = hook } }
 
     var hasCrashed: Bool { withLock { $0.crashed } }
 

@@ -85,16 +85,27 @@ public struct UploadOutcome: Sendable {
     }
 }
 
+/// What a running upload is doing.
+public enum UploadPhase: String, Codable, Sendable, Equatable {
+    /// Reading its content for its md5 before anything is sent (`bytesDone`: bytes hashed).
+    case hashing
+    /// Sending it (`bytesDone`: bytes Drive confirmed).
+    case sending
+}
+
 /// One upload as `drivefs status` shows it.
 public struct UploadProgress: Codable, Sendable, Equatable {
     public var path: String
     public var size: Int64
     public var bytesDone: Int64
+    /// nil from a daemon that did not say (an older status file), or before the job's first step.
+    public var phase: UploadPhase?
 
-    public init(path: String, size: Int64, bytesDone: Int64) {
+    public init(path: String, size: Int64, bytesDone: Int64, phase: UploadPhase? = nil) {
         self.path = path
         self.size = size
         self.bytesDone = bytesDone
+        self.phase = phase
     }
 }
 
