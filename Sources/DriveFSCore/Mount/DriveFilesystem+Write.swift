@@ -309,9 +309,33 @@ extension DriveFilesystem {
             Log.shared.warning("write", "\(describe(inode)): Drive could not give \(bytes) byte(s) of its version now; what was "
                                + "written is kept, and those bytes are fetched before the upload")
         }
+        // Drive must have room for what the file grows by (Drive's free space as the mount knows
+        // it, refreshed at most once a `quotaRefreshInterval`). When it has not, the content is
+        // journaled all the same, but not ready: nothing accepted is lost (also across a crash),
+        // nothing is sent to fail, and the close answers ENOSPC. A truncate, a removal, or a
+        // close or fsync once there is room, lets it go (docs/semantics.md, "Writing").
+        let fits = !ready || fitsOnDrive(node, content)
         let generation = content.generation
-        try uploads.commit(request, contentPath: content.path, ready: ready)
-        content.markCommitted(generation, ready: ready)
+        try uploads.commit(request, contentPath: content.path, ready: ready && fits)
+        content.markCommitted(generation, ready: ready && fits)
+        if fits {
+            if ready { heldForRoom.withLock { _ = $0.remove(inode) } }
+            return
+        }
+        heldForRoom.withLock { _ = $0.insert(inode) }
+        throw .noSpace
+    }
+
+    /// Whether the file's growth over what Drive holds of it fits in Drive's free space (an
+    /// unlimited account, or a quota not known, always fits).
+    private func fitsOnDrive(_ node: Node, _ content: LocalContent) -> Bool {
+        let onDrive = node.local?.isNew == true ? 0 : max(0, node.file.size ?? 0)
+        let growth = content.size - onDrive
+        guard growth > 0, let free = freeSpaceOnDrive(), growth > free else { return true }
+        Log.shared.warning("write", "\(describe(node.inode)) needs \(growth) more byte(s) on Drive, which has \(free) free: "
+                           + "it is kept here, not uploaded (its close answered ENOSPC); truncate or remove it, "
+                           + "or make room on Drive and close or fsync it again")
+        return false
     }
 
     /// The last handle of a local copy closed: commit what is left, and forget the copy when the
@@ -326,6 +350,8 @@ extension DriveFilesystem {
                 if content.isDirty || content.hasUnreadyCommit {
                     try commitLocked(inode, content, ready: true, cancellation: nil)
                 }
+            } catch where error.errno == ENOSPC && heldForRoom.withLock({ $0.contains(inode) }) {
+                // No room on Drive: journaled and kept (fitsOnDrive logged why).
             } catch {
                 Log.shared.error("write", "\(describe(inode)): the last close could not keep what was written (\(error)); "
                                  + "the local copy stays at \(content.path)")
@@ -476,6 +502,7 @@ extension DriveFilesystem {
         }
         if node.local?.isNew == true { removedHere.withLock { _ = $0.insert(node.file.id) } }
         _ = uploads.cancel(node.file.id)
+        heldForRoom.withLock { _ = $0.remove(node.inode) }
         if node.local?.isNew == true { return }
         do {
             if configuration.deletePermanently {

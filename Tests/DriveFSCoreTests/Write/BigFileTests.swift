@@ -180,6 +180,17 @@ final class BigFileTests: XCTestCase {
         XCTAssertTrue(fake.content(of: try XCTUnwrap(driveChild("kept.bin")).id) == bytes, "the held file was lost")
     }
 
+    func testAnUnmountCountsAHeldFileAsLeftInTheJournal() throws {
+        try mount { $0.maximumFileSize = DriveFSConfiguration.driveMaximumFileSize }
+        fake.storageQuota = (limit: 10 << 20, usage: 9 << 20)
+        let created = try harness.create(.root, "left.bin")
+        try harness.write(created.attributes.inode, created.opened.handle, CoreHarness.pattern(2 << 20, seed: 12), at: 0)
+        closeExpecting(ENOSPC, created.attributes.inode, created.opened.handle)
+        let cache = harness.configuration.cacheDirectory.path
+        harness.unmount()
+        XCTAssertEqual(UnfinishedUploads.read(cacheDirectory: cache), 1, "drivefs unmount would say nothing was left")
+    }
+
     func testGrowthNotSizeIsWhatMustFitAndUnlimitedAccountsAlwaysFit() throws {
         try mount { $0.maximumFileSize = DriveFSConfiguration.driveMaximumFileSize }
         let old = CoreHarness.pattern(2 << 20, seed: 8)
