@@ -105,6 +105,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         let flag = CancellationFlag()
         let size: Int64
         let sessionFiles: Locked<[String]>
+        /// What the job does now, and the bytes it hashed (`status`).
+        let progress = Locked<(phase: UploadPhase?, hashed: Int64)>((nil, 0))
         init(seq: UInt64, size: Int64) {
             self.seq = seq
             self.size = size
@@ -443,12 +445,15 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         // A landing the core has not heard of yet still counts as running: a drain returns once
         // the mount shows every upload's outcome.
         return UploadQueueStatus(queued: queued, running: running.map { job, r in
-            UploadProgress(path: job.request.displayPath, size: r.size, bytesDone: Self.bytesDone(r))
+            let (phase, hashed) = r.progress.withLock { $0 }
+            return UploadProgress(path: job.request.displayPath, size: r.size,
+                                  bytesDone: phase == .hashing ? min(hashed, r.size) : Self.bytesDone(r), phase: phase)
         } + landing, failed: failed, lastError: lastError)
     }
 
     /// Bytes Drive confirmed of a running upload: the resumable session's confirmed bytes (a
-    /// multipart upload shows 0 until it landed).
+    /// multipart upload shows 0 until it landed). While a job hashes its content, `status` shows
+    /// the bytes hashed instead.
     static func bytesDone(_ running: Running) -> Int64 {
         for path in running.sessionFiles.withLock({ $0 }) {
             if let session = try? ResumableUploadSession.load(from: path) { return min(session.confirmedBytes, running.size) }

@@ -271,4 +271,26 @@ final class BigFileTests: XCTestCase {
         XCTAssertEqual(queueHarness.outcomes.withLock { $0.count }, 1)
         queue.stop()
     }
+
+    func testAJobCancelledWhileHashingStopsHashingAndSendsNothing() throws {
+        let queueHarness = try UploadQueueHarness()
+        let queue = try queueHarness.makeQueue(transfers: 1)
+        let request = try queueHarness.newFile("gone.bin")
+        let hashed = Locked<[Int64]>([])
+        queue.setHashingHook { done in
+            let count = hashed.withLock { h -> Int in h.append(done); return h.count }
+            // rm of the file while its upload hashes (the same flag stops it at unmount).
+            if count == 2 { _ = queue.cancel(request.fileID) }
+        }
+        let path = queueHarness.content([])
+        XCTAssertEqual(truncate(path, off_t(64 << 20)), 0)
+        try queue.commit(request, contentPath: path, ready: true)
+        queueHarness.fake.resetCounters()
+        queueHarness.start(queue)
+        queueHarness.waitUntil("the job ended") { queue.status.isIdle && !hashed.withLock { $0.isEmpty } }
+        XCTAssertLessThanOrEqual(hashed.withLock { $0.count }, 3, "hashing went on after the job was cancelled")
+        XCTAssertEqual(queueHarness.fake.requests.filter { $0.key.hasPrefix("files.create") }.count, 0,
+                       queueHarness.fake.requestSummary)
+        queue.stop()
+    }
 }
