@@ -160,7 +160,7 @@ public final class DriveFilesystem: FilesystemOperations {
         // Unmounted (fusermount -u, drivefs unmount, a signal): what was closed goes to Drive first;
         // what cannot go in time stays in the journal for the next mount.
         let drained = drainUploads(timeout: configuration.drainTimeout) { status in
-            Log.shared.info("write", "unmounting: \(status.queued) upload(s) queued, \(status.running.count) running")
+            Log.shared.info("write", "unmounting: uploads \(status.progressSummary)")
         }
         // Files held for room on Drive (their close answered ENOSPC) are journaled, not sent:
         // they are left too, and `drivefs unmount` says so.

@@ -125,6 +125,22 @@ public struct UploadQueueStatus: Codable, Sendable, Equatable {
     }
 
     public var isIdle: Bool { queued == 0 && running.isEmpty }
+
+    /// What the uploads are doing, for `drivefs unmount`'s progress line:
+    /// `1 queued, 1 running (hashing /big.bin: 300 of 1048576 MiB)`. The first two running uploads
+    /// are named with their phase (`hashing`: read for their md5 before anything is sent;
+    /// `sending`: bytes Drive confirmed), the others counted.
+    public var progressSummary: String {
+        var line = "\(queued) queued, \(running.count) running"
+        let described = running.prefix(2).map { upload -> String in
+            let doing = upload.phase == .hashing ? "hashing" : "sending"
+            return "\(doing) \(upload.path): \(upload.bytesDone >> 20) of \(upload.size >> 20) MiB"
+        }
+        if !described.isEmpty {
+            line += " (" + described.joined(separator: "; ") + (running.count > 2 ? "; \(running.count - 2) more" : "") + ")"
+        }
+        return line
+    }
 }
 
 /// What the filesystem core asks of the upload queue (implemented by `UploadQueue`, over a

@@ -272,6 +272,17 @@ final class BigFileTests: XCTestCase {
         queue.stop()
     }
 
+    func testTheUnmountProgressLineSaysWhatEachUploadDoes() {
+        let status = UploadQueueStatus(queued: 1, running: [
+            UploadProgress(path: "/big.bin", size: 1 << 40, bytesDone: 300 << 20, phase: .hashing),
+            UploadProgress(path: "/small.bin", size: 20 << 20, bytesDone: 8 << 20, phase: .sending),
+            UploadProgress(path: "/other.bin", size: 1, bytesDone: 0),
+        ])
+        XCTAssertEqual(status.progressSummary, "1 queued, 3 running (hashing /big.bin: 300 of 1048576 MiB; "
+                       + "sending /small.bin: 8 of 20 MiB; 1 more)")
+        XCTAssertEqual(UploadQueueStatus(queued: 2).progressSummary, "2 queued, 0 running")
+    }
+
     func testAJobCancelledWhileHashingStopsHashingAndSendsNothing() throws {
         let queueHarness = try UploadQueueHarness()
         let queue = try queueHarness.makeQueue(transfers: 1)
