@@ -15,3 +15,7 @@ ssize_t csystem_copy_file_range(int in, off_t *inOffset, int out, off_t *outOffs
 int csystem_malloc_trim(void) {
     return malloc_trim(0);
 }
+
+off_t csystem_seek_data(int fd, off_t offset) { return lseek(fd, offset, SEEK_DATA); }
+
+off_t csystem_seek_hole(int fd, off_t offset) { return lseek(fd, offset, SEEK_HOLE); }

@@ -12,6 +12,11 @@ int csystem_punch_hole(int fd, off_t offset, off_t length);
 // where the filesystem can). Bytes copied, or -1 with errno set.
 ssize_t csystem_copy_file_range(int in, off_t *inOffset, int out, off_t *outOffset, size_t length);
 
+// lseek(fd, offset, SEEK_DATA) and lseek(fd, offset, SEEK_HOLE): the next data, or the next hole,
+// at or after offset (ENXIO past the last data). The offset, or -1 with errno set.
+off_t csystem_seek_data(int fd, off_t offset);
+off_t csystem_seek_hole(int fd, off_t offset);
+
 // malloc_trim(0): hands the allocator's free pages back to the system (every arena). 1 when it
 // released memory, 0 when there was none to release.
 int csystem_malloc_trim(void);

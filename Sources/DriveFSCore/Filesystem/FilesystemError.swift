@@ -22,6 +22,7 @@ public struct FilesystemError: Error, Equatable, Sendable, CustomStringConvertib
     public static let exists = FilesystemError(errno: EEXIST)
     public static let notEmpty = FilesystemError(errno: ENOTEMPTY)
     public static let noSpace = FilesystemError(errno: ENOSPC)
+    public static let fileTooLarge = FilesystemError(errno: EFBIG)
     public static let accessDenied = FilesystemError(errno: EACCES)
     public static let stale = FilesystemError(errno: ESTALE)
 

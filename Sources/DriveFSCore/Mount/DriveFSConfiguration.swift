@@ -52,6 +52,13 @@ public struct DriveFSConfiguration: Sendable {
     /// How long the kernel may cache names and attributes (seconds); changes seen in the feed are
     /// pushed to the kernel at once, so this only bounds staleness when notifications fail.
     public var kernelCacheTimeout: Double
+    /// The largest file Drive holds (Google: 5 TB per file, `about.maxUploadSize` 5,497,558,138,880):
+    /// a `truncate` or a write whose end would pass it answers EFBIG at once and changes nothing.
+    public var maximumFileSize: Int64
+    /// How old the account's storage quota (`about.storageQuota`, what `df` shows) may be when a
+    /// close checks that the file's growth fits in Drive's free space (seconds): at most one
+    /// about.get per this interval, shared with `statfs`.
+    public var quotaRefreshInterval: Double
 
     public init(userID: UInt32, groupID: UInt32, umask: UInt32 = 0o022, cacheDirectory: URL,
                 cacheSize: Int64 = 10 << 30, directoryCacheTTL: Double = 300, pollInterval: Double = 30,
@@ -60,7 +67,8 @@ public struct DriveFSConfiguration: Sendable {
                 listingGroupSize: Int = 50, interactiveThreads: Int = 16, backgroundListingThreads: Int = 4,
                 requestDeadline: Double = 60, kernelCacheTimeout: Double = 30, transfers: Int = 4, syncClose: Bool = false,
                 deletePermanently: Bool = false, drainTimeout: Double = 3600, indexWholeDrive: Bool = false,
-                earlyUploadThreshold: Int64 = 16 << 20) {
+                earlyUploadThreshold: Int64 = 16 << 20, maximumFileSize: Int64 = DriveFSConfiguration.driveMaximumFileSize,
+                quotaRefreshInterval: Double = 60) {
         self.userID = userID
         self.groupID = groupID
         self.umask = umask
@@ -85,5 +93,10 @@ public struct DriveFSConfiguration: Sendable {
         self.drainTimeout = drainTimeout
         self.indexWholeDrive = indexWholeDrive
         self.earlyUploadThreshold = max(0, earlyUploadThreshold)
+        self.maximumFileSize = max(0, maximumFileSize)
+        self.quotaRefreshInterval = max(0, quotaRefreshInterval)
     }
+
+    /// Google's largest file: 5 TiB (`about.maxUploadSize`, discovery's `mediaUpload.maxSize`).
+    public static let driveMaximumFileSize: Int64 = 5_497_558_138_880
 }

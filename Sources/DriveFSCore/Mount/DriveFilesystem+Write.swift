@@ -309,9 +309,33 @@ extension DriveFilesystem {
             Log.shared.warning("write", "\(describe(inode)): Drive could not give \(bytes) byte(s) of its version now; what was "
                                + "written is kept, and those bytes are fetched before the upload")
         }
+        // Drive must have room for what the file grows by (Drive's free space as the mount knows
+        // it, refreshed at most once a `quotaRefreshInterval`). When it has not, the content is
+        // journaled all the same, but not ready: nothing accepted is lost (also across a crash),
+        // nothing is sent to fail, and the close answers ENOSPC. A truncate, a removal, or a
+        // close or fsync once there is room, lets it go (docs/semantics.md, "Writing").
+        let fits = !ready || fitsOnDrive(node, content)
         let generation = content.generation
-        try uploads.commit(request, contentPath: content.path, ready: ready)
-        content.markCommitted(generation, ready: ready)
+        try uploads.commit(request, contentPath: content.path, ready: ready && fits)
+        content.markCommitted(generation, ready: ready && fits)
+        if fits {
+            if ready { heldForRoom.withLock { _ = $0.remove(inode) } }
+            return
+        }
+        heldForRoom.withLock { _ = $0.insert(inode) }
+        throw .noSpace
+    }
+
+    /// Whether the file's growth over what Drive holds of it fits in Drive's free space (an
+    /// unlimited account, or a quota not known, always fits).
+    private func fitsOnDrive(_ node: Node, _ content: LocalContent) -> Bool {
+        let onDrive = node.local?.isNew == true ? 0 : max(0, node.file.size ?? 0)
+        let growth = content.size - onDrive
+        guard growth > 0, let free = freeSpaceOnDrive(), growth > free else { return true }
+        Log.shared.warning("write", "\(describe(node.inode)) needs \(growth) more byte(s) on Drive, which has \(free) free: "
+                           + "it is kept here, not uploaded (its close answered ENOSPC); truncate or remove it, "
+                           + "or make room on Drive and close or fsync it again")
+        return false
     }
 
     /// The last handle of a local copy closed: commit what is left, and forget the copy when the
@@ -326,6 +350,8 @@ extension DriveFilesystem {
                 if content.isDirty || content.hasUnreadyCommit {
                     try commitLocked(inode, content, ready: true, cancellation: nil)
                 }
+            } catch where error.errno == ENOSPC && heldForRoom.withLock({ $0.contains(inode) }) {
+                // No room on Drive: journaled and kept (fitsOnDrive logged why).
             } catch {
                 Log.shared.error("write", "\(describe(inode)): the last close could not keep what was written (\(error)); "
                                  + "the local copy stays at \(content.path)")
@@ -476,6 +502,7 @@ extension DriveFilesystem {
         }
         if node.local?.isNew == true { removedHere.withLock { _ = $0.insert(node.file.id) } }
         _ = uploads.cancel(node.file.id)
+        heldForRoom.withLock { _ = $0.remove(node.inode) }
         if node.local?.isNew == true { return }
         do {
             if configuration.deletePermanently {
@@ -612,6 +639,8 @@ extension DriveFilesystem {
         let changesSomething = changes.size != nil || changes.permissions != nil || changes.modified != nil
         guard changesSomething else { return reply.succeed(table.attributes(node)) }
         guard canWrite else { return reply.fail(.readOnly) }
+        // Drive holds no file this large (5 TB): refused at once, before anything changes.
+        if let size = changes.size, size > configuration.maximumFileSize { return reply.fail(.fileTooLarge) }
         onIOThread(reply, "changing", inode) { [self] () throws(FilesystemError) in
             try setAttributesNow(node, changes, handle: handle, cancellation: reply.cancellation)
             guard let current = table.node(inode) else { throw .stale }
@@ -705,8 +734,13 @@ extension DriveFilesystem {
         }
     }
 
-    public func write(_ inode: Inode, handle: UInt64, offset: Int64, data: [UInt8], reply: Reply<Int>) {
+    public func write(_ inode: Inode, handle: UInt64, offset: Int64, data originalData: [UInt8], reply: Reply<Int>) {
         guard offset >= 0 else { return reply.fail(.invalidArgument) }
+        // Past Drive's largest file (5 TB): nothing at or past it is written (EFBIG); a write
+        // across it writes what fits, a short count, as the kernel does for its own limit.
+        let room = configuration.maximumFileSize - offset
+        guard room > 0 || originalData.isEmpty else { return reply.fail(.fileTooLarge) }
+        let data = Int64(originalData.count) > room ? Array(originalData.prefix(Int(max(0, room)))) : originalData
         guard let file = handles.withLock({ $0.files[handle] }), file.inode == inode else { return reply.fail(.badHandle) }
         guard file.writable, let content = file.local else { return reply.fail(.badHandle) }
         guard let node = table.node(inode) else { return reply.fail(.stale) }

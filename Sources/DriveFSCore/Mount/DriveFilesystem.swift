@@ -57,6 +57,12 @@ public final class DriveFilesystem: FilesystemOperations {
 
     let handles = Locked(Handles())
     private let about = Locked<(value: DriveAbout?, fetchedAt: Double)>((nil, 0))
+    /// When a close last asked Drive for its quota (successful or not): at most one about.get per
+    /// `quotaRefreshInterval` for closes, whatever Drive answers.
+    private let quotaAskedAt = Locked<Double>(-Double.infinity)
+    /// Files whose last close answered ENOSPC (their growth does not fit in Drive's free space):
+    /// journaled but not ready, kept until a truncate, a removal or a later close that fits.
+    let heldForRoom = Locked<Set<Inode>>([])
 
     struct Handles {
         var next: UInt64 = 1
@@ -179,13 +185,15 @@ public final class DriveFilesystem: FilesystemOperations {
         // Unmounted (fusermount -u, drivefs unmount, a signal): what was closed goes to Drive first;
         // what cannot go in time stays in the journal for the next mount.
         let drained = drainUploads(timeout: configuration.drainTimeout) { status in
-            Log.shared.info("write", "unmounting: \(status.queued) upload(s) queued, \(status.running.count) running")
+            Log.shared.info("write", "unmounting: uploads \(status.progressSummary)")
         }
-        let left = uploads.status.queued + uploads.status.running.count
+        // Files held for room on Drive (their close answered ENOSPC) are journaled, not sent:
+        // they are left too, and `drivefs unmount` says so.
+        let left = uploads.status.queued + uploads.status.running.count + heldForRoom.withLock { $0.count }
         if !drained {
             Log.shared.warning("write", "unmounting with uploads left (\(left)): they stay in the journal and the next mount sends them")
         }
-        UnfinishedUploads.write(drained ? 0 : max(1, left), cacheDirectory: configuration.cacheDirectory.path)
+        UnfinishedUploads.write(drained && left == 0 ? 0 : max(1, left), cacheDirectory: configuration.cacheDirectory.path)
         poller.stop()
         for pool in [interactive, readAhead, backgroundListing] { pool.stop() }
         // Closed files still being committed reach the journal before the queue stops.
@@ -534,6 +542,32 @@ public final class DriveFilesystem: FilesystemOperations {
                 throw FilesystemError.from(error)
             }
         }
+    }
+
+    /// Bytes Drive has free for this account (`about.storageQuota`: limit − usage), as the mount
+    /// knows it: the answer `df` uses, asked again by a close at most every
+    /// `quotaRefreshInterval` seconds (one request, its deadline short: a close does not wait
+    /// long for Drive). nil: no limit (an unlimited account), or not known (Drive did not answer).
+    func freeSpaceOnDrive() -> Int64? {
+        let now = time.now()
+        var known = about.withLock { $0 }
+        let stale = known.value == nil || now - known.fetchedAt >= configuration.quotaRefreshInterval
+        let ask = stale && quotaAskedAt.withLock { asked -> Bool in
+            guard now - asked >= configuration.quotaRefreshInterval || known.value == nil && asked == -Double.infinity else {
+                return false
+            }
+            asked = now
+            return true
+        }
+        if ask {
+            let context = RequestContext(priority: .interactive, deadline: now + min(10, configuration.requestDeadline))
+            if let fresh = context.scope({ try? backend.about() }) {
+                known = (fresh, time.now())
+                about.withLock { $0 = known }
+            }
+        }
+        guard let value = known.value, let limit = value.storageLimit else { return nil }
+        return max(0, limit - max(0, value.storageUsage ?? 0))
     }
 
     private func statistics(_ about: DriveAbout) -> FilesystemStatistics {

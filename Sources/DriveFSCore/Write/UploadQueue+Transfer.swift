@@ -176,7 +176,8 @@ extension UploadQueue {
             return
         }
         if let missing = job.request.missing, !missing.isEmpty { try fillMissing(seq, job, missing) }
-        let digest = try contentDigest(try current(seq))
+        let digest = try contentDigest(try current(seq), running)
+        running.progress.withLock { $0 = (.sending, 0) }
         if announce { try point(.starting(job.fileID)) }
         var file: DriveFile
         var wasConflict = false
@@ -601,7 +602,11 @@ extension UploadQueue {
         }
     }
 
-    private func contentDigest(_ job: UploadJob) throws -> Digest3 {
+    /// The content's size, mtime and md5, measured once per job (a job's content does not change
+    /// while the queue owns it). Hashing a large file takes a while (minutes for a sparse
+    /// terabyte: its holes are not read, but md5 takes every zero): `status` shows the phase and
+    /// the bytes hashed, and a stop, a crash or a cancel (the job's flag) cuts it short.
+    private func contentDigest(_ job: UploadJob, _ running: Running) throws -> Digest3 {
         var info = stat()
         guard stat(job.contentPath, &info) == 0 else {
             let e = errno
@@ -610,11 +615,21 @@ extension UploadQueue {
         }
         let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
         if let known = withLock({ $0.digests[job.seq] }), known.size == Int64(info.st_size), known.mtime == mtime { return known }
+        let hook = withLock { $0.hashingHook }
+        running.progress.withLock { $0 = (.hashing, 0) }
         do {
-            let measured = try LocalFiles.digest(job.contentPath)
+            let measured = try LocalFiles.digest(job.contentPath) { hashed in
+                running.progress.withLock { $0.hashed = hashed }
+                hook?(hashed)
+                return !running.flag.isCancelled
+            }
             let digest: Digest3 = (measured.size, measured.mtimeNanos, measured.md5)
             withLock { $0.digests[job.seq] = digest }
             return digest
+        } catch where error.errno == EINTR && running.flag.isCancelled {
+            // Stopped while hashing: the queue stops or crashed, or the job was cancelled.
+            _ = try current(job.seq)
+            throw JobFailure(message: "hashing its content was interrupted", permanent: false, error: error)
         } catch {
             throw JobFailure(message: "its content file \(job.contentPath) cannot be read (\(error))", permanent: error.errno == ENOENT,
                              error: error)

@@ -98,6 +98,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         /// Test seam: the queue was abandoned at a commit point (`crashHook`): it does nothing more.
         var crashed = false
         var crashHook: (@Sendable (CommitPoint) -> Bool)?
+        var hashingHook: (@Sendable (Int64) -> Void)?
         /// md5 of content files, by job (their content does not change while the queue owns them).
         var digests: [UInt64: (size: Int64, mtime: Int64, md5: String)] = [:]
         /// Uploads of new files still being written (`EarlyUpload`), by file; a job adopts its
@@ -122,6 +123,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         let flag = CancellationFlag()
         let size: Int64
         let sessionFiles: Locked<[String]>
+        /// What the job does now, and the bytes it hashed (`status`).
+        let progress = Locked<(phase: UploadPhase?, hashed: Int64)>((nil, 0))
         init(seq: UInt64, size: Int64) {
             self.seq = seq
             self.size = size
@@ -534,12 +537,15 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         // A landing the core has not heard of yet still counts as running: a drain returns once
         // the mount shows every upload's outcome.
         return UploadQueueStatus(queued: queued, running: running.map { job, r in
-            UploadProgress(path: job.request.displayPath, size: r.size, bytesDone: Self.bytesDone(r))
+            let (phase, hashed) = r.progress.withLock { $0 }
+            return UploadProgress(path: job.request.displayPath, size: r.size,
+                                  bytesDone: phase == .hashing ? min(hashed, r.size) : Self.bytesDone(r), phase: phase)
         } + landing, failed: failed, lastError: lastError)
     }
 
     /// Bytes Drive confirmed of a running upload: the resumable session's confirmed bytes (a
-    /// multipart upload shows 0 until it landed).
+    /// multipart upload shows 0 until it landed). While a job hashes its content, `status` shows
+    /// the bytes hashed instead.
     static func bytesDone(_ running: Running) -> Int64 {
         for path in running.sessionFiles.withLock({ $0 }) {
             if let session = try? ResumableUploadSession.load(from: path) { return min(session.confirmedBytes, running.size) }
@@ -587,6 +593,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// Abandons the queue when `hook` answers true at a commit point: no record, request or
     /// callback follows, as if the process had died there.
     func setCrashHook(_ hook: (@Sendable (CommitPoint) -> Bool)?) { withLock { $0.crashHook = hook } }
+
+    /// Test seam: called on the transfer thread, with no lock held, after each piece of a content
+    /// file was hashed, with the bytes hashed so far.
+    func setHashingHook(_ hook: (@Sendable (Int64) -> Void)?) { withLock { $0.hashingHook = hook } }
 
     var hasCrashed: Bool { withLock { $0.crashed } }
 

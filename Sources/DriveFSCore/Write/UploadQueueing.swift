@@ -85,16 +85,27 @@ public struct UploadOutcome: Sendable {
     }
 }
 
+/// What a running upload is doing.
+public enum UploadPhase: String, Codable, Sendable, Equatable {
+    /// Reading its content for its md5 before anything is sent (`bytesDone`: bytes hashed).
+    case hashing
+    /// Sending it (`bytesDone`: bytes Drive confirmed).
+    case sending
+}
+
 /// One upload as `drivefs status` shows it.
 public struct UploadProgress: Codable, Sendable, Equatable {
     public var path: String
     public var size: Int64
     public var bytesDone: Int64
+    /// nil from a daemon that did not say (an older status file), or before the job's first step.
+    public var phase: UploadPhase?
 
-    public init(path: String, size: Int64, bytesDone: Int64) {
+    public init(path: String, size: Int64, bytesDone: Int64, phase: UploadPhase? = nil) {
         self.path = path
         self.size = size
         self.bytesDone = bytesDone
+        self.phase = phase
     }
 }
 
@@ -114,6 +125,22 @@ public struct UploadQueueStatus: Codable, Sendable, Equatable {
     }
 
     public var isIdle: Bool { queued == 0 && running.isEmpty }
+
+    /// What the uploads are doing, for `drivefs unmount`'s progress line:
+    /// `1 queued, 1 running (hashing /big.bin: 300 of 1048576 MiB)`. The first two running uploads
+    /// are named with their phase (`hashing`: read for their md5 before anything is sent;
+    /// `sending`: bytes Drive confirmed), the others counted.
+    public var progressSummary: String {
+        var line = "\(queued) queued, \(running.count) running"
+        let described = running.prefix(2).map { upload -> String in
+            let doing = upload.phase == .hashing ? "hashing" : "sending"
+            return "\(doing) \(upload.path): \(upload.bytesDone >> 20) of \(upload.size >> 20) MiB"
+        }
+        if !described.isEmpty {
+            line += " (" + described.joined(separator: "; ") + (running.count > 2 ? "; \(running.count - 2) more" : "") + ")"
+        }
+        return line
+    }
 }
 
 /// What the filesystem core asks of the upload queue (implemented by `UploadQueue`, over a

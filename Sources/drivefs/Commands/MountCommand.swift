@@ -270,7 +270,9 @@ enum MountCommand {
             else { return "" }
             let u = status.uploads
             if u.queued == 0 && u.running.isEmpty { return "" }
-            let sent = u.running.map { "\($0.path) \(StatusCommand.bytes($0.bytesDone)) of \(StatusCommand.bytes($0.size))" }
+            let sent = u.running.map {
+                ($0.phase == .hashing ? "hashing " : "") + "\($0.path) \(StatusCommand.bytes($0.bytesDone)) of \(StatusCommand.bytes($0.size))"
+            }
             return "; uploads: " + StatusCommand.uploads(u) + (sent.isEmpty ? "" : " (" + sent.joined(separator: ", ") + ")")
         }
         @Sendable func who(_ holder: CacheDirectoryLock.Holder?) -> String {

@@ -106,7 +106,9 @@ enum StatusCommand {
                          index(s)])
             for upload in s.uploads.running {
                 let done = upload.size > 0 ? " (\(Int((Double(upload.bytesDone) / Double(upload.size) * 100).rounded(.down))) %)" : ""
-                notes.append("\(s.mountpoint): uploading \(upload.path): \(bytes(upload.bytesDone)) of \(bytes(upload.size))\(done)")
+                // A large file is read for its md5 before anything is sent: say so.
+                let doing = upload.phase == .hashing ? "hashing (before uploading)" : "uploading"
+                notes.append("\(s.mountpoint): \(doing) \(upload.path): \(bytes(upload.bytesDone)) of \(bytes(upload.size))\(done)")
             }
             if let pacing = s.pacing { notes.append("\(s.mountpoint): \(limits(pacing))") }
             if let error = s.uploads.lastError { notes.append("\(s.mountpoint): last upload error: \(error)") }

@@ -63,10 +63,8 @@ enum UnmountCommand {
             if let now = directory.liveMounts(removingDead: false).first(where: { $0.pid == daemon.pid }) {
                 let pending = now.uploads.queued + now.uploads.running.count
                 if pending > 0 && Date().timeIntervalSince(lastPrinted) >= 2 {
-                    let done = now.uploads.running.reduce(Int64(0)) { $0 + $1.bytesDone }
-                    let total = now.uploads.running.reduce(Int64(0)) { $0 + $1.size }
-                    let line = "drivefs: uploading before unmounting: \(now.uploads.queued) queued, \(now.uploads.running.count) running"
-                        + (total > 0 ? " (\(done >> 20) of \(total >> 20) MiB)" : "")
+                    // What each running upload is doing: a large file is hashed before it is sent.
+                    let line = "drivefs: uploading before unmounting: \(now.uploads.progressSummary)"
                     if line != lastLine { Output.standardError(line + "\n") }
                     lastLine = line
                     lastPrinted = Date()

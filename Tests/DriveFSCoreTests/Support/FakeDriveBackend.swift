@@ -175,9 +175,17 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
 
     func about() throws -> DriveAbout {
         try request("about.get")
-        return DriveAbout(displayName: "Fake", emailAddress: "fake@example.com", permissionId: "1", storageLimit: 15 << 30,
-                          storageUsage: 1 << 30, usageInDrive: 1 << 30, usageInDriveTrash: 0, maxUploadSize: nil, exportFormats: [:])
+        let (limit, usage) = storageQuota
+        return DriveAbout(displayName: "Fake", emailAddress: "fake@example.com", permissionId: "1", storageLimit: limit,
+                          storageUsage: usage, usageInDrive: usage, usageInDriveTrash: 0, maxUploadSize: nil, exportFormats: [:])
     }
+
+    /// What about.get answers as `storageQuota` (nil limit: unlimited). Not enforced by uploads.
+    var storageQuota: (limit: Int64?, usage: Int64) {
+        get { lock.lock(); defer { lock.unlock() }; return quota }
+        set { lock.lock(); quota = newValue; lock.unlock() }
+    }
+    private var quota: (limit: Int64?, usage: Int64) = (15 << 30, 1 << 30)
 
     func getFile(_ id: String) throws -> DriveFile {
         try request("files.get")
