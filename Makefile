@@ -17,7 +17,7 @@ VERSION := $(shell sed -n 's/^ *static let current = "\([^"]*\)".*/\1/p' Sources
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB := .build/deb/drivefs_$(VERSION)_$(DEB_ARCH).deb
 
-.PHONY: all deps deps-debian build test demo install deb bench bench-smoke bench-venv clean
+.PHONY: all deps deps-debian build test demo chaos install deb bench bench-smoke bench-venv clean
 
 all: build
 
@@ -48,6 +48,16 @@ test: deps deb
 
 demo: deps build
 	./scripts/demo.sh $(BIN)
+
+# The chaos run (docs/testing.md): random operations from several processes through a mount while a
+# seeded fault schedule throws 5xx, rate limits, resets, stalls, short tokens, emulator restarts, kill -9,
+# an unreachable Drive and a full cache disk at it; then Drive is compared with what was promised.
+# CHAOS_SEED=N replays a seed (printed either way); CHAOS_PROCESSES sets the workers.
+CHAOS_DURATION ?= 1800
+CHAOS_PROCESSES ?= 4
+chaos: deps-debian build
+	python3 Tests/tools/chaos.py --bin $(BIN) --duration $(CHAOS_DURATION) --processes $(CHAOS_PROCESSES) \
+		$(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) $(if $(CHAOS_WORKDIR),--workdir $(CHAOS_WORKDIR))
 
 # Installs optimised binaries, whatever CONFIG says, with the mount(8) helper (mount(8) looks in
 # /sbin only), the man page, shell completion and the systemd user unit (docs/fstab.md, docs/systemd.md).

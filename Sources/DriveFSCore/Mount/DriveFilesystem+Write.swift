@@ -500,10 +500,19 @@ extension DriveFilesystem {
             forgetIfDone(node.inode, content)
             content.lock.unlock()
         }
-        if node.local?.isNew == true { removedHere.withLock { _ = $0.insert(node.file.id) } }
-        _ = uploads.cancel(node.file.id)
         heldForRoom.withLock { _ = $0.remove(node.inode) }
-        if node.local?.isNew == true { return }
+        if node.local?.isNew == true {
+            removedHere.withLock { _ = $0.insert(node.file.id) }
+            _ = uploads.cancel(node.file.id)
+            // `node` is what the caller looked up, maybe before the file's create landed and the
+            // landing was applied (its trashIfRemoved then found nothing to do, and the queue has
+            // no job left to cancel): the file is on Drive now and goes to the trash here. Whoever
+            // takes its ID out of `removedHere` (this, or a landing applied after the insert) trashes it.
+            let landedMeanwhile = table.node(node.inode).map { $0.local?.isNew != true && $0.file.id == node.file.id } ?? false
+            guard landedMeanwhile, removedHere.withLock({ $0.remove(node.file.id) != nil }) else { return }
+        } else {
+            _ = uploads.cancel(node.file.id)
+        }
         do {
             if configuration.deletePermanently {
                 try backend.delete(node.file.id)
