@@ -398,6 +398,10 @@ public final class DriveFilesystem: FilesystemOperations {
         } catch {
             return reply.fail(error)
         }
+        // No local copy (any more): the node as it is now. A copy forgotten while this open waited
+        // for its lock was let go by a landing, which updated the node first; the node looked up
+        // before that still shows the file before its upload (a new file: size 0, no content on Drive).
+        guard let node = table.node(inode) else { return reply.fail(FilesystemError(errno: ESTALE)) }
         guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats) else {
             Log.shared.warning("fs", "'\(node.name)' (\(node.file.mimeType)) cannot be downloaded or exported by Drive")
             return reply.fail(FilesystemError(errno: EOPNOTSUPP))
