@@ -24,8 +24,11 @@ final class StagingSweepTests: XCTestCase {
         // A stray file of some other kind of leftover: a directory is not touched.
         try FileManager.default.createDirectory(atPath: staging + "/not-a-copy", withIntermediateDirectories: false)
 
-        try h.mount()
+        // The restart's uploads held until the sweep is checked (else the file may land first).
+        let again = HeldUploadQueue(try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1))
+        try h.mount(uploads: again)
         XCTAssertEqual(names().filter { $0 != "not-a-copy" }.count, 1, "only the queued content stays: \(names())")
+        again.release()
         XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
         let onDrive = h.backend.children(of: h.backend.rootID)
         XCTAssertEqual(onDrive.map(\.name), ["closed.txt"])
