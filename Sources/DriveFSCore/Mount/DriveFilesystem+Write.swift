@@ -493,25 +493,33 @@ extension DriveFilesystem {
     /// Takes `node` off Drive (to the trash, or for good): nothing to do for a file not on Drive
     /// yet, whose queued upload is dropped (or, if it is landing, trashed once it landed).
     private func removeFromDrive(_ node: Node) throws(FilesystemError) {
-        if let content = locals.withLock({ $0[node.inode] }) {
-            content.lock.lock()
+        let isNew = node.local?.isNew == true
+        // The copy's lock across the journal's record: no commit from it slips in between, and a
+        // removal the journal cannot keep changes nothing (the call fails, the file stays as it was).
+        let content = locals.withLock { $0[node.inode] }
+        content?.lock.lock()
+        if isNew { removedHere.withLock { _ = $0.insert(node.file.id) } }
+        do {
+            _ = try uploads.cancel(node.file.id)
+        } catch {
+            if isNew { removedHere.withLock { _ = $0.remove(node.file.id) } }
+            content?.lock.unlock()
+            throw error
+        }
+        if let content {
             content.removed = true
             // Nobody has it open: its descriptor goes now, so a removed file's space is free at once.
             forgetIfDone(node.inode, content)
             content.lock.unlock()
         }
         heldForRoom.withLock { _ = $0.remove(node.inode) }
-        if node.local?.isNew == true {
-            removedHere.withLock { _ = $0.insert(node.file.id) }
-            _ = uploads.cancel(node.file.id)
+        if isNew {
             // `node` is what the caller looked up, maybe before the file's create landed and the
             // landing was applied (its trashIfRemoved then found nothing to do, and the queue has
             // no job left to cancel): the file is on Drive now and goes to the trash here. Whoever
             // takes its ID out of `removedHere` (this, or a landing applied after the insert) trashes it.
             let landedMeanwhile = table.node(node.inode).map { $0.local?.isNew != true && $0.file.id == node.file.id } ?? false
             guard landedMeanwhile, removedHere.withLock({ $0.remove(node.file.id) != nil }) else { return }
-        } else {
-            _ = uploads.cancel(node.file.id)
         }
         do {
             if configuration.deletePermanently {
@@ -622,7 +630,7 @@ extension DriveFilesystem {
     /// or nil when no request was made.
     private func place(_ source: Node, name: String, parentID: String, from oldParentID: String?,
                        currentName: String) throws(FilesystemError) -> DriveFile? {
-        let queued = uploads.updateMetadata(of: source.file.id) { request in
+        let queued = try uploads.updateMetadata(of: source.file.id) { request in
             request.name = name
             request.parentID = parentID
         }
@@ -710,7 +718,7 @@ extension DriveFilesystem {
         held?.lock.lock()
         let carried = held.map { !$0.removed && ($0.isDirty || $0.hasUnreadyCommit) } ?? false
         let modeText = permissions.map { String($0, radix: 8) }
-        let queued = uploads.updateMetadata(of: current.file.id) { request in
+        let queued = try uploads.updateMetadata(of: current.file.id) { request in
             if let modeText { request.appProperties[AppPropertyKeys.mode] = modeText }
             if let modified { request.modifiedTime = modified }
         }

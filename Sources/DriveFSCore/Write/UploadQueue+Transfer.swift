@@ -205,8 +205,10 @@ extension UploadQueue {
     private func fillMissing(_ seq: UInt64, _ job: UploadJob, _ missing: [ByteSpan]) throws {
         let fd = Glibc.open(job.contentPath, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw JobFailure(message: "cannot open its content \(job.contentPath): \(String(cString: strerror(errno)))",
-                             permanent: false, error: FileRanges.error(errno))
+            let e = errno
+            // A content file that is gone does not come back: failed for good, like at recovery.
+            throw JobFailure(message: "cannot open its content \(job.contentPath): \(String(cString: strerror(e)))",
+                             permanent: e == ENOENT, error: FileRanges.error(e))
         }
         defer { Glibc.close(fd) }
         for span in missing where span.length > 0 {
@@ -674,7 +676,10 @@ extension UploadQueue {
     /// again with backoff, while whoever waits for the file (`whenUploaded`) hears the errno at once.
     static func holdsForNow(_ error: DriveError) -> Bool {
         switch error {
-        case .quotaExceeded, .unauthorized: return true
+        case .quotaExceeded: return true
+        // A revoked or invalid grant (no token refresh mends it); a plain 401 (an access token that
+        // expired) is mended by the next refresh and is not the user's to act on.
+        case .unauthorized(let info): return info.reason == "invalid_grant"
         default: return false
         }
     }

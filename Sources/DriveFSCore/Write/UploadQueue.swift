@@ -98,6 +98,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         /// Test seam: the queue was abandoned at a commit point (`crashHook`): it does nothing more.
         var crashed = false
         var crashHook: (@Sendable (CommitPoint) -> Bool)?
+        /// Test seam: every journal record fails with this while set (a full or failing cache disk).
+        var journalFault: FilesystemError?
         var hashingHook: (@Sendable (Int64) -> Void)?
         /// md5 of content files, by job (their content does not change while the queue owns them).
         var digests: [UInt64: (size: Int64, mtime: Int64, md5: String)] = [:]
@@ -219,6 +221,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// Writes `record` and applies it (under the lock).
     static func record(_ record: UploadJournal.Record, _ s: inout Shared) throws(FilesystemError) {
         guard !s.crashed else { throw FilesystemError(errno: EIO) }
+        if let fault = s.journalFault { throw fault }
         try s.journal.append(record)
         s.state.apply(record)
     }
@@ -317,8 +320,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         withLock { s in s.state.jobs(of: fileID).last { $0.kind == .upload && $0.ready }?.contentPath ?? s.landing[fileID]?.contentPath }
     }
 
-    public func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) -> Bool {
-        withLock { s in
+    public func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) throws(FilesystemError) -> Bool {
+        try withLock { (s: inout Shared) throws(FilesystemError) -> Bool in
             let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
             guard !jobs.isEmpty, !s.crashed else { return false }
             for job in jobs {
@@ -327,10 +330,11 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
                 request.fileID = job.request.fileID
                 guard request != job.request else { continue }
                 let record = UploadJournal.Record.metadata(seq: job.seq, request: request)
-                do { try Self.record(record, &s) } catch {
-                    // Live behaviour stays right; only a crash before the next record of this job forgets it.
-                    log.error("uploads", "\(job.request.displayPath): cannot journal a metadata change (\(error)); it is applied, not yet durable")
-                    s.state.apply(record)
+                do throws(FilesystemError) { try Self.record(record, &s) } catch {
+                    // Not applied: a change the journal does not hold would be forgotten by a crash
+                    // (a rename undone, a file uploaded under its old name). The caller fails.
+                    log.error("uploads", "\(job.request.displayPath): cannot journal a metadata change (\(error)); it is refused")
+                    throw error
                 }
             }
             _ = crashes(at: .metadataChanged(fileID), &s)
@@ -339,18 +343,20 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         }
     }
 
-    public func cancel(_ fileID: String) -> Bool {
+    public func cancel(_ fileID: String) throws(FilesystemError) -> Bool {
         var dropped: [String] = []
         defer {
             dropped.forEach(removeContent)
             // Whoever waits for a file removed before its upload ran has nothing left to wait for.
-            // (The core calls this holding no lock: the answers may be sent from here.)
+            // (The core calls this holding at most the file's copy lock; an answer takes no lock of the core.)
             resolveWaiters()
         }
-        return withLock { s in
-            s.earlies.removeValue(forKey: fileID)?.abandon("the file was removed")
+        return try withLock { (s: inout Shared) throws(FilesystemError) -> Bool in
             let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
-            guard let first = jobs.first, !s.crashed else { return false }
+            guard let first = jobs.first, !s.crashed else {
+                s.earlies.removeValue(forKey: fileID)?.abandon("the file was removed")
+                return false
+            }
             let running = s.running[fileID].flatMap { r in jobs.first { $0.seq == r.seq } }
             // Drive may hold the file unless every job is a create that has not started.
             let mayExist = running != nil || jobs.contains { !$0.creates || s.pinned.contains($0.seq) }
@@ -360,10 +366,14 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
                 removal = .removal(seq: s.state.nextSeq, request: jobs.last!.request, target: target, deletes: deletePermanently)
             }
             let record = UploadJournal.Record.cancel(fileID: fileID, removal: removal)
-            do { try Self.record(record, &s) } catch {
-                log.error("uploads", "\(first.request.displayPath): cannot journal a removal (\(error)); it is applied, not yet durable")
-                s.state.apply(record)
+            do throws(FilesystemError) { try Self.record(record, &s) } catch {
+                // Not applied: a removal the journal does not hold would be undone by a crash (the
+                // file uploaded again, or its job retried forever once its content is gone). The
+                // removal fails; the file and its upload stay as they were.
+                log.error("uploads", "\(first.request.displayPath): cannot journal a removal (\(error)); it is refused")
+                throw error
             }
+            s.earlies.removeValue(forKey: fileID)?.abandon("the file was removed")
             if running != nil { s.running[fileID]?.flag.cancel() }
             dropped = jobs.filter { $0.ready && $0.seq != running?.seq }.map(\.contentPath)
             log.debug("uploads", "\(first.request.displayPath): cancelled \(jobs.map(\.seq))" + (removal.map { ", removal job \($0.seq) of \($0.target)" } ?? ""))
@@ -593,6 +603,9 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// Abandons the queue when `hook` answers true at a commit point: no record, request or
     /// callback follows, as if the process had died there.
     func setCrashHook(_ hook: (@Sendable (CommitPoint) -> Bool)?) { withLock { $0.crashHook = hook } }
+
+    /// Test seam: every journal record fails with `error` until it is set back to nil.
+    func setJournalFault(_ error: FilesystemError?) { withLock { $0.journalFault = error } }
 
     /// Test seam: called on the transfer thread, with no lock held, after each piece of a content
     /// file was hashed, with the bytes hashed so far.

@@ -195,12 +195,12 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// Drive, a chmod, a utimens): a queued job is sent with the change; a running one is followed
     /// by a metadata update once it landed. False when the queue holds no job of the file (the
     /// core then makes the change on Drive itself).
-    func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) -> Bool
+    func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) throws(FilesystemError) -> Bool
 
     /// The file was removed: a queued job is dropped (a new file that never started costs no
     /// request at all); a running one is trashed (or deleted, as the mount is configured) once it
     /// landed. False when the queue holds no job of the file.
-    func cancel(_ fileID: String) -> Bool
+    func cancel(_ fileID: String) throws(FilesystemError) -> Bool
 
     /// Calls `done` once every job of the file committed so far has landed (fsync, `--sync-close`),
     /// with `.success`, or with a failure: the error of a job that failed for good; at once, the

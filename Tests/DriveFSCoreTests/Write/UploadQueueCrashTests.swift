@@ -56,13 +56,13 @@ final class UploadQueueCrashTests: XCTestCase {
             w.ids["temporary"] = r.fileID
             try queue.commit(r, contentPath: h.content("scratch"), ready: true)
         case .temporaryCancel:
-            XCTAssertTrue(queue.cancel(w.ids["temporary"]!))
+            XCTAssertTrue(try queue.cancel(w.ids["temporary"]!))
         case .renameCommit:
             let r = try h.newFile("before.txt")
             w.ids["renamed"] = r.fileID
             try queue.commit(r, contentPath: h.content("renamed content"), ready: true)
         case .rename:
-            XCTAssertTrue(queue.updateMetadata(of: w.ids["renamed"]!) { $0.name = "after.txt" })
+            XCTAssertTrue(try queue.updateMetadata(of: w.ids["renamed"]!) { $0.name = "after.txt" })
         case .firstVersion:
             let r = try h.newFile("versions.txt")
             w.ids["versions"] = r.fileID
@@ -81,7 +81,7 @@ final class UploadQueueCrashTests: XCTestCase {
             try queue.commit(h.update(w.doomed), contentPath: h.content("d2"), ready: true)
         case .doomedCancel:
             // An existing file removed while its upload is queued: the queue trashes it.
-            XCTAssertTrue(queue.cancel(w.doomed))
+            XCTAssertTrue(try queue.cancel(w.doomed))
         }
     }
 
@@ -277,7 +277,7 @@ final class UploadQueueCrashTests: XCTestCase {
             case 3, 4:
                 guard let i = live.randomElement(using: &random) else { continue }
                 let name = "renamed\(step)-\(i)"
-                if queue.updateMetadata(of: model[i].request.fileID, { $0.name = name }) {
+                if try queue.updateMetadata(of: model[i].request.fileID, { $0.name = name }) {
                     model[i].request.name = name
                 } else if !queue.hasCrashed {
                     // Nothing queued: the core renames on Drive itself.
@@ -286,7 +286,7 @@ final class UploadQueueCrashTests: XCTestCase {
                 }
             case 5:
                 guard let i = live.randomElement(using: &random) else { continue }
-                if queue.cancel(model[i].request.fileID) {
+                if try queue.cancel(model[i].request.fileID) {
                     model[i].removed = true
                 } else if !queue.hasCrashed {
                     if h.fake.file(model[i].request.fileID) != nil { h.fake.trashFile(model[i].request.fileID) }

@@ -132,8 +132,8 @@ final class UploadQueueTests: XCTestCase {
         let path = h.content("scratch")
         try queue.commit(request, contentPath: path, ready: true)
         h.fake.resetCounters()
-        XCTAssertTrue(queue.cancel(request.fileID))
-        XCTAssertFalse(queue.cancel(request.fileID), "nothing of it left")
+        XCTAssertTrue(try queue.cancel(request.fileID))
+        XCTAssertFalse(try queue.cancel(request.fileID), "nothing of it left")
         XCTAssertFalse(FileManager.default.fileExists(atPath: path))
         h.start(queue)
         h.waitIdle(queue)
@@ -154,7 +154,7 @@ final class UploadQueueTests: XCTestCase {
             try queue.commit(request, contentPath: h.content("one"), ready: true)
             h.start(queue)
             h.waitUntil("the create to be in flight") { gate.waiting == 1 }
-            XCTAssertTrue(queue.cancel(request.fileID))
+            XCTAssertTrue(try queue.cancel(request.fileID))
             try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
             gate.open()
             h.waitIdle(queue)
@@ -181,12 +181,12 @@ final class UploadQueueTests: XCTestCase {
         let queued = try h.newFile("queued.txt")
         try queue.commit(running, contentPath: h.content("r"), ready: true)
         try queue.commit(queued, contentPath: h.content("q"), ready: true)
-        XCTAssertTrue(queue.updateMetadata(of: queued.fileID) { $0.name = "renamed.txt"; $0.parentID = folder })
-        XCTAssertFalse(queue.updateMetadata(of: "unknown") { $0.name = "x" })
+        XCTAssertTrue(try queue.updateMetadata(of: queued.fileID) { $0.name = "renamed.txt"; $0.parentID = folder })
+        XCTAssertFalse(try queue.updateMetadata(of: "unknown") { $0.name = "x" })
         h.fake.resetCounters()
         h.start(queue)
         h.waitUntil("the first create to be in flight") { gate.waiting == 1 }
-        XCTAssertTrue(queue.updateMetadata(of: running.fileID) {
+        XCTAssertTrue(try queue.updateMetadata(of: running.fileID) {
             $0.name = "moved.txt"
             $0.parentID = folder
             $0.modifiedTime = 42_000

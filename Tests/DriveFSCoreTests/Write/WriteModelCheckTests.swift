@@ -30,10 +30,10 @@ final class LandingGate: UploadQueueing, @unchecked Sendable {
     func contentPath(of fileID: String) -> String? { inner.contentPath(of: fileID) }
     func queuedBase(of fileID: String) -> (revision: String?, md5: String?) { inner.queuedBase(of: fileID) }
     func isWhole(_ fileID: String) -> Bool { inner.isWhole(fileID) }
-    func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) -> Bool {
-        inner.updateMetadata(of: fileID, change)
+    func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) throws(FilesystemError) -> Bool {
+        try inner.updateMetadata(of: fileID, change)
     }
-    func cancel(_ fileID: String) -> Bool { inner.cancel(fileID) }
+    func cancel(_ fileID: String) throws(FilesystemError) -> Bool { try inner.cancel(fileID) }
     func waitUntilUploaded(_ fileID: String, deadline: Double, cancellation: CancellationFlag?) throws(FilesystemError) {
         try inner.waitUntilUploaded(fileID, deadline: deadline, cancellation: cancellation)
     }
