@@ -99,7 +99,7 @@ def merge(*states, dup_ok=False):
 
 
 def may_exist(state):
-    return state["k"] == "known" or (state["k"] == "maybe" and (state["any"] or state["cands"]))
+    return state["k"] == "known" or (state["k"] == "maybe" and (state["any"] or bool(state["cands"])))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,8 +284,9 @@ class Worker:
         try:
             os.rename(self.p(src), self.p(dst))
         except OSError as e:
-            # Not done, done, or (killed between its two Drive steps) both under the name.
-            self.set_state(dst, merge(s_dst, s_src, dup_ok=may_exist(s_dst)), table, store)
+            # Not done or done; never both under the name (a rename over a file killed between its
+            # two Drive steps is finished by the next start).
+            self.set_state(dst, merge(s_dst, s_src), table, store)
             self.set_state(src, merge(s_src, ABSENT), table, store)
             return self.failure(what, e)
         if src in store and s_src["k"] == "known":

@@ -591,7 +591,19 @@ extension DriveFilesystem {
             // Drive first, the table after: no page of changes or listing is applied in between.
             table.changesHere.begin()
             defer { table.changesHere.end() }
-            var moved = try place(source, name: NameMapper.driveName(forShown: newName), parentID: newParentID, from: parentID, currentName: source.file.name)
+            let driveName = NameMapper.driveName(forShown: newName)
+            // A rename over a file takes two steps on Drive; journaled as begun before the first,
+            // so that a crash between them is finished by the next start (never both files under
+            // the name). A journal that cannot take it fails the rename, nothing changed.
+            let replacement = try replaced.map { (replaced: Node) throws(FilesystemError) -> UInt64 in
+                let names = UploadRequest(fileID: replaced.file.id, isNew: false, parentID: newParentID, name: replaced.file.name,
+                                          displayPath: describe(replaced.inode))
+                return try uploads.beginReplacement(of: names, by: source.file.id, name: driveName, parentID: newParentID)
+            }
+            // Left open when the rename could be neither finished nor undone: the next start finishes it.
+            var leaveToRestart = false
+            defer { if let replacement, !leaveToRestart { uploads.endReplacement(replacement) } }
+            var moved = try place(source, name: driveName, parentID: newParentID, from: parentID, currentName: source.file.name)
             if let replaced {
                 // POSIX: the target is replaced; on Drive it goes to the trash (or is deleted).
                 // Decision: only now, after the source took its name (on Drive, or durably in its
@@ -608,8 +620,10 @@ extension DriveFilesystem {
                         _ = try place(source, name: source.file.name, parentID: parentID ?? newParentID, from: newParentID,
                                       currentName: newName)
                     } catch let undo {
+                        leaveToRestart = true
                         Log.shared.error("write", "\(describe(source.inode)): renaming it over '\(newName)' failed (\(error)), "
-                                         + "and putting it back failed too (\(undo)); Drive shows it as '\(newName)' beside the old one")
+                                         + "and putting it back failed too (\(undo)); Drive shows it as '\(newName)' beside the old one "
+                                         + "until the next start removes the old one")
                     }
                     throw error
                 }

@@ -66,6 +66,7 @@ extension UploadQueue {
                 switch job.kind {
                 case .upload: runUpload(job, running)
                 case .removal: runRemoval(job, running)
+                case .replacement: runReplacement(job, running)
                 }
             }
             withLock { s in
@@ -517,6 +518,66 @@ extension UploadQueue {
             n += 1
         }
         return path
+    }
+
+    // MARK: Renames over a file, cut short
+
+    /// A rename over a file that a crash cut short, where the queue held no job of the renamed
+    /// file (`finishReplacements` took the others at opening): Drive says whether the renamed file
+    /// holds the name. If it does, the replaced file goes (its jobs dropped, or Drive's copy
+    /// trashed); if not (or the renamed file is gone), it stays. Then the job ends.
+    private func runReplacement(_ first: UploadJob, _ running: Running) {
+        var failures = 0
+        while true {
+            do {
+                let job = try current(first.seq)
+                guard let placement = job.replacedBy else { throw JobFailure(message: "no rename recorded", permanent: true, error: .ioError) }
+                if failures == 0 { try point(.starting(job.fileID)) }
+                var isPlaced = withLock { Self.placed(placement, $0.state) }
+                if isPlaced == nil {
+                    do {
+                        let renamed = try step(.other) { try backend.getFile(placement.fileID) }
+                        isPlaced = !renamed.trashed && renamed.name == placement.name && renamed.parents.contains(placement.parentID)
+                    } catch let failure as JobFailure where failure.isNotFound {
+                        isPlaced = false
+                    }
+                }
+                var dropped: [String] = []
+                let removal: UploadJob? = try withLock { (s: inout Shared) throws -> UploadJob? in
+                    if s.crashed { throw Interruption.crashed }
+                    let runningSeq = s.running[job.request.fileID]?.seq
+                    if isPlaced == true {
+                        dropped = s.state.jobs(of: job.request.fileID)
+                            .filter { $0.kind == .upload && $0.ready && $0.seq != runningSeq }.map(\.contentPath)
+                    }
+                    var records: [UploadJournal.Record] = []
+                    if isPlaced == true { records.append(Self.removalRecord(of: job, s.state, deletes: job.deletes)) }
+                    records.append(.done(seq: first.seq, landed: nil))
+                    for record in records {
+                        do throws(FilesystemError) { try Self.record(record, &s) } catch {
+                            throw JobFailure(message: "cannot journal the end of a rename: \(error)", permanent: false, error: error)
+                        }
+                    }
+                    if let running = s.running[job.request.fileID], isPlaced == true { running.flag.cancel() }
+                    if crashes(at: .replaced(job.request.fileID), &s) { throw Interruption.crashed }
+                    lock.broadcast()
+                    return isPlaced == true ? s.state.jobs(of: job.request.fileID).last : nil
+                }
+                dropped.forEach(removeContent)
+                log.info("uploads", "\(job.request.displayPath): a rename over it was cut short by the last run's end; "
+                         + (removal != nil ? "the renamed file holds the name, so this one goes" : "it was not done, so this one stays"))
+                return
+            } catch {
+                let failure = jobFailure(error, seq: first.seq)
+                if failure.interruption != nil { return }
+                failures += 1
+                let delay = backoff(after: failures, retryAfter: failure.job.retryAfter)
+                let text = "\(first.request.displayPath): finishing a rename over it: \(failure.job.message); trying again in \(Self.seconds(delay))"
+                withLock { $0.lastError = text }
+                log.warning("uploads", text)
+                do { try wait(delay, seq: first.seq) } catch { return }
+            }
+        }
     }
 
     // MARK: Removals

@@ -138,6 +138,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     enum CommitPoint: Equatable, Sendable, CustomStringConvertible {
         /// After the record of a public call is durable.
         case committed(String), reclaimed(String), metadataChanged(String), cancelled(String)
+        /// After a rename over a file was journaled as begun, and as ended (the replaced file's ID).
+        case replacing(String), replaced(String)
         /// A job is about to send its first request.
         case starting(String)
         /// After the record of a decision is durable (a file made again; a conflicted copy).
@@ -153,6 +155,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             case .reclaimed(let f): return "reclaimed \(f)"
             case .metadataChanged(let f): return "metadata \(f)"
             case .cancelled(let f): return "cancelled \(f)"
+            case .replacing(let f): return "replacing \(f)"
+            case .replaced(let f): return "replaced \(f)"
             case .starting(let f): return "starting \(f)"
             case .retargeted(let f): return "retargeted \(f)"
             case .conflictDecided(let f): return "conflict \(f)"
@@ -189,6 +193,9 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         // (compacted below, so that a later replay agrees).
         let wereOpen = state.jobs.values.contains { !$0.ready }
         state.readyAll()
+        // Renames over a file that a crash cut short: finished now where the journal alone says
+        // whether the renamed file took the name (it has a job); the others run as jobs (Drive says).
+        let finished = Self.finishReplacements(&state, deletePermanently: deletePermanently)
         let live = Set(state.jobs.values.map(\.contentPath))
         for move in state.failedMoves where !live.contains(move.from) && LocalFiles.exists(move.from) && !LocalFiles.exists(move.to) {
             try? LocalFiles.move(move.from, to: move.to)
@@ -197,14 +204,78 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             // Content of jobs that ended just before a crash, which the queue had not removed yet.
             if unlink(path) == 0 { log.debug("uploads", "removed \(path), left by a job that ended before a restart") }
         }
-        if report.skippedBytes > 0 || wereOpen || journal.wantsCompaction {
+        if report.skippedBytes > 0 || wereOpen || finished > 0 || journal.wantsCompaction {
             try journal.compact(to: state.snapshot)
         }
+        if finished > 0 { log.info("uploads", "\(finished) renames over a file, cut short by the last run's end, finished from the journal") }
         let uploads = state.ordered.filter { $0.kind == .upload }
         recovered = uploads.map { ($0.request, $0.contentPath) }
         shared = Shared(state: state, journal: journal, pinned: Set(state.jobs.keys))
         if !state.jobs.isEmpty {
             log.info("uploads", "\(uploads.count) uploads and \(state.jobs.count - uploads.count) removals recovered from \(journal.path)")
+        }
+    }
+
+    /// Whether the rename `placement` took effect, as the queue's own jobs of the renamed file say
+    /// (their request is what Drive will be told); nil when the queue holds none (Drive says).
+    static func placed(_ placement: UploadJob.Placement, _ state: UploadQueueState) -> Bool? {
+        guard let last = state.jobs(of: placement.fileID).last(where: { $0.kind == .upload }) else { return nil }
+        return last.request.name == placement.name && last.request.parentID == placement.parentID
+    }
+
+    /// The records that remove the replaced file of `replacement`: its jobs dropped (and Drive's
+    /// copy trashed after a running one), or Drive's copy trashed when the queue holds none. A
+    /// recovered job may have sent its request before the crash: Drive may hold the file.
+    static func removalRecord(of replacement: UploadJob, _ state: UploadQueueState, deletes: Bool) -> UploadJournal.Record {
+        let jobs = state.jobs(of: replacement.request.fileID).filter { $0.kind == .upload }
+        let target = jobs.first?.target ?? replacement.target
+        return .cancel(fileID: replacement.request.fileID,
+                       removal: .removal(seq: state.nextSeq, request: jobs.last?.request ?? replacement.request, target: target, deletes: deletes))
+    }
+
+    /// Finishes, in `state` (at opening, before anything runs), the replacements whose rename the
+    /// journal alone decides; the others stay, ready, to be decided by Drive. How many it finished.
+    static func finishReplacements(_ state: inout UploadQueueState, deletePermanently: Bool) -> Int {
+        var finished = 0
+        for job in state.ordered where job.kind == .replacement {
+            guard let placement = job.replacedBy, let isPlaced = placed(placement, state) else { continue }
+            if isPlaced { state.apply(removalRecord(of: job, state, deletes: deletePermanently)) }
+            state.apply(.done(seq: job.seq, landed: nil))
+            finished += 1
+        }
+        return finished
+    }
+
+    /// Journals a rename over a file as begun, before its first step: the file `replaced` (a
+    /// request that names it) is to go once the file `fileID` holds `name` in `parentID`. Until
+    /// `endReplacement`, a crash leaves it to the next start to finish. Throws (nothing changed)
+    /// when the journal cannot take it: the rename must then fail.
+    public func beginReplacement(of replaced: UploadRequest, by fileID: String, name: String, parentID: String) throws(FilesystemError) -> UInt64 {
+        let placement = UploadJob.Placement(fileID: fileID, name: name, parentID: parentID)
+        return try withLock { (s: inout Shared) throws(FilesystemError) -> UInt64 in
+            guard !s.crashed else { throw FilesystemError(errno: EIO) }
+            let job = UploadJob.replacement(seq: s.state.nextSeq, request: replaced, target: replaced.fileID, by: placement,
+                                            deletes: deletePermanently)
+            do throws(FilesystemError) { try Self.record(.job(job), &s) } catch {
+                log.error("uploads", "\(replaced.displayPath): cannot journal a rename over it (\(error)); it is refused")
+                throw error
+            }
+            if crashes(at: .replacing(replaced.fileID), &s) { throw FilesystemError(errno: EIO) }
+            return job.seq
+        }
+    }
+
+    /// The rename begun as `seq` ended (done or undone): its record is dropped. A failure only
+    /// logs: the next start decides it again, and whatever it decides was done already.
+    public func endReplacement(_ seq: UInt64) {
+        withLock { s in
+            guard let job = s.state.jobs[seq], job.kind == .replacement, !s.crashed else { return }
+            do throws(FilesystemError) { try Self.record(.done(seq: seq, landed: nil), &s) } catch {
+                log.warning("uploads", "\(job.request.displayPath): cannot journal the end of a rename over it (\(error)); the next start checks it")
+                return
+            }
+            _ = crashes(at: .replaced(job.request.fileID), &s)
+            compactIfWanted(&s)
         }
     }
 

@@ -1,9 +1,21 @@
-/// One job of the upload queue, as the journal keeps it: content owed to Drive, or the removal of a
-/// file that Drive may hold.
+/// One job of the upload queue, as the journal keeps it: content owed to Drive, the removal of a
+/// file that Drive may hold, or a rename over a file to finish.
 struct UploadJob: Codable, Equatable, Sendable {
     enum Kind: String, Codable, Sendable {
         case upload
         case removal
+        /// A rename over a file (`replacedBy`) was started: the file it replaces (`request.fileID`,
+        /// on Drive as `target`) goes once the renamed file holds its name. Journaled before the
+        /// rename's first step and ended after its last, so a crash in between is finished by the
+        /// next start: never both files under the name (docs/architecture.md, "Renames over a file").
+        case replacement
+    }
+
+    /// Where a rename puts a file: the file, its new (Drive) name and folder.
+    struct Placement: Codable, Equatable, Sendable {
+        var fileID: String
+        var name: String
+        var parentID: String
     }
 
     /// Where a conflicting upload goes instead: a new file beside the original.
@@ -67,8 +79,12 @@ struct UploadJob: Codable, Equatable, Sendable {
     /// bounds the tries (`UploadQueue.maximumChecksumMismatches`). Nil when there was none (and
     /// in journals written before the field existed).
     var corruptLandings: [String]? = nil
+    /// For a replacement: the rename that replaces the file.
+    var replacedBy: Placement? = nil
 
-    var fileID: String { request.fileID }
+    /// The key jobs run in order under: the file's ID. A replacement has its own, so that it
+    /// neither waits for the replaced file's uploads nor counts as one of them.
+    var fileID: String { kind == .replacement ? "replacing " + request.fileID : request.fileID }
 
     static func upload(seq: UInt64, request: UploadRequest, contentPath: String, ready: Bool, target: String? = nil) -> UploadJob {
         UploadJob(seq: seq, kind: .upload, request: request, contentPath: contentPath, ready: ready,
@@ -78,6 +94,13 @@ struct UploadJob: Codable, Equatable, Sendable {
     static func removal(seq: UInt64, request: UploadRequest, target: String, deletes: Bool) -> UploadJob {
         UploadJob(seq: seq, kind: .removal, request: request, contentPath: "", ready: true, target: target, creates: false,
                   conflictCopy: nil, deletes: deletes)
+    }
+
+    /// The replacement of the file `request` describes (Drive's copy `target`) by `placement`; not
+    /// ready: it runs only when a restart finds it (the rename was cut short).
+    static func replacement(seq: UInt64, request: UploadRequest, target: String, by placement: Placement, deletes: Bool) -> UploadJob {
+        UploadJob(seq: seq, kind: .replacement, request: request, contentPath: "", ready: false, target: target, creates: false,
+                  conflictCopy: nil, deletes: deletes, replacedBy: placement)
     }
 
     /// An earlier job of the file, written on the same base, went to the conflicted copy `landed`

@@ -202,6 +202,17 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// landed. False when the queue holds no job of the file.
     func cancel(_ fileID: String) throws(FilesystemError) -> Bool
 
+    /// A rename of the file `fileID` to `name` in `parentID` over the file `replaced` (a request
+    /// naming it: its ID, folder, name, path) begins: journaled before the rename's first step, so
+    /// that a crash before `endReplacement` is finished by the next start (the replaced file goes
+    /// if the renamed one holds the name, and stays if not). Throws when the journal cannot take
+    /// it (nothing changed: the rename fails). Returns the number `endReplacement` takes.
+    func beginReplacement(of replaced: UploadRequest, by fileID: String, name: String, parentID: String) throws(FilesystemError) -> UInt64
+
+    /// The rename begun as `number` ended, done or undone (never throws: a record that cannot be
+    /// written leaves the next start to check it, which finds it done or undone).
+    func endReplacement(_ number: UInt64)
+
     /// Calls `done` once every job of the file committed so far has landed (fsync, `--sync-close`),
     /// with `.success`, or with a failure: the error of a job that failed for good; at once, the
     /// errno of an answer Drive gave the file's upload that no retry mends until the user acts (a

@@ -12,6 +12,7 @@ final class JournalFailureTests: XCTestCase {
     func testARemovalOrRenameTheJournalCannotKeepFailsAndChangesNothing() throws {
         let h = try CoreHarness { $0.readOnly = false }
         defer { h.remove() }
+        _ = h.backend.addFile("on-drive.txt", content: Array("on drive\n".utf8))
         let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
         let held = HeldUploadQueue(queue)
         try h.mount(uploads: held)
@@ -24,7 +25,14 @@ final class JournalFailureTests: XCTestCase {
         XCTAssertThrowsError(try h.rename(.root, "named.txt", to: .root, "renamed.txt")) { error in
             XCTAssertEqual((error as? FilesystemError)?.errno, ENOSPC, "\(error)")
         }
-        XCTAssertEqual(try h.listPlus(.root).map(\.entry.name).filter { $0 != "." && $0 != ".." }.sorted(), ["kept.txt", "named.txt"])
+        // A rename over a file on Drive is journaled as begun before its first step: refused too.
+        let requestsBefore = h.backend.totalRequests
+        XCTAssertThrowsError(try h.rename(.root, "named.txt", to: .root, "on-drive.txt")) { error in
+            XCTAssertEqual((error as? FilesystemError)?.errno, ENOSPC, "\(error)")
+        }
+        XCTAssertEqual(h.backend.totalRequests, requestsBefore, "nothing was sent to Drive")
+        XCTAssertEqual(try h.listPlus(.root).map(\.entry.name).filter { $0 != "." && $0 != ".." }.sorted(),
+                       ["kept.txt", "named.txt", "on-drive.txt"])
 
         // A crash now: the journal holds both files as they were, and they go up as they were.
         queue.setJournalFault(nil)
@@ -33,7 +41,7 @@ final class JournalFailureTests: XCTestCase {
         try h.mount()
         XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
         let onDrive = h.backend.children(of: h.backend.rootID)
-        XCTAssertEqual(onDrive.map(\.name).sorted(), ["kept.txt", "named.txt"])
+        XCTAssertEqual(onDrive.map(\.name).sorted(), ["kept.txt", "named.txt", "on-drive.txt"])
         XCTAssertEqual(onDrive.first { $0.name == "kept.txt" }.flatMap { h.backend.content(of: $0.id) }, Array("kept\n".utf8))
     }
 }

@@ -34,6 +34,10 @@ final class LandingGate: UploadQueueing, @unchecked Sendable {
         try inner.updateMetadata(of: fileID, change)
     }
     func cancel(_ fileID: String) throws(FilesystemError) -> Bool { try inner.cancel(fileID) }
+    func beginReplacement(of replaced: UploadRequest, by fileID: String, name: String, parentID: String) throws(FilesystemError) -> UInt64 {
+        try inner.beginReplacement(of: replaced, by: fileID, name: name, parentID: parentID)
+    }
+    func endReplacement(_ number: UInt64) { inner.endReplacement(number) }
     func waitUntilUploaded(_ fileID: String, deadline: Double, cancellation: CancellationFlag?) throws(FilesystemError) {
         try inner.waitUntilUploaded(fileID, deadline: deadline, cancellation: cancellation)
     }
