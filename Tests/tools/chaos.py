@@ -621,7 +621,9 @@ class Mount:
                 log.write(f"\n==== chaos: drivefs mount (mount {self.mounts + 1}) ====\n".encode())
                 offset = log.tell()
                 self.proc = subprocess.Popen([self.binary, "mount", self.mnt, "-f", "--poll-interval", "2s", "--cache-dir", self.cache,
-                                              "--cache-size", "64M", "--write-rate", "100", "--write-burst", "200"],
+                                              "--cache-size", "64M", "--write-rate", "100", "--write-burst", "200"]
+                                             + (["--log-level", os.environ["DRIVEFS_CHAOS_LOG_LEVEL"]]
+                                                if os.environ.get("DRIVEFS_CHAOS_LOG_LEVEL") else []),
                                              stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=self.env)
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and self.proc.poll() is None:

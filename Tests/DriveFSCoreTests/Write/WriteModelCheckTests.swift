@@ -158,6 +158,10 @@ final class WriteModelCheckTests: XCTestCase {
         var model: [UInt8] = []
         let created = try harness.create(.root, "model.bin")
         let inode = created.attributes.inode
+        // Where the file is now: it is renamed across two folders, sometimes over another file.
+        let sub = try harness.makeDirectory(.root, "sub").inode
+        var place: (parent: Inode, name: String) = (.root, "model.bin")
+        var victims = 0
         var handle = created.opened.handle
         var isOpen = true
         var bytesSeed = seed &* 1_000_003
@@ -220,6 +224,22 @@ final class WriteModelCheckTests: XCTestCase {
             case 87..<95:
                 gate.deliverHeld()
                 note("\(step): deliver landings")
+            case 95..<98:
+                // A rename to the other folder or within this one; half the time over a file
+                // (a new one, queued or landed, as an editor's save leaves), which goes.
+                let parent = below(2) == 0 ? place.parent : (place.parent == .root ? sub : .root)
+                let name = "model-\(below(3)).bin"
+                if name == place.name && parent == place.parent { continue }
+                var over = ""
+                if below(2) == 0 {
+                    victims += 1
+                    try harness.writeFile(parent, name, Array("victim \(victims)\n".utf8))
+                    over = " over a new file"
+                    if below(2) == 0, gate.waitForLanding(timeout: 30) { gate.deliverHeld(); over += " (landings delivered)" }
+                }
+                try harness.rename(place.parent, place.name, to: parent, name)
+                place = (parent, name)
+                note("\(step): rename to \(parent == .root ? "" : "sub/")\(name)\(over)")
             default:
                 try harness.fs.pollChanges()
                 note("\(step): poll changes")
@@ -246,14 +266,18 @@ final class WriteModelCheckTests: XCTestCase {
                        + "Drive has \(drive?.headRevisionId ?? "-") of size \(drive?.size ?? -1)")
         }
         if onMount != model { throw fail(operations, "after the uploads, the mount reads \(onMount.count) bytes unlike the model's \(model.count)") }
-        let files = harness.backend.children(of: harness.backend.rootID).filter { $0.name.hasPrefix("model") }
-        XCTAssertEqual(files.map(\.name), ["model.bin"], "seed \(seed): Drive holds \(files.map(\.name))")
+        // On Drive: the file once, where it was renamed last, with the model's bytes; no victim left.
+        let subID = try XCTUnwrap(harness.fs.table.node(sub)?.file.id)
+        let files = (harness.backend.children(of: harness.backend.rootID) + harness.backend.children(of: subID))
+            .filter { $0.name.hasPrefix("model") }
+        let path = (place.parent == .root ? "" : "sub/") + place.name
+        XCTAssertEqual(files.map(\.name), [place.name], "seed \(seed): Drive holds \(files.map(\.name)), the file is at \(path)")
         let onDrive = try XCTUnwrap(files.first.flatMap { harness.backend.content(of: $0.id) })
         if onDrive != model { throw fail(operations, "Drive holds \(onDrive.count) bytes unlike the model's \(model.count)") }
         // A fresh mount over the same cache directory reads the same.
         harness.unmount()
         do { try harness.mount() } catch { throw fail(operations, "the remount failed: \(error)") }
-        let again = try harness.resolve("model.bin")
+        let again = try harness.resolve(path)
         XCTAssertEqual(try harness.read(again.inode), model, "seed \(seed): a remount reads other bytes")
     }
 }
