@@ -283,14 +283,34 @@ final class WritePathTests: XCTestCase {
         XCTAssertEqual(try harness.read(try harness.lookup(.root, "target.txt").inode), Array("old".utf8))
     }
 
+    /// The rename's request lands but its answer is lost and the retry refused (a reset, then a
+    /// 401): Drive is asked, the source holds the name, so the rename goes on and the old file goes
+    /// to the trash: never both under the name (the chaos run's duplicate, seed 166019463).
+    func testARenameOverAFileWhoseRequestLandedButFailedIsFinished() throws {
+        let oldID = fake.addFile("target.txt", content: Array("old".utf8))
+        let sourceID = fake.addFile("source.txt", content: Array("new".utf8))
+        _ = try harness.lookup(.root, "target.txt")
+        let inode = try harness.lookup(.root, "source.txt").inode
+        fake.failNext(method: "files.update", afterLanding: true)
+        try harness.rename(.root, "source.txt", to: .root, "target.txt")
+        XCTAssertEqual(fake.children(of: fake.rootID).map(\.name), ["target.txt"])
+        XCTAssertEqual(fake.file(sourceID)?.name, "target.txt")
+        XCTAssertEqual(fake.file(oldID)?.trashed, true, "the old file in the trash")
+        XCTAssertEqual(try harness.lookup(.root, "target.txt").inode, inode)
+        XCTAssertEqual(try harness.read(inode), Array("new".utf8))
+    }
+
     func testARenameOfAQueuedFileOverAFileThatCannotBeTrashedUploadsItUnderItsOwnName() throws {
         let oldID = fake.addFile("target.txt", content: Array("old".utf8))
-        _ = try harness.lookup(.root, "target.txt")
+        let target = try harness.lookup(.root, "target.txt").inode
+        // Open: the rename is not an editor's save (new content for it), but a rename over it.
+        let reader = try harness.open(target, O_RDONLY)
         try writeFile(.root, "source.txt", Array("new".utf8))
         // Not on Drive yet: the rename is in its queued upload, the trash fails, the rename is taken
         // back. (Landed already: the rename itself is this request, and fails.) Both end the same.
         fake.failNext(method: "files.update")
         XCTAssertThrowsError(try harness.rename(.root, "source.txt", to: .root, "target.txt"))
+        try harness.close(target, reader)
         drain()
         XCTAssertEqual(fake.children(of: fake.rootID).map(\.name), ["source.txt", "target.txt"])
         XCTAssertEqual(fake.file(oldID)?.trashed, false)

@@ -160,6 +160,52 @@ final class DriveMountWritePOSIXTests: XCTestCase {
         XCTAssertEqual(final.md5Checksum, WriteTests.md5(Array(third.utf8)), "notes.txt on Drive has the last save's bytes")
     }
 
+    /// The way rsync, `sed -i` and editors that do not fsync save: write a temporary file, close
+    /// it, rename it over the original; three times. Each save is one content update of the
+    /// original file, which keeps its Drive ID (sharing, comments, revisions): nothing created,
+    /// nothing trashed, counted by the emulator.
+    func testSavesThroughATemporaryFileKeepTheOriginalsDriveID() throws {
+        _ = try MountedDriveFS.requireFuse()
+        var tree = SeedTree()
+        let drive = try EmulatedDrive { seed in try tree.file("docs/report.txt", in: seed, text: "draft 0\n") }
+        defer { drive.stop() }
+        let original = try XCTUnwrap(try RemoteTree.read(drive, at: "docs").file("report.txt"))
+        // A minute's delay before a new file goes up: the renames never race the uploads here (the
+        // default 2 s would almost always do; an unmount does not wait for it).
+        let mount = try drive.mount(extraArguments: ["--upload-delay", "60s"])
+        let save = """
+            import os, sys
+            path, tmp, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+            data = ("draft %d\\n" % n).encode() * (1000 * n)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            if os.write(fd, data) != len(data):
+                sys.exit("short write")
+            os.close(fd)
+            os.rename(tmp, path)
+            """
+        let before = drive.emulator.stats()
+        for n in 1...3 {
+            try WriteTests.python(save, [mount.path("docs/report.txt"), mount.path("docs/.report.txt.tmp\(n)"), "\(n)"])
+                .requireSuccess("save \(n)")
+            XCTAssertEqual(try cat(mount.path("docs/report.txt")), String(repeating: "draft \(n)\n", count: 1000 * n), "save \(n) in the mount")
+        }
+        try drive.drivefsUnmount(mount)
+        let remote = try RemoteTree.read(drive, at: "docs")
+        XCTAssertEqual(remote.entries.map(\.path), ["report.txt"], "no temporary file left on Drive")
+        let final = try XCTUnwrap(remote.file("report.txt"))
+        XCTAssertEqual(final.id, original.id, "the original keeps its Drive ID")
+        XCTAssertEqual(final.md5Checksum, WriteTests.md5(Array(String(repeating: "draft 3\n", count: 3000).utf8)))
+        let after = drive.emulator.stats()
+        func count(_ method: String) -> Int {
+            (after.methods[method]?.requests ?? 0) - (before.methods[method]?.requests ?? 0)
+        }
+        XCTAssertEqual(count("files.create") + count("files.create.upload"), 0, "nothing created: \(drive.statsSummary())")
+        XCTAssertLessThanOrEqual(count("files.update.upload"), 3, "at most one content update per save: \(drive.statsSummary())")
+        XCTAssertGreaterThanOrEqual(count("files.update.upload"), 1, drive.statsSummary())
+        XCTAssertEqual(count("files.update"), 0, "no rename, no trash: \(drive.statsSummary())")
+        XCTAssertEqual(count("files.delete"), 0, drive.statsSummary())
+    }
+
     // MARK: Appenders
 
     /// 4 processes append 100 lines each to one file, each line by its own open(O_APPEND),

@@ -124,6 +124,46 @@ extension NodeTable {
         }
     }
 
+    /// An editor's save: the new file `source` (`name` in `parent`, not on Drive) takes the place
+    /// and the Drive identity of `replaced` (`newName` in `newParent`): `source`, its inode kept,
+    /// gets `file` (the replaced file's Drive item, with its name and folder) and stops being new;
+    /// the replaced node leaves its folder, and if the kernel still holds it, it keeps an ID of its
+    /// own that names nothing on Drive. False, with nothing changed, when either is not where the
+    /// caller saw it.
+    func takeOver(parent: Inode, name: String, source: Inode, newParent: Inode, newName: String, replaced: Inode,
+                  file: DriveFile) -> Bool {
+        withState { s in
+            materialize(parent, &s)
+            materialize(newParent, &s)
+            guard var node = s.nodes[source], node.parent == parent, s.nodes[parent]?.listing?.children[name] == source,
+                  var old = s.nodes[replaced], old.parent == newParent, s.nodes[newParent]?.listing?.children[newName] == replaced,
+                  old.file.id == file.id, source != replaced else { return false }
+            // The replaced node: out of its folder, under an ID of its own.
+            s.nodes[newParent]!.listing!.children[newName] = nil
+            s.byID[old.file.id] = nil
+            old.file.id = "\(file.id)#replaced-\(replaced.rawValue)"
+            old.parent = nil
+            s.byID[old.file.id] = replaced
+            s.nodes[replaced] = old
+            Self.dropIfUnreferenced(replaced, &s)
+            // The source: the replaced file's identity, at its name.
+            let newID = node.file.id
+            s.nodes[parent]!.listing!.children[name] = nil
+            s.byID[newID] = nil
+            node.file = file
+            node.parent = newParent
+            node.name = newName
+            node.local?.isNew = false
+            s.nodes[source] = node
+            s.byID[file.id] = source
+            s.localNew.remove(source)
+            s.nodes[newParent]!.listing!.children[newName] = source
+            Self.noteChangeHere(&s, folders: [parent, newParent], ids: [newID, file.id])
+            assert(Self.invariantsHold(s))
+            return true
+        }
+    }
+
     /// Changes one node in place (its local state, its Drive metadata after an update).
     @discardableResult
     func update(_ inode: Inode, _ change: (inout Node) -> Void) -> Node? {

@@ -20,6 +20,10 @@ public struct DriveFSConfiguration: Sendable {
     public var readOnly: Bool
     /// Uploads that run at once (`--transfers`).
     public var transfers: Int
+    /// Seconds a new file's upload waits after its last close (`--upload-delay`): an editor's save
+    /// renames it over the original at once, and it then becomes new content for that file
+    /// (`UploadQueue.retarget`). An fsync, `--sync-close` or an unmount does not wait for it.
+    public var newFileSettle: Double = 2
     /// `close` waits until the file is on Drive and reports an upload's failure (`--sync-close`).
     public var syncClose: Bool
     /// Removals delete for good instead of moving to Drive's trash (`--delete-permanently`).

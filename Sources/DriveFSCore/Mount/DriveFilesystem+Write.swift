@@ -591,6 +591,10 @@ extension DriveFilesystem {
             // Drive first, the table after: no page of changes or listing is applied in between.
             table.changesHere.begin()
             defer { table.changesHere.end() }
+            if let replaced, try saveOver(source, replaced, parent: parent, name: name, newParent: newParent, newName: newName,
+                                          newParentID: newParentID) {
+                return
+            }
             let driveName = NameMapper.driveName(forShown: newName)
             // A rename over a file takes two steps on Drive; journaled as begun before the first,
             // so that a crash between them is finished by the next start (never both files under
@@ -603,7 +607,23 @@ extension DriveFilesystem {
             // Left open when the rename could be neither finished nor undone: the next start finishes it.
             var leaveToRestart = false
             defer { if let replacement, !leaveToRestart { uploads.endReplacement(replacement) } }
-            var moved = try place(source, name: driveName, parentID: newParentID, from: parentID, currentName: source.file.name)
+            var moved: DriveFile?
+            do throws(FilesystemError) {
+                moved = try place(source, name: driveName, parentID: newParentID, from: parentID, currentName: source.file.name)
+            } catch {
+                guard replacement != nil else { throw error }
+                // The first step failed, but a request whose answer was lost may have landed (a
+                // reset after Drive applied it, then a refusal of the retry): Drive says whether
+                // the source holds the name now. If it does, the rename goes on (the target must
+                // go, or both stay under the name); if Drive cannot say, the next start decides.
+                switch placedOnDrive(source.file.id, name: driveName, parentID: newParentID) {
+                case .placed(let file): moved = file
+                case .notPlaced: throw error
+                case .unknown:
+                    leaveToRestart = true
+                    throw error
+                }
+            }
             if let replaced {
                 // POSIX: the target is replaced; on Drive it goes to the trash (or is deleted).
                 // Decision: only now, after the source took its name (on Drive, or durably in its
@@ -635,6 +655,79 @@ extension DriveFilesystem {
                 moved = file
             }
             table.moveChild(parent: parent, name: name, newParent: newParent, newName: newName, file: moved, source: source.inode)
+        }
+    }
+
+    /// An editor's save (`rsync`, office suites, `sed -i` too): a new file, written and closed
+    /// but not on Drive yet, renamed over a file on Drive becomes new content for that file, which
+    /// keeps its Drive ID, sharing, comments and revision history: one update when it is uploaded,
+    /// instead of a create and a trash (and a save made again before the last one went up
+    /// supersedes it: still one update). Nothing is sent now; the queued upload is retargeted in
+    /// one journal record. False (the ordinary rename follows) unless both are plain files, the
+    /// new file is closed and its upload has not started, and the replaced file is on Drive,
+    /// editable, not open, and its own queued upload (if any) has not started.
+    private func saveOver(_ source: Node, _ replaced: Node, parent: Inode, name: String, newParent: Inode, newName: String,
+                          newParentID: String) throws(FilesystemError) -> Bool {
+        guard source.kind == .regular, replaced.kind == .regular, source.local?.isNew == true, replaced.local?.isNew != true,
+              replaced.openHandles == 0, !replaced.file.isGoogleWorkspaceDocument, replaced.file.capabilities?.canEdit != false,
+              replaced.file.appProperties?[AppPropertyKeys.link] == nil, replaced.file.parents.contains(newParentID),
+              let content = locals.withLock({ $0[source.inode] }) else { return false }
+        let replacedCopy = locals.withLock { $0[replaced.inode] }
+        // Lock order: the new file's copy, then the replaced one's (no other path holds two).
+        content.lock.lock()
+        defer { content.lock.unlock() }
+        replacedCopy?.lock.lock()
+        defer { replacedCopy?.lock.unlock() }
+        guard locals.withLock({ $0[source.inode] === content && $0[replaced.inode] === replacedCopy }), content.handles == 0,
+              content.early == nil, !content.removed,
+              let current = table.node(source.inode), current.local?.isNew == true, current.file.id == source.file.id
+        else { return false }
+        if let replacedCopy {
+            // A copy kept only until its upload lands: nothing in it that the queue does not hold.
+            guard replacedCopy.handles == 0, replacedCopy.writers == 0, !replacedCopy.isDirty, !replacedCopy.hasUnreadyCommit
+            else { return false }
+        }
+        var file = replaced.file
+        file.name = NameMapper.driveName(forShown: newName)
+        file.parents = [newParentID]
+        // Written on the version Drive has: the one the replaced file's queued upload (if any)
+        // was written on, else the one the mount shows.
+        let base: (revision: String?, md5: String?) = uploads.contentPath(of: file.id) != nil
+            ? uploads.queuedBase(of: file.id) : (file.headRevisionId, file.md5Checksum)
+        let request = UploadRequest(fileID: file.id, isNew: false, parentID: newParentID, name: file.name, mimeType: nil,
+                                    modifiedTime: current.local?.modifiedMillis, appProperties: appProperties(current),
+                                    baseRevision: base.revision, baseMD5: base.md5, displayPath: describe(replaced.inode))
+        guard try uploads.retarget(source.file.id, to: request) else { return false }
+        content.rebase(revision: base.revision, md5: base.md5)
+        if let replacedCopy {
+            // Its content was the queue's (superseded now): the copy goes without touching it.
+            replacedCopy.removed = true
+            locals.withLock { l in if l[replaced.inode] === replacedCopy { l[replaced.inode] = nil } }
+        }
+        if !table.takeOver(parent: parent, name: name, source: source.inode, newParent: newParent, newName: newName,
+                           replaced: replaced.inode, file: file) {
+            // Not reachable while the rename holds both folders (the kernel's locks, and no page
+            // of changes applied meanwhile); said loudly if it ever is: the queue holds the content.
+            Log.shared.error("write", "\(describe(source.inode)): its save over '\(newName)' is queued, but the mount's table "
+                             + "changed under the rename; remount to see it")
+        }
+        Log.shared.debug("write", "\(describe(source.inode)): saved as new content of \(file.id)")
+        return true
+    }
+
+    enum Placed {
+        case placed(DriveFile), notPlaced, unknown
+    }
+
+    /// Whether Drive shows the file `id` as `name` in `parentID` (not trashed).
+    private func placedOnDrive(_ id: String, name: String, parentID: String) -> Placed {
+        do {
+            let file = try backend.getFile(id)
+            return !file.trashed && file.name == name && file.parents.contains(parentID) ? .placed(file) : .notPlaced
+        } catch DriveError.notFound {
+            return .notPlaced
+        } catch {
+            return .unknown
         }
     }
 

@@ -120,7 +120,8 @@ public final class DriveFilesystem: FilesystemOperations {
             } else {
                 self.uploads = try UploadQueue(directory: cacheDirectory.appendingPathComponent("uploads").path, backend: backend,
                                                transfers: configuration.transfers,
-                                               deletePermanently: configuration.deletePermanently, time: time)
+                                               deletePermanently: configuration.deletePermanently, time: time,
+                                               newFileSettle: configuration.newFileSettle)
             }
         } catch {
             Log.shared.error("write", "cannot prepare the upload journal in \(cacheDirectory.path): \(error)")

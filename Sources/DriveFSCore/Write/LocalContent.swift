@@ -300,6 +300,13 @@ final class LocalContent: @unchecked Sendable {
     /// went to a conflicted copy): from now on the node shows Drive's version, and this copy,
     /// when it was waiting for that upload and nothing was written since, is let go like a landed
     /// one. True when it was.
+    /// The copy now carries new content for another, existing file (an editor's save renamed a
+    /// new file over it): it is written on that file's Drive version.
+    func rebase(revision: String?, md5: String?) {
+        baseRevision = revision
+        baseMD5 = md5
+    }
+
     func noteUploadEnded(_ contentPath: String, landedAs drive: DriveFile?) -> Bool {
         if ownUploads.remove(contentPath) != nil, let drive {
             // Written over our own landing: that is what Drive holds when this copy commits next.

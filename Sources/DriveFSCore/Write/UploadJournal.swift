@@ -34,6 +34,10 @@ final class UploadJournal {
                     rebasedOn: UploadJob.Landed?)
         /// The job went back to the core (not ready, not started).
         case reclaim(seq: UInt64)
+        /// An editor's save: the job `from` (a new file's, not started) becomes job `seq` of
+        /// another, existing file (`request`), with the same content file and readiness; that
+        /// file's queued jobs `replacing` are dropped (the save supersedes them).
+        case takeOver(seq: UInt64, request: UploadRequest, from: UInt64, replacing: [UInt64])
         /// New metadata for a queued or running job.
         case metadata(seq: UInt64, request: UploadRequest)
         /// The file was removed: its upload jobs are dropped; `removal`, when Drive may hold the

@@ -88,16 +88,26 @@ extension UploadQueue {
         while true {
             if shared.stopping || shared.crashed { return nil }
             // A file someone waits for (fsync, --sync-close) goes first; then commit order.
-            let free = shared.state.heads.filter { $0.ready && shared.running[$0.fileID] == nil }
+            let ready = shared.state.heads.filter { $0.ready && shared.running[$0.fileID] == nil }
             let waited = Set(shared.waiters.values.map(\.fileID))
+            // A new file just closed settles first (`newFileSettle`), unless someone waits for it.
+            let now = Self.uptime
+            let hurried = draining.withLock { $0 > 0 }
+            let free = ready.filter { job in
+                guard let until = shared.settling[job.seq], until > now, !hurried else { return true }
+                return waited.contains(job.fileID)
+            }
             if let job = free.first(where: { waited.contains($0.fileID) }) ?? free.first {
+                shared.settling[job.seq] = nil
+                if shared.settling.count > 256 { shared.settling = shared.settling.filter { shared.state.jobs[$0.key] != nil } }
                 var info = stat()
                 let size = job.kind == .upload && stat(job.contentPath, &info) == 0 ? Int64(info.st_size) : 0
                 let running = Running(seq: job.seq, size: size)
                 shared.running[job.fileID] = running
                 return (job, running)
             }
-            _ = lock.wait(until: Date(timeIntervalSinceNow: 1))
+            let settled = ready.compactMap { shared.settling[$0.seq] }.min().map { max(0.01, $0 - now) } ?? 1
+            _ = lock.wait(until: Date(timeIntervalSinceNow: min(1, settled)))
         }
     }
 

@@ -56,6 +56,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// `maximumBackoff` seconds (or the server's Retry-After when longer).
     let initialBackoff: Double
     let maximumBackoff: Double
+    /// Seconds a new file's upload waits after its last close before it may start (none when
+    /// someone waits for it, or the queue drains): a rename over another file that follows at
+    /// once (an editor's save) can still make it new content for that file (`retarget`).
+    let newFileSettle: Double
     /// While `drain` waits (unmount), no backoff lasts longer than `drainingBackoff` seconds:
     /// the user is waiting, and the client's own retries already spaced the attempts.
     let draining = Locked(0)
@@ -106,7 +110,11 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         /// Uploads of new files still being written (`EarlyUpload`), by file; a job adopts its
         /// file's when their content files are the same.
         var earlies: [String: EarlyUpload] = [:]
+        /// Jobs that may not start before this uptime (`newFileSettle`), by seq.
+        var settling: [UInt64: Double] = [:]
     }
+
+    static var uptime: Double { ProcessInfo.processInfo.systemUptime }
 
     /// One `whenUploaded`: answered once the file's jobs up to `awaited` ended (or see `answer`).
     struct Waiter {
@@ -175,7 +183,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// before `start`.
     public init(directory: String, backend: any DriveBackend, transfers: Int = 4, deletePermanently: Bool = false,
                 time: any TimeSource = SystemTimeSource(), log: Log = .shared, compactionBound: Int64 = 4 << 20,
-                initialBackoff: Double = 2, maximumBackoff: Double = 300) throws(FilesystemError) {
+                initialBackoff: Double = 2, maximumBackoff: Double = 300, newFileSettle: Double = 0) throws(FilesystemError) {
+        self.newFileSettle = max(0, newFileSettle)
         self.directory = directory
         self.backend = backend
         self.transfers = max(1, transfers)
@@ -354,11 +363,49 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         try Self.record(.commit(seq: seq, request: request, contentPath: contentPath, ready: ready, replaces: replaces?.seq,
                                 rebasedOn: rebasedOn), &shared)
         if let replaces, replaces.ready, replaces.contentPath != contentPath { superseded = replaces.contentPath }
+        if let replaces { shared.settling[replaces.seq] = nil }
+        if ready && request.isNew && newFileSettle > 0 { shared.settling[seq] = Self.uptime + newFileSettle }
         log.debug("uploads", "\(request.displayPath): job \(seq) committed\(ready ? "" : " (still open)"), content \(contentPath)"
                   + (replaces.map { ", replacing job \($0.seq)" } ?? "") + (rebasedOn.map { ", over our upload \($0.headRevisionId ?? "?")" } ?? ""))
         if crashes(at: .committed(request.fileID), &shared) { throw FilesystemError(errno: EIO) }
         compactIfWanted(&shared)
         lock.broadcast()
+    }
+
+    public func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool {
+        var superseded: [String] = []
+        defer { superseded.forEach(removeContent) }
+        return try withLock { (s: inout Shared) throws(FilesystemError) -> Bool in
+            let target = request.fileID
+            guard !s.crashed, !request.isNew, target != fileID, s.running[fileID] == nil, s.landing[fileID] == nil,
+                  s.earlies[fileID] == nil, s.running[target] == nil, s.landing[target] == nil, s.earlies[target] == nil
+            else { return false }
+            // The other file's queued uploads, superseded by the save: none started, none from
+            // before a restart (it may have started), none a removal or a conflict decided.
+            let others = s.state.jobs(of: target)
+            guard others.allSatisfy({ $0.kind == .upload && !s.pinned.contains($0.seq) && $0.conflictCopy == nil && !$0.creates })
+            else { return false }
+            let jobs = s.state.jobs(of: fileID)
+            guard jobs.count <= 1 else { return false }
+            guard let job = jobs.first else { return others.isEmpty }  // nothing committed yet: the next commit names the other file
+            guard job.kind == .upload, job.creates, job.request.isNew, !s.pinned.contains(job.seq), job.request.missing == nil
+            else { return false }
+            let seq = s.state.nextSeq
+            // One record: the new file's job is gone and the other file's stands in its place,
+            // with the same content file (a crash sees one or the other, never both or neither).
+            try Self.record(.takeOver(seq: seq, request: request, from: job.seq, replacing: others.map(\.seq)), &s)
+            // Saved just now: another save may follow as quickly (it supersedes this one).
+            s.settling[job.seq] = nil
+            for other in others { s.settling[other.seq] = nil }
+            if newFileSettle > 0 { s.settling[seq] = Self.uptime + newFileSettle }
+            superseded = others.filter { $0.ready && $0.contentPath != job.contentPath }.map(\.contentPath)
+            log.debug("uploads", "\(job.request.displayPath): job \(job.seq) becomes job \(seq), new content for \(request.displayPath) "
+                      + "(\(target)), content \(job.contentPath)" + (others.isEmpty ? "" : ", superseding jobs \(others.map(\.seq))"))
+            if crashes(at: .committed(target), &s) { throw FilesystemError(errno: EIO) }
+            compactIfWanted(&s)
+            lock.broadcast()
+            return true
+        }
     }
 
     public func reclaim(_ fileID: String) -> (request: UploadRequest, contentPath: String)? {

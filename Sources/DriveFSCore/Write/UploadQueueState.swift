@@ -187,6 +187,12 @@ struct UploadQueueState: Equatable {
             insert(job)
         case .reclaim(let seq):
             jobs[seq]?.ready = false
+        case .takeOver(let seq, let request, let from, let replacing):
+            guard let source = remove(from) else { return }
+            for old in replacing {
+                if let job = remove(old), job.ready { endedContent.append(job.contentPath) }
+            }
+            insert(.upload(seq: seq, request: request, contentPath: source.contentPath, ready: source.ready))
         case .metadata(let seq, let request):
             guard var job = jobs[seq] else { return }
             var changed = request

@@ -202,6 +202,14 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// landed. False when the queue holds no job of the file.
     func cancel(_ fileID: String) throws(FilesystemError) -> Bool
 
+    /// The new file `fileID`, not on Drive yet, becomes new content for the existing file
+    /// `request.fileID` (an editor's save: a temporary written, then renamed over the original):
+    /// its job, not started, is replaced by a job of that file with the same content file and
+    /// `request`, in one journal record. True when done, or when the queue holds nothing of
+    /// `fileID` yet (its next commit is to name the other file); false, with nothing changed,
+    /// when its upload started or streams, it has more than one job, or the other file has jobs.
+    func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool
+
     /// A rename of the file `fileID` to `name` in `parentID` over the file `replaced` (a request
     /// naming it: its ID, folder, name, path) begins: journaled before the rename's first step, so
     /// that a crash before `endReplacement` is finished by the next start (the replaced file goes
@@ -245,5 +253,6 @@ public protocol UploadQueueing: AnyObject, Sendable {
 }
 
 extension UploadQueueing {
+    public func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool { false }
     public func beginEarlyUpload(_ request: UploadRequest, contentPath: String, size: Int64) -> EarlyUpload? { nil }
 }

@@ -44,6 +44,9 @@ enum MountCommand {
                 .value("transfers", valueName: "N", help: "Uploads run at once (default 4)",
                        validate: { Int($0).map { (1...64).contains($0) } == true ? nil : "expected a number from 1 to 64" }),
                 .flag("sync-close", help: "close() waits until the file is on Drive and reports\nan upload's failure"),
+                .value("upload-delay", valueName: "DURATION",
+                       help: "How long a new file waits after its last close before it\ngoes to Drive, so that renaming it over a file (an\neditor's save) updates that file instead (default 2s; 0: none)",
+                       validate: { Duration.parse($0, allowZero: true) == nil ? "expected a duration such as 2s, 500ms or 0" : nil }),
                 .flag("delete-permanently", help: "rm deletes for good instead of moving to Drive's trash"),
                 .flag("no-index", help: "Do not list the whole drive in the background from mount on;\nlist folders as they are used (and those below ahead)"),
                 .flag("allow-other", help: "Let other users see the mount (needs user_allow_other\nin /etc/fuse.conf when not root)"),
@@ -191,8 +194,8 @@ enum MountCommand {
             cacheDirectory: cacheDirectory)
         if let mask = invocation.value("umask").flatMap({ UInt32($0, radix: 8) }) { configuration.umask = mask }
         if let size = invocation.value("cache-size").flatMap(ByteSize.parse) { configuration.cacheSize = size }
-        if let ttl = invocation.value("dir-cache-ttl").flatMap(Duration.parse) { configuration.directoryCacheTTL = ttl }
-        if let interval = invocation.value("poll-interval").flatMap(Duration.parse) { configuration.pollInterval = interval }
+        if let ttl = invocation.value("dir-cache-ttl").flatMap { Duration.parse($0) } { configuration.directoryCacheTTL = ttl }
+        if let interval = invocation.value("poll-interval").flatMap { Duration.parse($0) } { configuration.pollInterval = interval }
         if let formats = invocation.value("export-formats").flatMap({ ExportFormats.parse($0).formats }) {
             configuration.exportFormats = formats
         }
@@ -200,6 +203,9 @@ enum MountCommand {
         configuration.readOnly = readOnly
         if let transfers = invocation.value("transfers").flatMap(Int.init) { configuration.transfers = transfers }
         configuration.syncClose = invocation.flag("sync-close")
+        if let delay = invocation.value("upload-delay").flatMap({ Duration.parse($0, allowZero: true) }) {
+            configuration.newFileSettle = delay
+        }
         configuration.deletePermanently = invocation.flag("delete-permanently")
         configuration.indexWholeDrive = !invocation.flag("no-index")
 
@@ -330,13 +336,15 @@ enum ByteSize {
 
 /// Durations on the command line: `30s`, `5m`, `1h`, `250ms`, or seconds.
 enum Duration {
-    static func parse(_ text: String) -> Double? {
+    /// Seconds, from `30s`, `5m`, `1h`, `250ms` or a number; zero only when `allowZero`.
+    static func parse(_ text: String, allowZero: Bool = false) -> Double? {
         let t = text.trimmingCharacters(in: .whitespaces).lowercased()
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        func valid(_ n: Double) -> Bool { n.isFinite && (n > 0 || allowZero && n == 0) }
         for (suffix, factor) in units where t.hasSuffix(suffix) {
-            guard let number = Double(t.dropLast(suffix.count)), number > 0, number.isFinite else { return nil }
+            guard let number = Double(t.dropLast(suffix.count)), valid(number) else { return nil }
             return number * factor
         }
-        return Double(t).flatMap { $0 > 0 && $0.isFinite ? $0 : nil }
+        return Double(t).flatMap { valid($0) ? $0 : nil }
     }
 }

@@ -25,7 +25,8 @@ final class RenameCrashTests: XCTestCase {
         case writeA, renameA
         /// A new file moved to another folder before its upload.
         case writeB, moveB
-        /// A new file renamed over a file on Drive (the editor's save: write a temporary, rename it over).
+        /// A new file renamed over a file on Drive (the editor's save: write a temporary, rename it
+        /// over): new content for that file, which keeps its ID.
         case writeC, replaceC
         /// A file on Drive moved to another folder and renamed (one request).
         case moveOld
@@ -131,9 +132,10 @@ final class RenameCrashTests: XCTestCase {
             }
         }
         if done.contains(.writeB) { new(done.contains(.moveB) ? w.docs : root, "b.txt", "B content") }
-        if done.contains(.writeC) { new(root, done.contains(.replaceC) ? "target.txt" : "c.tmp", "C content") }
-        let target = Entry(parent: root, name: "target.txt", content: "old target")
-        if done.contains(.replaceC) { trashed.append(target) } else { files.append(target) }
+        // The editor's save: the new file's content goes to the file it replaced, as new content
+        // (the same Drive file, one update): nothing made, nothing trashed.
+        if done.contains(.writeC) && !done.contains(.replaceC) { new(root, "c.tmp", "C content") }
+        files.append(Entry(parent: root, name: "target.txt", content: done.contains(.replaceC) ? "C content" : "old target"))
         files.append(done.contains(.moveOld) ? Entry(parent: w.archive, name: "new.txt", content: "old")
                                               : Entry(parent: root, name: "old.txt", content: "old"))
         if done.contains(.writeD) { new(w.docs, "d.txt", "D content") }

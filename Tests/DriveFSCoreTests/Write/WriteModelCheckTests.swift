@@ -34,6 +34,9 @@ final class LandingGate: UploadQueueing, @unchecked Sendable {
         try inner.updateMetadata(of: fileID, change)
     }
     func cancel(_ fileID: String) throws(FilesystemError) -> Bool { try inner.cancel(fileID) }
+    func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool {
+        try inner.retarget(fileID, to: request)
+    }
     func beginReplacement(of replaced: UploadRequest, by fileID: String, name: String, parentID: String) throws(FilesystemError) -> UInt64 {
         try inner.beginReplacement(of: replaced, by: fileID, name: name, parentID: parentID)
     }
