@@ -216,15 +216,27 @@ extension NodeTable {
         }
     }
 
-    /// The upload of a recovered update ended before its node was made.
+    /// The upload of a recovered update (or new file) ended before its node was made: Drive
+    /// shows it from now on.
     func forgetRecoveredUpdate(_ fileID: String) {
-        withState { s in _ = s.recoveredLocal.removeValue(forKey: fileID) }
+        withState { s in
+            _ = s.recoveredLocal.removeValue(forKey: fileID)
+            for (folderID, pending) in s.recoveredNew where pending[fileID] != nil {
+                s.recoveredNew[folderID]![fileID] = nil
+                if s.recoveredNew[folderID]!.isEmpty { s.recoveredNew[folderID] = nil }
+            }
+        }
     }
 
     func restoreLocalNew(_ file: DriveFile, local: LocalState) {
         withState { s in
-            guard s.byID[file.id] == nil, let parentID = file.parents.first, let parent = s.byID[parentID],
-                  s.nodes[parent]?.kind == .directory else { return }
+            guard s.byID[file.id] == nil, let parentID = file.parents.first else { return }
+            guard let parent = s.byID[parentID], s.nodes[parent]?.kind == .directory else {
+                // Its folder is not a node yet (packed in the index, or never seen): shown when
+                // the folder is first listed (`setChildren`).
+                s.recoveredNew[parentID, default: [:]][file.id] = (file, local)
+                return
+            }
             let inode = Inode(s.nextInode)
             s.nextInode += 1
             // Placed by name when the folder's listing is next set (names computed with its siblings').

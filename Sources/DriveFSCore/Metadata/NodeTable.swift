@@ -115,6 +115,10 @@ final class NodeTable: Sendable {
         /// New content of files on Drive that the journal held at start, by Drive ID, for nodes not
         /// made yet: a node made for one shows it (size, time) until its upload ends.
         var recoveredLocal: [String: LocalState] = [:]
+        /// New files the journal held at start (not on Drive yet) whose folder is not a node yet
+        /// (known only from the packed index, or not at all), by folder Drive ID, then file ID:
+        /// the folder's first listing shows them, as made here.
+        var recoveredNew: [String: [String: (file: DriveFile, local: LocalState)]] = [:]
         /// Listings of folders that are not nodes' listings yet, by folder Drive ID (the compact part
         /// of the index; NodeTable+Packed.swift).
         /// INVARIANT: a folder's listing is packed or materialized (`listing` of its node), never both.
@@ -507,6 +511,14 @@ final class NodeTable: Sendable {
                 files.append(node.file)
             }
         }
+        // So do those the journal held at start, waiting for this folder to be a node.
+        var recovered: [String: LocalState] = [:]
+        if let folderID = s.nodes[folder]?.file.id, let pending = s.recoveredNew.removeValue(forKey: folderID) {
+            for (id, entry) in pending where !incomingIDs.contains(id) && s.byID[id] == nil {
+                files.append(entry.file)
+                recovered[id] = entry.local
+            }
+        }
         // A folder never listed has nothing in the kernel's name cache to correct (drivefs answers
         // names, even "no such name", only from listings).
         let hadListing = s.nodes[folder]!.listing != nil
@@ -549,9 +561,10 @@ final class NodeTable: Sendable {
                     s.nextInode += 1
                 }
                 var node = Node(inode: inode, file: file, parent: folder, name: name)
-                node.local = s.recoveredLocal.removeValue(forKey: file.id)
+                node.local = s.recoveredLocal.removeValue(forKey: file.id) ?? recovered[file.id]
                 s.nodes[inode] = node
                 s.byID[file.id] = inode
+                if node.local?.isNew == true { s.localNew.insert(inode) }
             }
             children[name] = inode
             if hadListing && old[name] != inode { out.entries.append((folder, name)) }
