@@ -653,12 +653,23 @@ class Mount:
         return self.proc is not None and self.proc.poll() is None
 
     def kill(self):
-        if self.alive():
-            self.proc.send_signal(signal.SIGKILL)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                pass
+        """SIGKILL; True when the daemon was gone within 30 s on its own (False: it had to have its
+        mount detached first, as a user would with fusermount -uz; docs/chaos-findings.md 9)."""
+        if not self.alive():
+            return True
+        self.proc.send_signal(signal.SIGKILL)
+        try:
+            self.proc.wait(30)
+            return True
+        except subprocess.TimeoutExpired:
+            pass
+        say("drivefs got SIGKILL but has not exited after 30 s: detaching its mount (fusermount -uz)")
+        self.lazy_unmount()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            say("drivefs has still not exited")
+        return False
 
     def lazy_unmount(self):
         for flags in (["-u"], ["-uz"]):
@@ -802,6 +813,7 @@ class Chaos:
         self.stop = threading.Event()
         self.events_done = []
         self.kills = 0
+        self.slow_kills = 0
         self.outage_seconds = 0.0
         self.diskfull = 0
         self.fault_errors = []
@@ -837,7 +849,8 @@ class Chaos:
             say(f"fault: {kind} {json.dumps(params, sort_keys=True)}")
             try:
                 if kind == "kill9":
-                    self.mount.kill()
+                    if not self.mount.kill():
+                        self.slow_kills += 1
                     self.kills += 1
                     time.sleep(1)
                     self.mount.start()
@@ -1073,7 +1086,7 @@ class Chaos:
 
         injected = {k: v for k, v in self.emulator.answers.items() if k in ("500", "503", "401", "403", "429", "reset", "stall")}
         say(f"operations: {ops} ({sum(failed.values())} failed: {', '.join(f'{k} {v}' for k, v in sorted(failed.items())) or 'none'})")
-        say(f"faults: {len(self.events_done)} of {len(schedule)} scheduled events done; kills {self.kills}, emulator restarts "
+        say(f"faults: {len(self.events_done)} of {len(schedule)} scheduled events done; kills {self.kills} ({self.slow_kills} exited only once the mount was detached), emulator restarts "
             f"{self.emulator.restarts} (an outage of {self.outage_seconds:.0f} s among them), cache disk full {self.diskfull}x; "
             f"fault answers injected {sum(injected.values())} ({', '.join(f'{k} {v}' for k, v in sorted(injected.items()))})")
         if self.fault_errors:
