@@ -307,7 +307,9 @@ class Worker:
         self.note(f"unlink {rel!r} -> ok")
 
     def op_editor_save(self, rel, table=None, store=None):
-        """vim/gedit style: write .NAME.swp in the same folder, fsync, close, rename over NAME."""
+        """An editor's save: write .NAME.swp in the same folder, fsync it half the time (vim and gedit
+        do, rsync and sed -i do not: unsent, the rename makes it new content for NAME), close, rename
+        it over NAME."""
         table = self.files if table is None else table
         store = self.data if store is None else store
         folder, name = rel.rsplit("/", 1)
@@ -320,10 +322,11 @@ class Worker:
             data = bytes(data)
         else:
             data = self.content(small=table is not self.files)
-        what = f"editor save {rel!r} via {tmp!r} {len(data)} B"
+        fsync = self.rng.random() < 0.5
+        what = f"editor save {rel!r} via {tmp!r} {len(data)} B{'' if fsync else ' (no fsync)'}"
         s_tmp = table.get(tmp, ABSENT)
         try:
-            self.whole_write(tmp, data, fsync=True)
+            self.whole_write(tmp, data, fsync=fsync)
         except OSError as e:
             self.set_state(tmp, merge(s_tmp, ANY, ABSENT), table, store)
             return self.failure(what + " (writing the temporary file)", e)
