@@ -96,6 +96,7 @@ final class ChangePoller: Sendable {
         defer { pollLock.unlock() }
         do {
             try readFeed()
+            table.confirmRestoredListings()
             let now = time.now()
             health.withLock { $0 = Health(lastSuccess: now, lastFailure: nil) }
         } catch {

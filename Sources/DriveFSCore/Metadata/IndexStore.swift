@@ -93,6 +93,7 @@ final class IndexStore: Sendable {
             // Restored listings count from now: the change feed from the saved token catches them up.
             NodeTable.storePacked(id, PackedListing(bytes: packed, count: count, listedAt: now, trusted: true,
                                                     subfolders: subfolders, idHashes: hashes), &state)
+            state.unconfirmed.insert(id)
         }
         guard r.atEnd else { return damaged() }
         return Restored(state: state, changeToken: token, folders: folderCount, items: state.packedItems)

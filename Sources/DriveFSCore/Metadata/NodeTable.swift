@@ -115,6 +115,12 @@ final class NodeTable: Sendable {
         /// New content of files on Drive that the journal held at start, by Drive ID, for nodes not
         /// made yet: a node made for one shows it (size, time) until its upload ends.
         var recoveredLocal: [String: LocalState] = [:]
+        /// Folders whose listing came from the restored index and that the change feed has not
+        /// caught up yet (by Drive ID): a name missing there may be only the index's age (a file
+        /// made or moved in before the last run ended), so a miss lists the folder first, rather
+        /// than answer ENOENT and let a program make the file a second time. Emptied by the first
+        /// poll that reads the feed to its end.
+        var unconfirmed: Set<String> = []
         /// New files the journal held at start (not on Drive yet) whose folder is not a node yet
         /// (known only from the packed index, or not at all), by folder Drive ID, then file ID:
         /// the folder's first listing shows them, as made here.
@@ -230,7 +236,13 @@ final class NodeTable: Sendable {
             let folder = s.nodes[parent]!
             guard folder.kind == .directory else { return .notAFolder }
             guard let listing = folder.listing, listing.trusted, now - listing.listedAt < ttl else { return .needsListing }
-            guard let inode = listing.children[name], var child = s.nodes[inode] else { return .missing }
+            guard let inode = listing.children[name], var child = s.nodes[inode] else {
+                guard s.unconfirmed.remove(folder.file.id) == nil else {
+                    s.nodes[parent]!.listing!.trusted = false
+                    return .needsListing
+                }
+                return .missing
+            }
             if countLookup {
                 child.lookups += 1
                 s.nodes[inode] = child
@@ -597,6 +609,11 @@ final class NodeTable: Sendable {
         placed.name = node.file.name
         if let parent = node.parent, let parentID = s.nodes[parent]?.file.id { placed.parents = [parentID] }
         return placed
+    }
+
+    /// The change feed was read to its end: the restored index is as current as a listing.
+    func confirmRestoredListings() {
+        state.withLock { s in if !s.unconfirmed.isEmpty { s.unconfirmed = [] } }
     }
 
     /// Every listing is listed again when next used (the change feed lost its position).

@@ -51,4 +51,29 @@ final class RecoveredNewFileTests: XCTestCase {
         let file = try XCTUnwrap(h.backend.children(of: sub).first { $0.name == "new.txt" })
         XCTAssertEqual(h.backend.content(of: file.id), Array("written again\n".utf8))
     }
+
+    /// The restored index is older than Drive (a file moved in and one made there after it was
+    /// saved, as before a `kill -9`), and the change feed cannot be read yet: a name the index does
+    /// not have is looked up on Drive (the folder listed), never answered ENOENT from the old index.
+    func testANameTheRestoredIndexLacksIsLookedUpOnDriveUntilTheFeedCaughtUp() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let dir = h.backend.addFolder("dir")
+        let other = h.backend.addFolder("other")
+        let moved = h.backend.addFile("moved.txt", in: other, content: Array("moved\n".utf8))
+        try h.mount()
+        _ = try h.listPlus(try h.resolve("dir").inode)
+        _ = try h.resolve("other/moved.txt")
+        h.unmount()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: h.configuration.cacheDirectory.appendingPathComponent(IndexStore.fileName).path))
+        // After the index was saved: a file moved into dir, another made there.
+        h.backend.moveFile(moved, to: dir)
+        h.backend.addFile("late.txt", in: dir, content: Array("late\n".utf8))
+        h.backend.failNext(method: "changes.list", count: 1_000)
+        try h.mount()
+        XCTAssertEqual(try h.read(try h.resolve("dir/late.txt").inode), Array("late\n".utf8))
+        XCTAssertEqual(try h.read(try h.resolve("dir/moved.txt").inode), Array("moved\n".utf8))
+        XCTAssertThrowsError(try h.resolve("dir/absent.txt"), "a name Drive does not have is still ENOENT")
+        h.backend.clearFaults()
+    }
 }
