@@ -56,6 +56,8 @@ for a in range(10):
                 f.write("%d/%d/%d\n" % (a, b, c))
 PY
 
+# The log exists before the background child opens it: a read of it before then fails.
+: >"$scratch/emulator.log"
 "$emulator" --port 0 --state-dir "$scratch/state" --seed "$scratch/seed" --bandwidth "$bandwidth" >"$scratch/emulator.log" 2>&1 &
 emulator_pid=$!
 url=""

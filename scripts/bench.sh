@@ -121,6 +121,8 @@ else
 fi
 
 # 2. Emulator.
+# The log exists before the background child opens it: a read of it before then fails.
+: >"$scratch/emulator.log"
 "$emulator" --port 0 --state-dir "$scratch/state" >"$scratch/emulator.log" 2>&1 &
 emulator_pid=$!
 url=""

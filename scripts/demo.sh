@@ -70,6 +70,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# The log exists before the emulator starts: the background child opens it only once it runs, and
+# a read of it before then fails (with set -e and pipefail, that ended the demo: DemoScriptTests).
+: >"$log"
 "$emulator" "${emulator_args[@]}" >"$log" 2>&1 &
 emulator_pid=$!
 
