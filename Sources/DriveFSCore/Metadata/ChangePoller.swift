@@ -56,7 +56,8 @@ final class ChangePoller: Sendable {
     /// Polls finished (successfully or not) since start.
     var completedPolls: Int { completed.withLock { $0 } }
 
-    func start() {
+    /// `pollFirst`: read the feed at once (false: the caller just did, `catchUp`), then every `interval`.
+    func start(pollFirst: Bool = true) {
         wake.lock()
         guard !running else { wake.unlock(); return }
         running = true
@@ -64,8 +65,13 @@ final class ChangePoller: Sendable {
         finished.enter()
         let thread = Thread { [self] in
             defer { finished.leave() }
+            var skip = !pollFirst
             while true {
-                do { try pollOnce() } catch { Log.shared.warning("changes", "reading the change feed failed: \(error)") }
+                if skip {
+                    skip = false
+                } else {
+                    do { try pollOnce() } catch { Log.shared.warning("changes", "reading the change feed failed: \(error)") }
+                }
                 // Folders the last forgets queued and left: packed again between polls, a batch at a time.
                 table.packUnneededFolders()
                 completed.withLock { $0 += 1 }
@@ -90,12 +96,27 @@ final class ChangePoller: Sendable {
         if wasRunning { _ = finished.wait(timeout: .now() + 30) }
     }
 
+    /// Reads the feed to its end before the mount serves (a start over a saved index: what changed
+    /// since it was saved, by others or by this machine before a crash, must not be served from it),
+    /// within `seconds`. False when Drive could not be read in time: the index is served as saved,
+    /// and the next polls catch up (docs/semantics.md).
+    func catchUp(within seconds: Double) -> Bool {
+        do {
+            try pollOnce(context: RequestContext(priority: .interactive, deadline: time.now() + seconds))
+            return true
+        } catch {
+            Log.shared.warning("changes", "reading Drive's changes since the saved index failed (\(error)); serving the index as "
+                               + "it was saved until the change feed can be read")
+            return false
+        }
+    }
+
     /// Reads every page of changes since the current token.
-    func pollOnce() throws {
+    func pollOnce(context: RequestContext = RequestContext(priority: .background)) throws {
         pollLock.lock()
         defer { pollLock.unlock() }
         do {
-            try readFeed()
+            try readFeed(context)
             table.confirmRestoredListings()
             let now = time.now()
             health.withLock { $0 = Health(lastSuccess: now, lastFailure: nil) }
@@ -106,10 +127,10 @@ final class ChangePoller: Sendable {
     }
 
     /// pollOnce's work, under `pollLock`.
-    private func readFeed() throws {
+    private func readFeed(_ context: RequestContext) throws {
         var changed = 0
         let firstRead = table.generation
-        try RequestContext(priority: .background).scope {
+        try context.scope {
             var pages = 0
             while pages < 10_000 {
                 pages += 1

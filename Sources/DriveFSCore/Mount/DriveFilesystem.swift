@@ -32,6 +32,10 @@ public final class DriveFilesystem: FilesystemOperations {
     let lister: FolderLister
     let invalidator: Invalidator
     let poller: ChangePoller
+    /// The table came from a saved index (`start` reads the change feed before serving).
+    let restoredIndex: Bool
+    /// How long `start` waits for Drive's changes since a saved index before it serves the index as saved.
+    static let catchUpSeconds: Double = 15
     let index: IndexStore
     let time: any TimeSource
     /// Held for the life of the filesystem: two mounts must not share a cache directory.
@@ -130,10 +134,12 @@ public final class DriveFilesystem: FilesystemOperations {
         invalidator = Invalidator(cache: cache, queue: notifications)
         var token = startPageToken
         if let restored = index.load(root: root, configuration: configuration, now: time.now()) {
+            restoredIndex = true
             table = NodeTable(restoring: restored.state, configuration: configuration, time: time)
             token = restored.changeToken
             Log.shared.info("index", "restored \(restored.items) items in \(restored.folders) folders from \(index.path)")
         } else {
+            restoredIndex = false
             table = NodeTable(root: root, configuration: configuration, time: time)
         }
         lister = FolderLister(backend: backend, table: table, invalidator: invalidator, configuration: configuration,
@@ -177,7 +183,10 @@ public final class DriveFilesystem: FilesystemOperations {
         invalidator.attach(notifier)
         for pool in [interactive, readAhead, backgroundListing, notifications, commits] { pool.start() }
         uploads.start { [weak self] outcome in self?.uploadFinished(outcome) }
-        poller.start()
+        // Over a saved index, Drive's changes since it was saved are read before anything is served
+        // (chaos finding 11: a file changed just before a crash was read as the index had it).
+        let caughtUp = restoredIndex && poller.catchUp(within: Self.catchUpSeconds)
+        poller.start(pollFirst: !caughtUp)
         if configuration.indexWholeDrive { lister.indexWholeDrive() }
         cache.startFlushing(interval: BlockCache.flushInterval)
     }
