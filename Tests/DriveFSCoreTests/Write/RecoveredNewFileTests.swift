@@ -52,25 +52,6 @@ final class RecoveredNewFileTests: XCTestCase {
         XCTAssertEqual(h.backend.content(of: file.id), Array("written again\n".utf8))
     }
 
-    /// A file changed on Drive after the index was saved (as a crash right after an upload leaves
-    /// it): the restart reads the change feed before it serves, so the first read is the new
-    /// content, and the first stat its size (chaos finding 11: the old version was read).
-    func testAFileChangedSinceTheIndexWasSavedReadsNewAtOnceAfterARestart() throws {
-        let h = try CoreHarness { $0.readOnly = false }
-        defer { h.remove() }
-        let dir = h.backend.addFolder("dir")
-        let file = h.backend.addFile("notes.txt", in: dir, content: Array("old version\n".utf8))
-        try h.mount()
-        _ = try h.listPlus(try h.resolve("dir").inode)
-        XCTAssertEqual(try h.read(try h.resolve("dir/notes.txt").inode), Array("old version\n".utf8))
-        h.unmount()
-        h.backend.replaceContent(file, with: Array("the new version, longer\n".utf8))
-        try h.mount()
-        let found = try h.resolve("dir/notes.txt")
-        XCTAssertEqual(found.size, UInt64("the new version, longer\n".utf8.count))
-        XCTAssertEqual(try h.read(found.inode), Array("the new version, longer\n".utf8))
-    }
-
     /// The restored index is older than Drive (a file moved in and one made there after it was
     /// saved, as before a `kill -9`), and the change feed cannot be read yet: a name the index does
     /// not have is looked up on Drive (the folder listed), never answered ENOENT from the old index.
