@@ -25,8 +25,10 @@ final class ReadPathTests: XCTestCase {
         XCTAssertEqual(try harness.read(inode, offset: Int64(content.count) + 5, size: 100), [])
     }
 
+    /// Each miss fetches its block, not megabytes around it (with the background fill of a file
+    /// read at random off: `RandomReadFillTests` covers it).
     func testRandomSmallReadsFetchBlocksNotMegabytes() throws {
-        harness = try CoreHarness()
+        harness = try CoreHarness { $0.randomReadFillLimit = 0 }
         let size = 64 * 1024 * 1024
         harness.backend.addFile("random.bin", content: CoreHarness.pattern(size, seed: 11))
         try harness.mount()

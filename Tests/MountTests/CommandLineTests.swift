@@ -147,6 +147,9 @@ final class CommandLineTests: XCTestCase {
                          "drivefs: invalid value 'http://example.com/' for '--api-url': plain http:// is allowed only for loopback hosts"
                          + " (127.0.0.0/8, ::1, or a name such as localhost that resolves only to them), so that tokens never cross a network in clear: use https://"
                          + " (see 'drivefs debug endpoints --help')")
+        assertUsageError(try drivefs("mount", "/tmp", "--random-read-fill", "lots"),
+                         "drivefs: invalid value 'lots' for '--random-read-fill': expected a size such as 1G, 256M or 0"
+                         + " (see 'drivefs mount --help')")
         let env = try drivefs("debug", "endpoints", environment: ["DRIVEFS_TOKEN_URL": "nonsense"])
         XCTAssertEqual(env.status, 2, env.summary)
         XCTAssertTrue(env.errorOutput.contains("invalid value 'nonsense' in DRIVEFS_TOKEN_URL"), env.summary)

@@ -81,6 +81,8 @@ public final class BlockCache: Sendable {
         var dirty = false
         /// Discarded while pinned: removed at the last release.
         var doomed = false
+        /// A background fill of the whole version runs (`beginFill` to `endFill`).
+        var filling = false
 
         init(key: ContentKey, size: Int64, path: String, blockSize: Int) {
             self.key = key
@@ -412,6 +414,23 @@ public final class BlockCache: Sendable {
         for b in start...end { entry.fetching.insert(b) }
         entry.pins += 1
         return start...end
+    }
+
+    /// Marks the start of a background fill of the version (one at a time per version): false
+    /// when one runs already, the version is complete, or nobody holds it.
+    func beginFill(_ handle: Handle) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        let entry = handle.entry.value
+        guard entry.pins > 0, !entry.filling, entry.presentCount < entry.blockCount else { return false }
+        entry.filling = true
+        return true
+    }
+
+    func endFill(_ handle: Handle) {
+        condition.lock()
+        handle.entry.value.filling = false
+        condition.unlock()
     }
 
     /// Makes `[offset, offset + length)` present: fetches what nobody fetches (with `fetch`, on

@@ -39,6 +39,15 @@ public struct DriveFSConfiguration: Sendable {
     public var maxReadAhead: Int64
     public var readAheadChunk: Int64
     public var readAheadStreams: Int
+    /// A file read at random (several misses of one handle, none sequential) and no larger than
+    /// this is filled in the background at `.background` priority, in `randomReadFillChunk` range
+    /// requests, `randomReadFillStreams` at a time, so that its next random reads are local instead
+    /// of a download each (0: never; never more than a quarter of the cache).
+    public var randomReadFillLimit: Int64 = 1 << 30
+    public var randomReadFillChunk: Int64 = 8 << 20
+    public var randomReadFillStreams: Int = 2
+    /// Misses of one handle, none of them sequential, before its file is filled.
+    public var randomReadFillAfter: Int = 8
     /// Folders listed in one query (`'a' in parents or 'b' in parents ...`).
     public var listingGroupSize: Int
     /// From mount on, every folder of the drive is listed in the background (the whole-drive index,
