@@ -57,6 +57,22 @@ final class ReadPathTests: XCTestCase {
         XCTAssertLessThanOrEqual(harness.backend.downloadedBytes, Int64(content.count), "no byte fetched twice")
     }
 
+    /// A cold sequential read takes few range requests: read-ahead pieces grow with the window (a
+    /// quarter of it, up to 64 MiB), where fixed 4 MiB pieces in a 32 MiB window cost one request every
+    /// 4 MiB (27 here before; 15 now, most of them the window's ramp).
+    func testASequentialReadTakesFewGrowingRangeRequests() throws {
+        harness = try CoreHarness()
+        let content = CoreHarness.pattern(96 << 20, seed: 8)
+        harness.backend.addFile("long.bin", content: content)
+        try harness.mount()
+        let inode = try harness.resolve("long.bin").inode
+        XCTAssertEqual(try harness.read(inode), content)
+        let media = harness.backend.requests["revisions.get.media"] ?? 0
+        print("sequential read of 96 MiB: \(media) range requests")
+        XCTAssertLessThanOrEqual(media, 16, "range requests for 96 MiB")
+        XCTAssertLessThanOrEqual(harness.backend.downloadedBytes, Int64(content.count), "no byte fetched twice")
+    }
+
     func testConcurrentReadersShareOneFetch() throws {
         harness = try CoreHarness()
         let content = CoreHarness.pattern(8 * 1024 * 1024, seed: 5)

@@ -35,9 +35,11 @@ public struct DriveFSConfiguration: Sendable {
     /// The block cache's unit, in bytes: a cold random read fetches whole blocks, never less.
     public var blockSize: Int
     /// How far a sequential reader is read ahead, at most, and in pieces of what size (each piece
-    /// is one HTTP range stream; several run in parallel).
+    /// is one HTTP range stream; several run in parallel): a `readAheadStreams`th of the window,
+    /// from `readAheadChunk` up to `maxReadAheadChunk`.
     public var maxReadAhead: Int64
     public var readAheadChunk: Int64
+    public var maxReadAheadChunk: Int64 = 64 << 20
     public var readAheadStreams: Int
     /// A file read at random (several misses of one handle, none sequential) and no larger than
     /// this is filled in the background at `.background` priority, in `randomReadFillChunk` range
@@ -76,7 +78,7 @@ public struct DriveFSConfiguration: Sendable {
     public init(userID: UInt32, groupID: UInt32, umask: UInt32 = 0o022, cacheDirectory: URL,
                 cacheSize: Int64 = 10 << 30, directoryCacheTTL: Double = 300, pollInterval: Double = 30,
                 exportFormats: ExportFormats = ExportFormats(), readOnly: Bool = true, blockSize: Int = 128 << 10,
-                maxReadAhead: Int64 = 32 << 20, readAheadChunk: Int64 = 4 << 20, readAheadStreams: Int = 4,
+                maxReadAhead: Int64 = 256 << 20, readAheadChunk: Int64 = 4 << 20, readAheadStreams: Int = 4,
                 listingGroupSize: Int = 50, interactiveThreads: Int = 16, backgroundListingThreads: Int = 4,
                 requestDeadline: Double = 60, kernelCacheTimeout: Double = 30, transfers: Int = 4, syncClose: Bool = false,
                 deletePermanently: Bool = false, drainTimeout: Double = 3600, indexWholeDrive: Bool = false,

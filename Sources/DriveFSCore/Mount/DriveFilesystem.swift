@@ -468,7 +468,8 @@ public final class DriveFilesystem: FilesystemOperations {
         guard let plan = handles.withLock({ h -> (BlockCache.Handle, [ReadAheadState.Span], Bool)? in
             guard var file = h.files[handle], file.inode == inode, let content = file.content else { return nil }
             let spans = file.readAhead.advance(offset: offset, size: Int64(size), fileSize: content.size,
-                                               maximum: configuration.maxReadAhead, chunk: configuration.readAheadChunk)
+                                               maximum: configuration.maxReadAhead, chunk: configuration.readAheadChunk,
+                                               maxChunk: configuration.maxReadAheadChunk, streams: configuration.readAheadStreams)
             h.files[handle] = file
             return (content, spans, file.readAhead.isSequential)
         }) else { return reply.fail(.badHandle) }
@@ -502,7 +503,7 @@ public final class DriveFilesystem: FilesystemOperations {
     /// Claims the missing blocks of `span` (on the caller's thread) and downloads each run of
     /// them, one range stream per run, on the read-ahead threads.
     private func scheduleReadAhead(_ content: BlockCache.Handle, _ span: ReadAheadState.Span) {
-        while let run = cache.claim(content, offset: span.offset, length: span.length, maxBytes: configuration.readAheadChunk) {
+        while let run = cache.claim(content, offset: span.offset, length: span.length, maxBytes: span.length) {
             readAhead.submit { [self] in
                 let context = RequestContext(priority: .readAhead, deadline: time.now() + configuration.requestDeadline)
                 do {
