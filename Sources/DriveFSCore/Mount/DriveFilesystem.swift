@@ -468,7 +468,7 @@ public final class DriveFilesystem: FilesystemOperations {
         guard let plan = handles.withLock({ h -> (BlockCache.Handle, [ReadAheadState.Span], Bool)? in
             guard var file = h.files[handle], file.inode == inode, let content = file.content else { return nil }
             let spans = file.readAhead.advance(offset: offset, size: Int64(size), fileSize: content.size,
-                                               maximum: configuration.maxReadAhead, chunk: configuration.readAheadChunk,
+                                               maximum: readAheadMaximum, chunk: configuration.readAheadChunk,
                                                maxChunk: configuration.maxReadAheadChunk, streams: configuration.readAheadStreams)
             h.files[handle] = file
             return (content, spans, file.readAhead.isSequential)
@@ -492,6 +492,10 @@ public final class DriveFilesystem: FilesystemOperations {
             return .file(descriptor: content.descriptor, offset: offset, length: length)
         }
     }
+
+    /// The read-ahead window's cap: `maxReadAhead`, but never more than a quarter of the cache (open
+    /// content is not evicted, so a window past the cap would hold the cache over it).
+    private var readAheadMaximum: Int64 { max(configuration.readAheadChunk, min(configuration.maxReadAhead, configuration.cacheSize / 4)) }
 
     /// Downloads of one content version: pinned to its revision when Drive gave one.
     func fetcher(for key: ContentKey) -> BlockCache.Fetcher {
