@@ -53,6 +53,13 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         set { lock.lock(); failingChanges = newValue; lock.unlock() }
     }
     private var failingChanges: DriveError?
+    /// Every request fails with this while set (counted, as a failed request is): Drive unreachable.
+    var unreachable: DriveError? {
+        get { lock.lock(); defer { lock.unlock() }; return offline }
+        set { lock.lock(); offline = newValue; lock.unlock() }
+    }
+    private var offline: DriveError?
+    static let cannotConnect = DriveError.transport(.couldNotConnect("drive.test: connection refused"))
     static let maxParents = 100
     static let pageCapWithParents = 460
 
@@ -379,7 +386,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         let fault: DriveError? = {
             lock.lock(); defer { lock.unlock() }
             counts[method, default: 0] += 1
-            return takeFault(method, afterLanding: false)
+            return offline ?? takeFault(method, afterLanding: false)
         }()
         if let fault { throw fault }
     }
@@ -455,6 +462,14 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
 
     /// One taker at a time (`reserveLock`, taken before `lock`), so an empty pool costs one
     /// files.generateIds however many threads ask, as DriveAPI's single-flight pool.
+    /// The client's ID pool ends with its process (`CoreHarness.crash`, `unmount`): the IDs it
+    /// held and had not handed out are forgotten (Drive still takes them, but nobody knows them).
+    func forgetIDPool() {
+        reserveLock.lock(); defer { reserveLock.unlock() }
+        lock.lock(); defer { lock.unlock() }
+        idPool = []
+    }
+
     func reserveFileID() throws -> String {
         reserveLock.lock(); defer { reserveLock.unlock() }
         if ({ lock.lock(); defer { lock.unlock() }; return idPool.isEmpty }()) {
