@@ -61,4 +61,23 @@ final class IDReserveRestartTests: XCTestCase {
         XCTAssertEqual(fake.requests["files.generateIds"], 1, "one generateIds for the three runs")
         XCTAssertEqual(fake.filesCreated, 4, "no create met a taken ID: \(fake.requestSummary)")
     }
+
+    /// A reserve the cache directory holds for another drive (another account's root, say) is
+    /// ignored, never used: the first create costs one generateIds, and the reserve is replaced
+    /// by this drive's.
+    func testAReserveOfAnotherDriveIsIgnoredAndReplaced() throws {
+        let path = harness.configuration.cacheDirectory.appendingPathComponent(FileIDReserveFile.fileName).path
+        try FileManager.default.createDirectory(at: harness.configuration.cacheDirectory, withIntermediateDirectories: true)
+        try FileIDReserveFile(path: path, owner: "another-root").save(["foreign-1", "foreign-2"])
+        try harness.mount()
+        try harness.writeFile(.root, "new.txt", Array("new\n".utf8))
+        drain()
+        XCTAssertEqual(fake.requests["files.generateIds"], 1)
+        let made = try XCTUnwrap(fake.children(of: fake.rootID).first { $0.name == "new.txt" })
+        XCTAssertFalse(made.id.hasPrefix("foreign"))
+        XCTAssertEqual(FileIDReserveFile(path: path, owner: "another-root").load(), [], "no longer the other drive's")
+        let ours = FileIDReserveFile(path: path, owner: fake.rootID).load()
+        XCTAssertEqual(ours.count, FakeDriveBackend.idBatchSize - 32, "this drive's batch less the block claimed")
+        XCTAssertFalse(ours.contains(made.id))
+    }
 }
