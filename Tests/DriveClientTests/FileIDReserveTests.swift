@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 import XCTest
 
-/// The ID pool with a reserve (issue 17): claims in blocks, oldest first; a crash after a claim
+/// The ID pool with a reserve (issue 17): claims in blocks from its end; a crash after a claim
 /// loses the block and never repeats an ID; a torn, garbled or foreign reserve is ignored and
 /// replaced; refills are in the reserve before they are used; a full disk fails the claim; and,
 /// as a property, no interleaving of takes, crashes and restarts hands an ID out twice.
@@ -99,26 +99,27 @@ final class FileIDReserveTests: XCTestCase {
 
     // MARK: Claims
 
-    /// A refill goes into the reserve whole, then blocks of `claimSize` leave it, oldest first,
-    /// one rewrite per block; a clean stop writes the unused claimed IDs back to its front.
+    /// A refill goes into the reserve whole, then blocks of `claimSize` leave it from its end (the
+    /// pool is a stack, as before the reserve), one rewrite per block; a clean stop writes the
+    /// unused claimed IDs back.
     func testClaimOrder() throws {
         let server = IDServer()
         let reserve = MemoryReserve()
         let pool = pool(batch: 10, claim: 4, reserve)
         var taken: [String] = []
         for _ in 0..<5 { taken.append(try pool.next(server.fetch)) }
-        XCTAssertEqual(taken, ["1-0", "1-1", "1-2", "1-3", "1-4"])
+        XCTAssertEqual(taken, ["1-9", "1-8", "1-7", "1-6", "1-5"])
         let batch = (0..<10).map { "1-\($0)" }
-        XCTAssertEqual(reserve.saves, [batch, Array(batch[4...]), Array(batch[8...])],
+        XCTAssertEqual(reserve.saves, [batch, Array(batch[0..<6]), Array(batch[0..<2])],
                        "the refill appended, then one rewrite per claimed block of 4")
         XCTAssertEqual(pool.stats.inReserve, 2)
         XCTAssertEqual(pool.available, 5)
         pool.stop()
-        XCTAssertEqual(reserve.kept, Array(batch[5...]), "the claimed IDs not handed out went back, in order")
+        XCTAssertEqual(reserve.kept, Array(batch[0..<5]), "the claimed IDs not handed out went back, in order")
         XCTAssertEqual(server.batches, 1)
         // The next process goes on where this one stopped.
         let next = self.pool(batch: 10, claim: 4, MemoryReserve(reserve.kept))
-        XCTAssertEqual(try next.next(server.fetch), "1-5")
+        XCTAssertEqual(try next.next(server.fetch), "1-4")
         XCTAssertEqual(server.batches, 1)
     }
 
@@ -128,9 +129,9 @@ final class FileIDReserveTests: XCTestCase {
         let server = IDServer()
         // Process 1: the refill (save 1), the first claim (save 2), two IDs handed out; then killed.
         let first = pool(batch: 12, claim: 4, file())
-        XCTAssertEqual(try first.next(server.fetch), "1-0")
-        XCTAssertEqual(try first.next(server.fetch), "1-1")
-        XCTAssertEqual(file().load(), (4..<12).map { "1-\($0)" }, "the claimed block is out of the reserve")
+        XCTAssertEqual(try first.next(server.fetch), "1-11")
+        XCTAssertEqual(try first.next(server.fetch), "1-10")
+        XCTAssertEqual(file().load(), (0..<8).map { "1-\($0)" }, "the claimed block is out of the reserve")
 
         // Process 2: its first claim is durable, and it dies before handing out any of it.
         let dying = CrashingReserve(file())
@@ -141,7 +142,7 @@ final class FileIDReserveTests: XCTestCase {
 
         // Process 3: starts after both blocks.
         let third = pool(batch: 12, claim: 4, file())
-        XCTAssertEqual(try third.next(server.fetch), "1-8")
+        XCTAssertEqual(try third.next(server.fetch), "1-3")
         XCTAssertEqual(server.batches, 1, "no generateIds: the reserve still had IDs")
     }
 
@@ -156,7 +157,7 @@ final class FileIDReserveTests: XCTestCase {
         let second = pool(batch: 8, claim: 4, dying)
         XCTAssertThrowsError(try second.next(server.fetch))
         let third = pool(batch: 8, claim: 4, file())
-        XCTAssertEqual(try third.next(server.fetch), "1-4")
+        XCTAssertEqual(try third.next(server.fetch), "1-3")
     }
 
     // MARK: Damage
@@ -190,9 +191,9 @@ final class FileIDReserveTests: XCTestCase {
             XCTAssertEqual(file().load(), [], what)
             let server = IDServer()
             let pool = pool(batch: 5, claim: 2, file())
-            XCTAssertEqual(try pool.next(server.fetch), "1-0", what)
+            XCTAssertEqual(try pool.next(server.fetch), "1-4", what)
             XCTAssertEqual(server.batches, 1, what)
-            XCTAssertEqual(file().load(), ["1-2", "1-3", "1-4"], "\(what): replaced by this drive's reserve")
+            XCTAssertEqual(file().load(), ["1-0", "1-1", "1-2"], "\(what): replaced by this drive's reserve")
         }
         // Unreadable (a directory where the file should be): ignored, and the claim cannot write
         // it either, so the take fails clearly rather than handing out an ID it cannot account for.
@@ -201,7 +202,7 @@ final class FileIDReserveTests: XCTestCase {
         XCTAssertEqual(file().load(), [])
         let server = IDServer()
         let pool = pool(batch: 5, claim: 2, file())
-        XCTAssertEqual(try pool.next(server.fetch), "1-0", "the refill it cannot append is held in memory only")
+        XCTAssertEqual(try pool.next(server.fetch), "1-4", "the refill it cannot append is held in memory only")
         XCTAssertEqual(pool.stats.inReserve, 0)
     }
 
@@ -214,28 +215,28 @@ final class FileIDReserveTests: XCTestCase {
         let server = IDServer()
         let reserve = MemoryReserve(["old-0", "old-1", "old-2"])
         let pool = pool(batch: 4, claim: 2, reserve)
-        XCTAssertEqual(try (0..<3).map { _ in try pool.next(server.fetch) }, ["old-0", "old-1", "old-2"])
+        XCTAssertEqual(try (0..<3).map { _ in try pool.next(server.fetch) }, ["old-2", "old-1", "old-0"])
         XCTAssertEqual(server.batches, 0)
-        XCTAssertEqual(try pool.next(server.fetch), "1-0")
-        XCTAssertEqual(reserve.saves.first { $0.contains("1-0") }, ["1-0", "1-1", "1-2", "1-3"],
+        XCTAssertEqual(try pool.next(server.fetch), "1-3")
+        XCTAssertEqual(reserve.saves.first { $0.contains("1-3") }, ["1-0", "1-1", "1-2", "1-3"],
                        "the batch was saved whole before its first ID was claimed")
 
         let background = MemoryReserve(["b-0", "b-1", "b-2", "b-3", "b-4", "b-5"])
         let refilled = self.pool(batch: 8, claim: 2, lowWater: 5, background)
-        XCTAssertEqual(try refilled.next(server.fetch), "b-0", "at 6 IDs, no refill yet")
+        XCTAssertEqual(try refilled.next(server.fetch), "b-5", "at 6 IDs, no refill yet")
         refilled.start { try server.fetch($0) }
         defer { refilled.stop() }
-        XCTAssertEqual(try refilled.next(server.fetch), "b-1", "4 left: below the mark, the thread refills")
+        XCTAssertEqual(try refilled.next(server.fetch), "b-4", "4 left: below the mark, the thread refills")
         let deadline = Date().addingTimeInterval(30)
         while refilled.stats.refills == 0 && Date() < deadline { usleep(1_000) }
         XCTAssertEqual(refilled.stats.refills, 1)
-        XCTAssertEqual(background.kept, ["b-2", "b-3", "b-4", "b-5"] + (0..<8).map { "2-\($0)" },
+        XCTAssertEqual(background.kept, ["b-0", "b-1", "b-2", "b-3"] + (0..<8).map { "2-\($0)" },
                        "the rest of the reserve, then the new batch")
-        XCTAssertEqual(try (0..<4).map { _ in try refilled.next(server.fetch) }, ["b-2", "b-3", "b-4", "b-5"])
+        XCTAssertEqual(try (0..<4).map { _ in try refilled.next(server.fetch) }, ["2-7", "2-6", "2-5", "2-4"])
     }
 
     /// A full disk: the claim fails with ENOSPC and hands out nothing, the reserve keeps every ID,
-    /// and once there is room the take goes on with the first of them. A refill that cannot be
+    /// and once there is room the takes go on with them. A refill that cannot be
     /// appended is held in memory only: used, and never seen by the next process.
     func testAFullDiskFailsTheClaimClearly() throws {
         let server = IDServer()
@@ -248,11 +249,11 @@ final class FileIDReserveTests: XCTestCase {
         XCTAssertEqual(reserve.kept, ["r-0", "r-1", "r-2"])
         XCTAssertEqual(server.batches, 0, "no generateIds behind the failed claim")
         reserve.setFull(false)
-        XCTAssertEqual(try pool.next(server.fetch), "r-0")
-        XCTAssertEqual(try pool.next(server.fetch), "r-1")
         XCTAssertEqual(try pool.next(server.fetch), "r-2")
+        XCTAssertEqual(try pool.next(server.fetch), "r-1")
+        XCTAssertEqual(try pool.next(server.fetch), "r-0")
         reserve.setFull(true)
-        XCTAssertEqual(try pool.next(server.fetch), "1-0", "a refill it cannot append is used from memory")
+        XCTAssertEqual(try pool.next(server.fetch), "1-3", "a refill it cannot append is used from memory")
         XCTAssertEqual(reserve.kept, [], "and never written")
         XCTAssertEqual(self.pool(batch: 4, claim: 2, MemoryReserve(reserve.kept)).available, 0)
     }

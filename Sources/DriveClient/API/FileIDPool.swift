@@ -20,19 +20,20 @@ import Foundation
 ///   under its lock, an ID the pool has seen before (a server repeating itself, a reserve naming
 ///   one twice) is dropped, and the reserve is kept by the crash order below. What was seen is kept
 ///   as 64-bit hashes (8 bytes an ID); a collision only drops a good ID, it never hands one out twice.
-/// - Hand-out order: oldest first (the order Drive gave them, the reserve's order).
+/// - Hand-out order: a stack, as before the reserve: the last ID of the newest batch goes first,
+///   and the reserve is claimed from its end.
 ///
 /// Crash order, with a reserve (each step is one `FileIDReserve.save`, durable when it returns:
 /// with the file, a temporary file fsynced, renamed over the reserve, the directory fsynced):
 /// 1. Refill: generateIds answers; the reserve is rewritten as what it held plus the new IDs;
 ///    only then are they in `stored` (claimable). A crash before the rewrite loses the answer
 ///    (Drive made IDs nobody knows: no harm), never an ID handed out.
-/// 2. Claim: when no claimed ID is left, the first `claimSize` (32) of `stored` are taken out of
+/// 2. Claim: when no claimed ID is left, the last `claimSize` (32) of `stored` are taken out of
 ///    the reserve by rewriting it without them, and only after that rewrite returned are they in
 ///    `ready` and handed out. A crash after the claim loses at most one block of unused IDs; one
 ///    before it leaves the reserve as it was, with none of the block handed out. An ID handed out
 ///    is never in the reserve again, so no restart hands it out a second time.
-/// 3. Clean stop (`stop()`): the claimed IDs not handed out are written back to the front of the
+/// 3. Clean stop (`stop()`): the claimed IDs not handed out are written back to the end of the
 ///    reserve (taken out of `ready` first, so no take can hand one out while it is written).
 /// Failures: a claim whose rewrite fails (a full disk: ENOSPC, EDQUOT, EIO) fails the take with
 /// the `AtomicFile.Failure` (the core answers the create ENOSPC / EDQUOT, else EIO), and the
@@ -60,7 +61,8 @@ final class FileIDPool: @unchecked Sendable {  // @unchecked: all state is guard
     // GUARDED_BY(condition) from here on.
     /// IDs that may be handed out: claimed from the reserve, or never in it. The next is the last.
     private var ready: [String] = []
-    /// What the reserve holds, in hand-out order (empty without one). Changed with `persisting` held too.
+    /// What the reserve holds, in its order: the last is claimed first (empty without one).
+    /// Changed with `persisting` held too.
     private var stored: [String] = []
     private var reserve: (any FileIDReserve)?
     /// A taker is claiming a block: others wait for it rather than claim one more.
@@ -210,7 +212,7 @@ final class FileIDPool: @unchecked Sendable {  // @unchecked: all state is guard
         condition.lock()
         let new = fresh.filter { seen.insert($0.hashValue).inserted }
         guard let reserve, !new.isEmpty else {
-            ready.insert(contentsOf: new.reversed(), at: 0)
+            ready.append(contentsOf: new)
             condition.unlock()
             return
         }
@@ -222,7 +224,7 @@ final class FileIDPool: @unchecked Sendable {  // @unchecked: all state is guard
         } catch {
             Log.shared.warning("ids", "cannot add \(new.count) file IDs to the reserve \(reserve.location) (\(error)): "
                                + "they are held in memory only, and a crash loses them")
-            condition.withLock { ready.insert(contentsOf: new.reversed(), at: 0) }
+            condition.withLock { ready.append(contentsOf: new) }
         }
     }
 
@@ -233,9 +235,8 @@ final class FileIDPool: @unchecked Sendable {  // @unchecked: all state is guard
         defer { persisting.unlock() }
         condition.lock()
         guard let reserve, !stored.isEmpty else { condition.unlock(); return }
-        let count = min(claimSize, stored.count)
-        let block = stored[0..<count]
-        let rest = Array(stored[count...])
+        let block = stored.suffix(claimSize)
+        let rest = Array(stored.dropLast(block.count))
         condition.unlock()
         do {
             try reserve.save(rest)
@@ -245,7 +246,7 @@ final class FileIDPool: @unchecked Sendable {  // @unchecked: all state is guard
         }
         condition.withLock {
             stored = rest
-            ready.insert(contentsOf: block.reversed(), at: 0)
+            ready.append(contentsOf: block)
             checkInvariants()
         }
     }
@@ -256,9 +257,9 @@ final class FileIDPool: @unchecked Sendable {  // @unchecked: all state is guard
         defer { persisting.unlock() }
         condition.lock()
         guard let reserve, !ready.isEmpty else { condition.unlock(); return }
-        let returning = Array(ready.reversed())
+        let returning = ready
         ready = []
-        let all = returning + stored
+        let all = stored + returning
         condition.unlock()
         do {
             try reserve.save(all)
@@ -266,7 +267,7 @@ final class FileIDPool: @unchecked Sendable {  // @unchecked: all state is guard
         } catch {
             Log.shared.warning("ids", "cannot write \(returning.count) unused file IDs back to the reserve \(reserve.location) (\(error)); "
                                + "they stay in memory")
-            condition.withLock { ready.append(contentsOf: returning.reversed()) }
+            condition.withLock { ready = returning + ready }
         }
     }
 

@@ -12,7 +12,7 @@ import Glibc
 ///     owner <owner>
 ///     space drive
 ///     count <n>
-///     <id>                 (n lines, in hand-out order)
+///     <id>                 (n lines; the pool claims from the end)
 ///     sha256 <hex>         (of every byte before this line)
 ///
 /// Contracts:
