@@ -3,7 +3,7 @@
 // What each folder owns (layers import only downward, top to bottom; see docs/client.md):
 //   API/        Drive semantics: DriveAPI (operations, uploads, downloads, changes), DriveBackend
 //               (the protocol the filesystem uses), DriveFile and models, DriveQuery, DriveEndpoints,
-//               FileIDPool, ResumableUploadSession.
+//               FileIDPool with its FileIDReserve (FileIDReserveFile on disk), ResumableUploadSession.
 //   Executor/   DriveRequestExecutor, the one wrapper around every request; RequestStats counters.
 //   Policy/     TokenManager (cache, margin, single flight), Pacer (token bucket), RetryPolicy,
 //               RetryAfter, RandomSource.

@@ -90,6 +90,11 @@ extension DriveAPI {
     /// create. Every ID must be used for at most one file.
     public func reserveFileID() throws -> String { try nextPooledID() }
 
+    /// Keeps the ID pool's unused IDs in `reserve` from now on (`FileIDPool`, its crash order),
+    /// loading the IDs it holds now: once, before the first create (the core calls it with
+    /// `<cache>/file-ids`). Creates then need no generateIds while the reserve lasts.
+    public func attachIDReserve(_ reserve: any FileIDReserve) { idPool.attach(reserve) }
+
     /// Starts the ID pool's one background refill thread (idempotent): from then on the pool is
     /// refilled ahead of need, when it falls below `idLowWater` IDs (default a quarter of
     /// `idBatchSize`). Until it is called no thread is made and an empty pool is refilled by the
@@ -102,7 +107,8 @@ extension DriveAPI {
         }
     }
 
-    /// Ends the background refill thread (after the refill in flight); takers refill on their own again.
+    /// Ends the background refill thread (after the refill in flight) and writes the claimed IDs
+    /// not handed out back to the reserve, if one is attached; takers refill on their own again.
     public func stopIDPool() { idPool.stop() }
 
     /// What the ID pool holds and how its refills went (a failed refill is reported here until one succeeds).

@@ -36,8 +36,16 @@ public protocol DriveBackend: Sendable {
     /// the file exists only once the stream's `finish` returns.
     func beginStreamingCreate(name: String, parent: String, mimeType: String?, id: String,
                               appProperties: [String: String]?) throws -> any StreamingCreate
-    /// An ID for `id:` of a later create.
+    /// An ID for `id:` of a later create, from the implementation's ID pool (`FileIDPool`): each
+    /// handed out at most once, also across crashes when a reserve is attached.
     func reserveFileID() throws -> String
+    /// Keeps the pool's unused IDs in `reserve` (loaded now), so that creates after a restart, and
+    /// with Drive unreachable, still have IDs: once, before the first `reserveFileID`.
+    func attachIDReserve(_ reserve: any FileIDReserve)
+    /// Starts refilling the pool ahead of need, on a thread of its own (idempotent; after any fork).
+    func startIDPool()
+    /// Ends that refilling and writes the pool's claimed, unused IDs back to its reserve (a clean stop).
+    func stopIDPool()
     /// `appProperties` given are set (others are kept), as in files.update.
     func updateContent(_ id: String, source: UploadSource, mimeType: String?, name: String?, modifiedTime: Int64?,
                        sessionFile: String?, appProperties: [String: String]?) throws -> DriveFile

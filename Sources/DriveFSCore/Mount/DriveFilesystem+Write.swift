@@ -37,7 +37,11 @@ extension DriveFilesystem {
     private func nowMillis() -> Int64 { Int64((time.now() * 1000).rounded()) }
 
     /// An ID for a new item, from the pool (whose refill thread starts with the first create,
-    /// after the fork, and then keeps it filled ahead of need: one request per 1,000 items).
+    /// after the fork, and then keeps it filled ahead of need: one request per 1,000 items). The
+    /// pool keeps its IDs in `<cache>/file-ids` (attached in `init`), so a create after a restart
+    /// asks Drive nothing while that lasts, also offline. A claim from it that the cache disk
+    /// cannot write answers ENOSPC / EDQUOT (FileIDPool's crash order says why not a fresh
+    /// generateIds); other local failures EIO.
     private func reserveID() throws(FilesystemError) -> String {
         let start = idPoolStarted.withLock { started -> Bool in
             defer { started = true }
@@ -45,8 +49,10 @@ extension DriveFilesystem {
         }
         do {
             let id = try backend.reserveFileID()
-            if start { (backend as? DriveAPI)?.startIDPool() }
+            if start { backend.startIDPool() }
             return id
+        } catch let failure as AtomicFile.Failure {
+            throw failure.errno == ENOSPC || failure.errno == EDQUOT ? FilesystemError(errno: failure.errno) : .ioError
         } catch { throw FilesystemError.from(error) }
     }
 

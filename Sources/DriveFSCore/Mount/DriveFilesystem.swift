@@ -56,7 +56,7 @@ public final class DriveFilesystem: FilesystemOperations {
     let stagingDirectory: URL
     let stagingCounter = Locked<UInt64>(0)
     /// Whether the ID pool's refill thread runs (from the first create on: a mount that writes
-    /// nothing costs no request for IDs).
+    /// nothing costs no request for IDs). Its reserve (`<cache>/file-ids`) is attached at `init`.
     let idPoolStarted = Locked(false)
 
     let handles = Locked(Handles())
@@ -150,6 +150,11 @@ public final class DriveFilesystem: FilesystemOperations {
                               interval: configuration.pollInterval)
         // A built index is saved at once: a daemon killed later does not list the drive again.
         lister.whenIndexBuilt { [poller] in poller.saveIndex() }
+        // The IDs for new items, kept across restarts (issue 17): this drive's only (`root.id`).
+        if !configuration.readOnly {
+            backend.attachIDReserve(FileIDReserveFile(path: cacheDirectory.appendingPathComponent(FileIDReserveFile.fileName).path,
+                                                      owner: root.id))
+        }
         UnfinishedUploads.write(0, cacheDirectory: cacheDirectory.path)
         restoreUploads()
         sweepStaging()
@@ -211,7 +216,7 @@ public final class DriveFilesystem: FilesystemOperations {
         // Closed files still being committed reach the journal before the queue stops.
         commits.stop()
         uploads.stop()
-        (backend as? DriveAPI)?.stopIDPool()
+        backend.stopIDPool()
         notifications.stop()
         cache.stopFlushing()
         cache.flush()

@@ -43,9 +43,11 @@ final class CoreHarness {
     /// change token first. Their two requests are not counted (`resetCounters` after). `uploads`:
     /// the upload queue to use (nil: the core makes its own in `uploadsDirectory`).
     @discardableResult
-    func mount(uploads: (any UploadQueueing)? = nil) throws -> DriveFilesystem {
+    func mount(uploads: (any UploadQueueing)? = nil, beforeStart: () -> Void = {}) throws -> DriveFilesystem {
         let root = try backend.getFile("root")
         let token = try backend.changesStartPageToken()
+        // `beforeStart`: after the two requests a mount needs (a test may take Drive away there).
+        beforeStart()
         fs = try DriveFilesystem(backend: backend, root: root, startPageToken: token, configuration: configuration, time: time,
                                  uploads: uploads)
         fs.start(notifier: notifier)
@@ -59,6 +61,7 @@ final class CoreHarness {
         fs?.forgetAll()
         fs?.stop()
         fs = nil
+        backend.forgetIDPool()
     }
 
     /// The process died: the filesystem is abandoned as `kill -9` leaves it (its upload queue must
@@ -67,6 +70,7 @@ final class CoreHarness {
     func crash() {
         fs?.abandonAsCrashed()
         fs = nil
+        backend.forgetIDPool()
     }
 
     func remove() {

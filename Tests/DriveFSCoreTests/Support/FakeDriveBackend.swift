@@ -13,9 +13,8 @@ import Foundation
 /// when `parents` is in the mask, 400 "The query is too complex." past 100 parents, and an optional
 /// grouped-query bug (every multi-parent query answers nothing).
 final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
-    // @unchecked: all state is behind `lock`. Lock order: `reserveLock` → `lock`; hooks run with neither held.
+    // @unchecked: all state is behind `lock` (the ID pool guards its own). Hooks run with no lock held.
     private let lock = NSLock()
-    private let reserveLock = NSLock()
     private var files: [String: DriveFile] = [:]
     private var contents: [String: [UInt8]] = [:]
     private var changeLog: [(seq: Int, id: String)] = []
@@ -25,8 +24,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     private var faults: [Fault] = []
     private var hook: WriteHook?
     private var corruptUploads = 0
-    /// Unused IDs of the last files.generateIds batch, and every ID issued and not yet used.
-    private var idPool: [String] = []
+    /// Every ID files.generateIds issued and no create used yet (Drive's side of the IDs).
     private var issued: Set<String> = []
     private var generatedIDs = 0
     private var explicitlyTrashed: Set<String> = []
@@ -53,6 +51,13 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         set { lock.lock(); failingChanges = newValue; lock.unlock() }
     }
     private var failingChanges: DriveError?
+    /// Every request fails with this while set (counted, as a failed request is): Drive unreachable.
+    var unreachable: DriveError? {
+        get { lock.lock(); defer { lock.unlock() }; return offline }
+        set { lock.lock(); offline = newValue; lock.unlock() }
+    }
+    private var offline: DriveError?
+    static let cannotConnect = DriveError.transport(.couldNotConnect("drive.test: connection refused"))
     static let maxParents = 100
     static let pageCapWithParents = 460
 
@@ -379,7 +384,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         let fault: DriveError? = {
             lock.lock(); defer { lock.unlock() }
             counts[method, default: 0] += 1
-            return takeFault(method, afterLanding: false)
+            return offline ?? takeFault(method, afterLanding: false)
         }()
         if let fault { throw fault }
     }
@@ -453,23 +458,37 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     /// IDs come from a batch of `idBatchSize` (one files.generateIds request per batch).
     static let idBatchSize = 1000
 
-    /// One taker at a time (`reserveLock`, taken before `lock`), so an empty pool costs one
-    /// files.generateIds however many threads ask, as DriveAPI's single-flight pool.
+    /// The client's side: DriveAPI's own pool (`FileIDPool`, with its reserve when the core
+    /// attaches one), refilled on the taker's thread only (`startIDPool` starts no thread here),
+    /// so request counts are exact. Low water 0: a refill only when it is empty.
+    private let idPool = Locked(FileIDPool(batchSize: FakeDriveBackend.idBatchSize, lowWater: 0))
+    /// How often the core asked for the background refill.
+    let idPoolStarts = Locked(0)
+
+    /// The client's ID pool ends with its process (`CoreHarness.crash`, `unmount`): the IDs it
+    /// held in memory are forgotten (Drive still takes them, but nobody knows them); what its
+    /// reserve holds on disk is the next process's.
+    func forgetIDPool() {
+        idPool.withLock { $0 = FileIDPool(batchSize: Self.idBatchSize, lowWater: 0) }
+    }
+
+    /// The pool is single-flight: an empty pool costs one files.generateIds however many threads ask.
     func reserveFileID() throws -> String {
-        reserveLock.lock(); defer { reserveLock.unlock() }
-        if ({ lock.lock(); defer { lock.unlock() }; return idPool.isEmpty }()) {
+        try idPool.withLock { $0 }.next { [self] count in
             try request("files.generateIds")
-            lock.lock()
-            idPool = (0..<Self.idBatchSize).map { _ in
+            lock.lock(); defer { lock.unlock() }
+            let ids = (0..<count).map { _ in
                 generatedIDs += 1
                 return String(format: "gen%07d", generatedIDs)
             }
-            issued.formUnion(idPool)
-            lock.unlock()
+            issued.formUnion(ids)
+            return ids
         }
-        lock.lock(); defer { lock.unlock() }
-        return idPool.removeFirst()
     }
+
+    func attachIDReserve(_ reserve: any FileIDReserve) { idPool.withLock { $0 }.attach(reserve) }
+    func startIDPool() { idPoolStarts.withLock { $0 += 1 } }
+    func stopIDPool() { idPool.withLock { $0 }.stop() }
 
     func createFolder(name: String, parent: String, modifiedTime: Int64?, id: String?,
                       appProperties: [String: String]?) throws -> DriveFile {
