@@ -192,6 +192,17 @@ final class EmulatedDrive {
         try emulator.start()
     }
 
+    /// Stops the emulator (its port answers nothing: Drive unreachable) until `startEmulatorAgain`
+    /// starts a new one on the same port over the same state.
+    func stopEmulator() { emulator.stop() }
+
+    func startEmulatorAgain() throws {
+        var config = emulatorConfig
+        config.port = emulatorConfig.port
+        emulator = try Emulator(config: config)
+        try emulator.start()
+    }
+
     func stop() {
         for mount in mounts.reversed() { mount.tearDown() }
         emulator.stop()

@@ -10,7 +10,7 @@ import XCTest
 /// `fusermount -uz` (lazy, for a busy mount), then the daemon is stopped (SIGTERM, SIGKILL), then
 /// the empty mountpoint is removed. Every step is bounded in time.
 final class MountedDriveFS {
-    static let mountTimeout: TimeInterval = 20
+    static let mountTimeout: TimeInterval = 60
 
     let mountpoint: String
     let process: Process

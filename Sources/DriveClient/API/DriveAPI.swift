@@ -47,9 +47,11 @@ public final class DriveAPI: Sendable {
                             concurrency: Int = 16, scope: DriveScope = .myDrive) throws -> DriveAPI {
         let transport = try CurlTransport(options: CurlTransport.Options(concurrency: concurrency, caFile: caFile))
         let executor = DriveRequestExecutor(transport: transport, tokens: TokenManager(grant: grant, time: time),
-                                            pacer: Pacer(time: time), time: time)
+                                            pacer: Pacer(time: time), time: time, reachability: Reachability(time: time))
         return DriveAPI(executor: executor, endpoints: endpoints, scope: scope)
     }
+
+    public var reachability: Reachability? { executor.reachability }
 
     // MARK: - Helpers
 

@@ -46,6 +46,9 @@ public protocol DriveBackend: Sendable {
     func startIDPool()
     /// Ends that refilling and writes the pool's claimed, unused IDs back to its reserve (a clean stop).
     func stopIDPool()
+    /// Whether Drive can be reached (`Reachability`): the core serves what it holds while offline.
+    /// nil: the backend does not know (always online).
+    var reachability: Reachability? { get }
     /// `appProperties` given are set (others are kept), as in files.update.
     func updateContent(_ id: String, source: UploadSource, mimeType: String?, name: String?, modifiedTime: Int64?,
                        sessionFile: String?, appProperties: [String: String]?) throws -> DriveFile

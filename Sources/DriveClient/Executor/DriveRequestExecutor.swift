@@ -18,6 +18,9 @@ import Foundation
 ///   says to run `drivefs auth login` again.
 /// - Transient failures (see `RetryPolicy`) are retried with backoff within the policy's budget; what
 ///   comes out after that is the last failure.
+/// - Offline (`Reachability`, when given): a request is refused without being sent while Drive has
+///   been unreachable for a while, except the one probe the reachability lets through now and then;
+///   such a refusal, or any failure to connect once offline, is not retried.
 /// - A request is rebuilt for every attempt (`makeRequest(attempt)`), so a caller can resume a
 ///   download from what it already holds instead of replaying it. Uploads do not use blind replays:
 ///   `DriveAPI` drives the resumable protocol inside `retrying`.
@@ -28,10 +31,12 @@ public final class DriveRequestExecutor: Sendable {
     public let retryPolicy: RetryPolicy
     public let time: any TimeSource
     public let stats: RequestStats
+    public let reachability: Reachability?
 
     public init(transport: any HTTPTransport, tokens: TokenManager?, pacer: Pacer? = Pacer(),
                 retryPolicy: RetryPolicy = RetryPolicy(), time: any TimeSource = SystemTimeSource(),
-                stats: RequestStats = RequestStats()) {
+                stats: RequestStats = RequestStats(), reachability: Reachability? = nil) {
+        self.reachability = reachability
         self.transport = transport
         self.tokens = tokens
         self.pacer = pacer
@@ -81,6 +86,7 @@ public final class DriveRequestExecutor: Sendable {
                 throw fail(lastFailure ?? DriveError.cancelled)
             } catch let error as DriveError {
                 attempt += 1
+                if let reachability, reachability.isOffline, case .transport(.couldNotConnect) = error { throw fail(error) }
                 guard policy.isRetryable(error), attempt < policy.maxAttempts else { throw fail(error) }
                 let delay = policy.delay(forRetry: attempt - 1, retryAfter: error.info?.retryAfter)
                 guard time.now() + delay - started <= policy.maxElapsed else { throw fail(error) }
@@ -121,6 +127,11 @@ public final class DriveRequestExecutor: Sendable {
         let charge = RequestCharge.of(method: method, httpMethod: request.method)
         while true {
             if cancellation?.isCancelled == true { throw DriveError.cancelled }
+            let admission = reachability?.admit() ?? .send
+            if admission == .refuse, let reachability { throw DriveError.transport(.couldNotConnect(reachability.refusal)) }
+            // A probe that ends before the transport is reached lets the next request probe instead.
+            var reached: Bool?
+            defer { if admission == .probe && reached == nil { reachability?.abandon() } }
             if let pacer {
                 switch pacer.acquire(priority: context?.priority ?? .interactive, charge: charge, deadline: context?.deadline,
                                      cancellation: cancellation) {
@@ -133,7 +144,14 @@ public final class DriveRequestExecutor: Sendable {
             if sent.cancellation == nil { sent.cancellation = cancellation }
             var token: String?
             if let tokens {
-                let value = try Self.obtainToken(tokens)
+                let value: String
+                do {
+                    value = try Self.obtainToken(tokens)
+                } catch DriveError.transport(.couldNotConnect(let message)) {
+                    reached = false
+                    reachability?.recordUnreachable(message)
+                    throw DriveError.transport(.couldNotConnect(message))
+                }
                 token = value
                 sent.headers.append(("Authorization", "Bearer \(value)"))
             }
@@ -142,10 +160,22 @@ public final class DriveRequestExecutor: Sendable {
             do {
                 response = try transport.perform(sent)
             } catch let error as TransportError {
+                switch error {
+                case .couldNotConnect(let message):
+                    reached = false
+                    reachability?.recordUnreachable(message)
+                case .connectionLost, .tls, .other:
+                    reached = true
+                    reachability?.recordReached()
+                case .timedOut, .invalidURL, .aborted:
+                    break  // no word on reachability (a probe that timed out lets the next one try)
+                }
                 throw error == .aborted ? DriveError.cancelled : DriveError.transport(error)
             } catch {
                 throw DriveError.transport(.other(code: -1, message: String(describing: error)))
             }
+            reached = true
+            reachability?.recordReached()
             stats.update(method) { $0.bytesIn += max(response.bodyBytes, Int64(response.body.count)) }
             if (200..<300).contains(response.status) || accept.contains(response.status) {
                 pacer?.recordSuccess(charge)
@@ -205,6 +235,10 @@ public final class DriveRequestExecutor: Sendable {
         } catch let error as DriveError {
             throw error
         } catch let error as TransportError {
+            throw DriveError.transport(error)
+        } catch OAuthError.transport(let error) {
+            // The token endpoint could not be reached: a network failure (offline, perhaps), not a
+            // failing grant and not a revoked one.
             throw DriveError.transport(error)
         } catch let error as any TokenGrantFailure {
             if error.requiresLogin {

@@ -70,7 +70,14 @@ final class ChangePoller: Sendable {
                 if skip {
                     skip = false
                 } else {
-                    do { try pollOnce() } catch { Log.shared.warning("changes", "reading the change feed failed: \(error)") }
+                    do { try pollOnce() } catch {
+                        // Offline, the reachability said so once; each poll is only its probe.
+                        if backend.reachability?.isOffline == true {
+                            Log.shared.debug("changes", "reading the change feed failed: \(error)")
+                        } else {
+                            Log.shared.warning("changes", "reading the change feed failed: \(error)")
+                        }
+                    }
                 }
                 // Folders the last forgets queued and left: packed again between polls, a batch at a time.
                 table.packUnneededFolders()

@@ -24,7 +24,7 @@ import Glibc
 /// item count, the folder count; per folder its ID,
 /// item count, subfolder IDs, the items' ID hashes (8 bytes each), the packed bytes' length and the
 /// bytes; then the `Checksum64` of everything before it (8 bytes).
-final class IndexStore: Sendable {
+public final class IndexStore: Sendable {
     let path: String
 
     static let format: UInt64 = 3
@@ -42,6 +42,22 @@ final class IndexStore: Sendable {
 
     static func fingerprint(_ configuration: DriveFSConfiguration) -> String {
         "exports=" + configuration.exportFormats.preference.joined(separator: ",")
+    }
+
+    /// The root and change token the index in `cacheDirectory` was saved for, read from its header
+    /// alone (for a mount that cannot reach Drive at start: it mounts that root from the index;
+    /// `load` then checks the whole file). Nil when there is no index of this format there.
+    public static func savedRoot(cacheDirectory: URL) -> (rootID: String, changeToken: String)? {
+        let fd = open(cacheDirectory.appendingPathComponent(fileName).path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: 4096)
+        let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
+        guard n > magic.count, Array(head[0..<magic.count]) == magic else { return nil }
+        var r = ByteReader(Array(head[0..<n]), from: magic.count)
+        guard let format = r.varint(), format == Self.format, let rootID = r.string(), r.string() != nil,
+              let token = r.string() else { return nil }
+        return (rootID, token)
     }
 
     /// The index saved for `root`, as a table state whose root has no listing yet but the root's

@@ -156,22 +156,30 @@ final class NodeTable: Sendable {
 
     let configuration: DriveFSConfiguration
     let time: any TimeSource
+    /// Whether Drive is unreachable now (`Reachability`): listings held are then served as they
+    /// are, whatever their age or trust, since no listing could replace them (docs/semantics.md,
+    /// "Offline"); the change feed corrects them once Drive answers again.
+    let offline: @Sendable () -> Bool
     private let state: Locked<State>
     /// Operations in flight that change Drive first and the table after (NodeTable+Local.swift).
     let changesHere = ChangesInFlight()
 
-    init(root: DriveFile, configuration: DriveFSConfiguration, time: any TimeSource) {
+    init(root: DriveFile, configuration: DriveFSConfiguration, time: any TimeSource,
+         offline: @escaping @Sendable () -> Bool = { false }) {
         self.configuration = configuration
         self.time = time
+        self.offline = offline
         var s = State()
         s.nodes[.root] = Node(inode: .root, file: root, parent: nil, name: "/")
         s.byID[root.id] = .root
         state = Locked(s)
     }
 
-    init(restoring restored: State, configuration: DriveFSConfiguration, time: any TimeSource) {
+    init(restoring restored: State, configuration: DriveFSConfiguration, time: any TimeSource,
+         offline: @escaping @Sendable () -> Bool = { false }) {
         self.configuration = configuration
         self.time = time
+        self.offline = offline
         state = Locked(restored)
     }
 
@@ -234,14 +242,15 @@ final class NodeTable: Sendable {
     func child(of parent: Inode, named name: String, countLookup: Bool) -> ChildLookup {
         let now = time.now()
         let ttl = configuration.directoryCacheTTL
+        let offline = self.offline()
         return state.withLock { s in
             guard s.nodes[parent] != nil else { return .unknownParent }
             materialize(parent, &s)
             let folder = s.nodes[parent]!
             guard folder.kind == .directory else { return .notAFolder }
-            guard let listing = folder.listing, listing.trusted, now - listing.listedAt < ttl else { return .needsListing }
+            guard let listing = folder.listing, offline || (listing.trusted && now - listing.listedAt < ttl) else { return .needsListing }
             guard let inode = listing.children[name], var child = s.nodes[inode] else {
-                guard s.unconfirmed.remove(folder.file.id) == nil else {
+                guard offline || s.unconfirmed.remove(folder.file.id) == nil else {
                     s.nodes[parent]!.listing!.trusted = false
                     return .needsListing
                 }
@@ -259,9 +268,10 @@ final class NodeTable: Sendable {
     func freshListing(_ folder: Inode) -> Listing? {
         let now = time.now()
         let ttl = configuration.directoryCacheTTL
+        let offline = self.offline()
         return state.withLock { s in
             materialize(folder, &s)
-            guard let listing = s.nodes[folder]?.listing, listing.trusted, now - listing.listedAt < ttl else { return nil }
+            guard let listing = s.nodes[folder]?.listing, offline || (listing.trusted && now - listing.listedAt < ttl) else { return nil }
             return listing
         }
     }

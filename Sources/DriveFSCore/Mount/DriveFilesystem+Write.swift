@@ -937,7 +937,15 @@ extension DriveFilesystem {
     /// and mkdir. The queue sends the file's upload first; a failure for good, an answer of Drive's
     /// no retry mends until the user acts (ENOSPC, EDQUOT, EACCES: the upload stays queued) or an
     /// interrupt (EINTR) answers it at once.
+    ///
+    /// Offline (`Reachability`), the answer is the commit's: the content and its record are durable
+    /// here, and Drive gets them when it answers again. Waiting for Drive would hold every editor's
+    /// save (vim fsyncs each) until the network is back; the log says once what is not on Drive yet.
     func answerWhenUploaded(_ reply: Reply<Void>, _ fileID: String, _ what: String, _ inode: Inode) {
+        if backend.reachability?.isOffline == true {
+            Log.shared.once(.info, "write", "offline: \(what) answered once the files were kept here; they go to Drive when it answers again")
+            return reply.succeed()
+        }
         uploads.whenUploaded(fileID, cancellation: reply.cancellation) { [self] result in
             if case .failure(let error) = result, error.errno != EINTR { logFailure(what, inode, error, error) }
             reply.complete(result)

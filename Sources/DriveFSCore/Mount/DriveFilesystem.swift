@@ -135,14 +135,15 @@ public final class DriveFilesystem: FilesystemOperations {
         }
         invalidator = Invalidator(cache: cache, queue: notifications)
         var token = startPageToken
+        let offline: @Sendable () -> Bool = { [backend] in backend.reachability?.isOffline ?? false }
         if let restored = index.load(root: root, configuration: configuration, now: time.now()) {
             restoredIndex = true
-            table = NodeTable(restoring: restored.state, configuration: configuration, time: time)
+            table = NodeTable(restoring: restored.state, configuration: configuration, time: time, offline: offline)
             token = restored.changeToken
             Log.shared.info("index", "restored \(restored.items) items in \(restored.folders) folders from \(index.path)")
         } else {
             restoredIndex = false
-            table = NodeTable(root: root, configuration: configuration, time: time)
+            table = NodeTable(root: root, configuration: configuration, time: time, offline: offline)
         }
         lister = FolderLister(backend: backend, table: table, invalidator: invalidator, configuration: configuration,
                               background: backgroundListing, time: time)
@@ -249,6 +250,9 @@ public final class DriveFilesystem: FilesystemOperations {
     /// everyday ENOENT, or an interrupt the user asked for).
     func logFailure(_ what: String, _ inode: Inode, _ error: Error, _ mapped: FilesystemError) {
         guard mapped.errno != ENOENT, mapped.errno != EINTR else { return }
+        if mapped.errno == EIO, backend.reachability?.isOffline == true {
+            return Log.shared.once(.warning, "fs", "\(what) \(describe(inode)): not available offline (\(mapped))")
+        }
         Log.shared.once(.warning, "fs", "\(what) \(describe(inode)): \(mapped) (\(error))")
     }
 

@@ -37,6 +37,8 @@ public struct MountStatus: Codable, Sendable, Equatable {
     public var lastError: Problem?
     /// What Google's limits hold back now: the pacer's lanes (nil in files of daemons before it was added).
     public var pacing: Pacing?
+    /// Since when Drive cannot be reached (RFC 3339), while the mount is offline; nil online.
+    public var offlineSince: String?
 
     /// The pacer's two lanes (docs/client.md, "Pacing"): the quota lane (units, or requests for a
     /// legacy project, over a sliding minute) and the write lane (writes a second after a burst).
@@ -183,8 +185,9 @@ public struct MountStatus: Codable, Sendable, Equatable {
 
     public init(mountpoint: String, profile: String, account: String?, drive: String, pid: Int32, processStart: UInt64?,
                 version: String, started: String, updated: String, filesystem: Filesystem, lastError: Problem?,
-                pacing: Pacing? = nil) {
+                pacing: Pacing? = nil, offlineSince: String? = nil) {
         format = Self.currentFormat
+        self.offlineSince = offlineSince
         self.mountpoint = mountpoint
         self.profile = profile
         self.account = account

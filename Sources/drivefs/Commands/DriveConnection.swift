@@ -49,7 +49,8 @@ struct DriveConnection {
             throw AuthCommand.failure(error, doing: "the credentials cannot be used")
         }
         let executor = DriveRequestExecutor(transport: transport, tokens: TokenManager(grant: grant),
-                                            pacer: Pacer(ratePerSecond: ratePerSecond, burst: burst, quota: quota, writes: writes))
+                                            pacer: Pacer(ratePerSecond: ratePerSecond, burst: burst, quota: quota, writes: writes),
+                                            reachability: Reachability())
         Log.shared.info("pacer", "budgets: \(quota), \(writes)")
         // New files' IDs come 1,000 to a request (Drive's most), so a copy of 1,000 files costs one.
         // Resumable uploads start with 8 MiB chunks and grow to 64 MiB (DriveAPI.maxChunkSize): a

@@ -17,7 +17,7 @@ extension MountCommand {
     /// Starts publishing; call in the process that serves the mount (after daemonizing). A
     /// runtime directory that cannot be used costs `drivefs status` this mount, not the mount.
     static func startPublishingStatus(of filesystem: DriveFilesystem, _ identity: StatusIdentity, pacer: Pacer?,
-                                      environment: [String: String]) -> StatusPublisher? {
+                                      reachability: Reachability?, environment: [String: String]) -> StatusPublisher? {
         StatusPublisher.prepareSignal()
         let pid = getpid()
         let processStart = StatusDirectory.processStartTime(pid)
@@ -30,7 +30,8 @@ extension MountCommand {
                 mountpoint: identity.mountpoint, profile: identity.profile, account: identity.account, drive: identity.drive,
                 pid: pid, processStart: processStart, version: DriveFSVersion.current, started: started,
                 updated: RFC3339.format(millis: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))),
-                filesystem: filesystem.status(), lastError: problem, pacing: pacer.map { pacing($0.status) })
+                filesystem: filesystem.status(), lastError: problem, pacing: pacer.map { pacing($0.status) },
+                offlineSince: reachability?.offlineSince.map { RFC3339.format(millis: Int64(($0 * 1000).rounded(.down))) })
         }
         do {
             try publisher.start()

@@ -168,29 +168,44 @@ enum MountCommand {
             what = "shared drive '\(drive.name)'"
             cacheName += "-" + drive.id
         }
+        let directories = DrivefsDirectories.fromEnvironment(environment)
+        let cacheDirectory = invocation.value("cache-dir").map { URL(fileURLWithPath: $0) }
+            ?? directories.cache.appendingPathComponent(cacheName)
         // The root and the change feed's position, before anything is listed (no change is missed);
-        // asked for at once, so the mount waits for one round trip, not two.
+        // asked for at once, so the mount waits for one round trip, not two. With an index saved in
+        // the cache directory, Drive gets `offlineStartWait` seconds: a mount that cannot reach it
+        // then starts offline from that index (docs/semantics.md, "Offline").
+        let saved = IndexStore.savedRoot(cacheDirectory: cacheDirectory)
         let root: DriveFile
         let startToken: String
+        var offline = false
         do {
             let scoped = api
+            let context = RequestContext(priority: .interactive, deadline: saved == nil ? nil : Date().timeIntervalSince1970 + offlineStartWait)
             let rootAnswer = Locked<Result<DriveFile, Error>?>(nil)
             let asked = DispatchGroup()
             DispatchQueue.global().async(group: asked) {
-                let answer = Result { try scoped.getFile(scoped.scope.rootFolderID) }
+                let answer = Result { try context.scope { try scoped.getFile(scoped.scope.rootFolderID) } }
                 rootAnswer.withLock { $0 = answer }
             }
-            let tokenAnswer = Result { try scoped.changesStartPageToken() }
+            let tokenAnswer = Result { try context.scope { try scoped.changesStartPageToken() } }
             asked.wait()
-            root = try rootAnswer.withLock { $0! }.get()
-            startToken = try tokenAnswer.get()
+            let fetched = (root: try rootAnswer.withLock { $0! }.get(), token: try tokenAnswer.get())
+            root = fetched.root
+            startToken = fetched.token
+        } catch let error as DriveError where saved != nil && Self.unreachable(error) {
+            var why = "no answer within \(Int(offlineStartWait)) s"
+            if case .transport(let failure) = error { why = failure.summary }
+            Output.standardError("drivefs: offline: Google Drive cannot be reached (\(why)); mounting from the saved index "
+                                 + "and cache; changes are sent when Drive answers again\n")
+            api.executor.reachability?.markOffline(why)
+            root = DriveFile(id: saved!.rootID, name: "", mimeType: DriveFile.folderMimeType)
+            startToken = saved!.changeToken
+            offline = true
         } catch {
             throw DriveConnection.failure(error, doing: "cannot reach Google Drive")
         }
 
-        let directories = DrivefsDirectories.fromEnvironment(environment)
-        let cacheDirectory = invocation.value("cache-dir").map { URL(fileURLWithPath: $0) }
-            ?? directories.cache.appendingPathComponent(cacheName)
         var configuration = DriveFSConfiguration(
             userID: invocation.value("uid").flatMap(UInt32.init) ?? getuid(),
             groupID: invocation.value("gid").flatMap(UInt32.init) ?? getgid(),
@@ -246,7 +261,7 @@ enum MountCommand {
         defer { status?.stop() }
         do {
             try FuseMount.run(filesystem, configuration: mount, mounted: {
-                Output.standardError("drivefs: \(what) mounted at \(mountpoint)\(readOnly ? " (read-only)" : ""); "
+                Output.standardError("drivefs: \(what) mounted at \(mountpoint)\(readOnly ? " (read-only)" : "")\(offline ? " (offline)" : ""); "
                                      + "unmount with 'drivefs unmount \(mountpoint)'\n")
                 // Under systemd (Type=notify, docs/systemd.md): the mount is live, say so once.
                 if ServiceNotification.send("READY=1\nSTATUS=\(what) mounted at \(mountpoint)", environment: environment) {
@@ -254,7 +269,8 @@ enum MountCommand {
                 }
             }, serving: {
                 // After the fork: the publisher's thread must live in the daemon (docs/status.md).
-                status = startPublishingStatus(of: filesystem, identity, pacer: api.executor.pacer, environment: environment)
+                status = startPublishingStatus(of: filesystem, identity, pacer: api.executor.pacer,
+                                               reachability: api.executor.reachability, environment: environment)
                 // Lets a later mount of this cache directory tell this live mount from a daemon
                 // that is only finishing (docs/errors.md).
                 filesystem.cacheLock.recordHolder(pid: getpid(), mountpoint: mountpoint)
@@ -264,6 +280,17 @@ enum MountCommand {
         }
         Log.shared.info("mount", "unmounted \(mountpoint)")
         return ExitStatus.success
+    }
+
+    /// How long a mount with a saved index tries to reach Drive at start before it mounts offline.
+    static let offlineStartWait: Double = 10
+
+    /// A start-up failure that means Drive cannot be reached (not one that it answered).
+    static func unreachable(_ error: DriveError) -> Bool {
+        switch error {
+        case .transport(.couldNotConnect), .transport(.timedOut), .cancelled: return true
+        default: return false
+        }
     }
 
     /// How long a new mount waits for the daemon of an unmounted mount of the same cache directory.

@@ -110,6 +110,10 @@ enum StatusCommand {
                 let doing = upload.phase == .hashing ? "hashing (before uploading)" : "uploading"
                 notes.append("\(s.mountpoint): \(doing) \(upload.path): \(bytes(upload.bytesDone)) of \(bytes(upload.size))\(done)")
             }
+            if let since = s.offlineSince {
+                notes.append("\(s.mountpoint): offline since \(since): Drive cannot be reached; what is local is served, "
+                             + "changes wait in the journal")
+            }
             if let pacing = s.pacing { notes.append("\(s.mountpoint): \(limits(pacing))") }
             if let error = s.uploads.lastError { notes.append("\(s.mountpoint): last upload error: \(error)") }
             if let error = s.changes.lastError { notes.append("\(s.mountpoint): the change feed fails: \(error)") }

@@ -57,6 +57,9 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         set { lock.lock(); offline = newValue; lock.unlock() }
     }
     private var offline: DriveError?
+    /// What the core asks to know whether it is offline; a test marks it (`markOffline`) beside
+    /// `unreachable`, as the real executor would after a while of failures to connect.
+    let reachability: Reachability? = Reachability()
     static let cannotConnect = DriveError.transport(.couldNotConnect("drive.test: connection refused"))
     static let maxParents = 100
     static let pageCapWithParents = 460

@@ -1,0 +1,61 @@
+import DriveClient
+import DriveEmulator
+import Foundation
+import XCTest
+
+/// Issue 18: a mount that starts and works without the network. The drive is mounted once (its
+/// index saved at unmount, a file read into the cache, a file made so the ID reserve holds IDs),
+/// then the emulator is stopped: `drivefs mount` says it is offline and mounts from the saved index;
+/// `ls -lR`, `stat` and the cached bytes answer, a read of what is not local fails with EIO (no
+/// minute of retries: the command's own bound is generous), a file made offline reads back, and
+/// `drivefs status` says since when it is offline; an fsync answers once the file is kept here. With the emulator back, the file reaches Drive.
+final class DriveMountOfflineTests: XCTestCase {
+    func testAMountStartsOfflineFromTheSavedIndexAndCatchesUpWhenDriveIsBack() throws {
+        _ = try MountedDriveFS.requireFuse()
+        var tree = SeedTree()
+        let drive = try EmulatedDrive { seed in
+            try tree.file("docs/kept.txt", in: seed, text: "read before going offline\n")
+            try tree.file("docs/remote.bin", in: seed, size: 300_000, seed: 9)
+        }
+        defer { drive.stop() }
+
+        // Through tools with a bound, never in this process: a mount that stops answering must fail
+        // the test, not hang it.
+        func shell(_ script: String) throws -> ExternalCommand.Result { try ExternalCommand.shell(script, timeout: 60) }
+        var mount = try drive.mount()
+        XCTAssertEqual(try shell("cat '\(mount.path("docs/kept.txt"))'").output, "read before going offline\n")
+        XCTAssertEqual(try shell("echo first > '\(mount.path("first.txt"))'").status, 0)
+        try drive.drivefsUnmount(mount)
+
+        drive.stopEmulator()
+        mount = try drive.mount()
+        XCTAssertTrue(mount.log.contains("offline: Google Drive cannot be reached"), "the first line says it is offline:\n\(mount.log)")
+        XCTAssertTrue(mount.log.contains("(offline)"), mount.log)
+
+        let listing = try ExternalCommand.tool("ls", ["-lR", mount.mountpoint], timeout: 60)
+        XCTAssertEqual(listing.status, 0, listing.summary)
+        for name in ["docs", "kept.txt", "remote.bin", "first.txt"] { XCTAssertTrue(listing.output.contains(name), listing.summary) }
+        XCTAssertEqual(try shell("cat '\(mount.path("docs/kept.txt"))'").output, "read before going offline\n")
+        let uncached = try ExternalCommand.tool("cat", [mount.path("docs/remote.bin")], timeout: 60)
+        XCTAssertNotEqual(uncached.status, 0, "content that is not local cannot be read offline")
+        XCTAssertTrue(uncached.errorOutput.contains("Input/output error"), uncached.summary)
+        let missing = try ExternalCommand.tool("stat", [mount.path("docs/nothing.txt")], timeout: 60)
+        XCTAssertTrue(missing.errorOutput.contains("No such file or directory"), "a name the index lacks: \(missing.summary)")
+
+        // fsync answers offline once the file is kept here (an editor's save must not wait for the network).
+        let written = try shell("echo 'written offline' > '\(mount.path("docs/offline.txt"))' && sync '\(mount.path("docs/offline.txt"))'")
+        XCTAssertEqual(written.status, 0, written.summary)
+        XCTAssertEqual(try shell("cat '\(mount.path("docs/offline.txt"))'").output, "written offline\n")
+
+        let status = try DriveFSBinary.run(["status", "--json"], timeout: 20, environment: drive.environment)
+        XCTAssertEqual(status.status, 0, status.summary)
+        XCTAssertTrue(status.output.contains("\"offlineSince\""), "drivefs status says since when: \(status.output)")
+
+        try drive.startEmulatorAgain()
+        let landed = waitUntil(timeout: 180, interval: 0.5) { (try? drive.file(at: "docs/offline.txt")) != nil }
+        XCTAssertTrue(landed, "the file made offline reaches Drive once it answers; log:\n\(mount.log.suffix(3000))")
+        try drive.drivefsUnmount(mount)
+        let onDrive = try drive.file(at: "docs/offline.txt")
+        XCTAssertEqual(onDrive.size, 16)
+    }
+}
