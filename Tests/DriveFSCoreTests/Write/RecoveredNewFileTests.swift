@@ -77,6 +77,35 @@ final class RecoveredNewFileTests: XCTestCase {
         h.backend.clearFaults()
     }
 
+    /// Chaos finding 11: a file changed on Drive after the index was saved (as before a `kill -9`)
+    /// is read as Drive has it from the restart's first answer on: the change feed is read before the
+    /// mount serves, not by the poller's thread while it serves (held here until the read is done).
+    /// Failed before the catch-up with the old bytes (the block cache still held the old version).
+    func testAFileChangedAfterTheIndexWasSavedIsReadAsDriveHasItAtOnce() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let dir = h.backend.addFolder("dir")
+        let file = h.backend.addFile("notes.txt", in: dir, content: Array("the old version\n".utf8))
+        try h.mount()
+        XCTAssertEqual(try h.read(try h.resolve("dir/notes.txt").inode), Array("the old version\n".utf8))
+        h.unmount()
+        let changed = Array("the version saved on Drive after the index\n".utf8)
+        h.backend.replaceContent(file, with: changed)
+        // Reads of the feed on the poller's thread (not the test's, which `start` runs on) wait until
+        // the test read the file (bounded: a hang guard).
+        let readDone = Locked(false)
+        h.backend.changesHook = { _ in
+            guard !Thread.isMainThread else { return }
+            let end = Date(timeIntervalSinceNow: 60)
+            while !readDone.withLock({ $0 }) && Date() < end { usleep(1_000) }
+        }
+        defer { readDone.withLock { $0 = true } }
+        try h.mount(waitForFirstPoll: false)
+        let got = try h.read(try h.resolve("dir/notes.txt").inode)
+        readDone.withLock { $0 = true }
+        XCTAssertEqual(String(decoding: got, as: UTF8.self), String(decoding: changed, as: UTF8.self))
+    }
+
     /// Chaos finding 12, up to the restart: a new file in `work` is moved over `work/dir/target.bin`
     /// while its create runs (held before it is sent; the move goes into the queue's request), and
     /// the process dies once the create landed, before the queue sent the move: Drive has the file
