@@ -31,6 +31,14 @@ public struct DriveChange: Sendable, Equatable {
     public var removed: Bool
     public var time: Int64?
     public var file: DriveFile?
+
+    /// A change as Drive reports it (the core also applies an upload's landing to its table as one).
+    public init(fileId: String, removed: Bool, time: Int64?, file: DriveFile?) {
+        self.fileId = fileId
+        self.removed = removed
+        self.time = time
+        self.file = file
+    }
 }
 
 /// One page of changes.list: exactly one of `nextPageToken` (more to read now) and

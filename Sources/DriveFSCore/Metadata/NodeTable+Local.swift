@@ -217,13 +217,27 @@ extension NodeTable {
     }
 
     /// The upload of a recovered update (or new file) ended before its node was made: Drive
-    /// shows it from now on.
-    func forgetRecoveredUpdate(_ fileID: String) {
-        withState { s in
-            _ = s.recoveredLocal.removeValue(forKey: fileID)
-            for (folderID, pending) in s.recoveredNew where pending[fileID] != nil {
-                s.recoveredNew[folderID]![fileID] = nil
-                if s.recoveredNew[folderID]!.isEmpty { s.recoveredNew[folderID] = nil }
+    /// shows it from now on. `landed`: the file as the upload left it on Drive (for a create that
+    /// reached Drive before the crash, with the name and folder it was given since), applied as a
+    /// change, so that the table shows it there at once, and a page of changes read before now,
+    /// which may show it where its create put it, is older than the table for it and does not move
+    /// it back (chaos finding 12).
+    func forgetRecoveredUpdate(_ fileID: String, landed: DriveFile? = nil) -> Invalidations {
+        let waitedSince = withState { s -> UInt64? in
+            let update = s.recoveredLocal.removeValue(forKey: fileID) != nil
+            guard let folderID = s.recoveredNewFolder.removeValue(forKey: fileID) else { return update ? s.generation : nil }
+            s.recoveredNew[folderID]?[fileID] = nil
+            if s.recoveredNew[folderID]?.isEmpty == true { s.recoveredNew[folderID] = nil }
+            return s.generation
+        }
+        guard let readFrom = waitedSince, let landed, landed.id == fileID else { return Invalidations() }
+        return changesHere.whenSettled {
+            withState { s in
+                // Skipped when a change made here since (a rename of the node made meanwhile) is newer.
+                let out = applyChanges([DriveChange(fileId: fileID, removed: false, time: nil, file: landed)], readFrom: readFrom, &s)
+                let folder = s.byID[fileID].flatMap { s.nodes[$0]?.parent }
+                Self.noteChangeHere(&s, folders: folder.map { [$0] } ?? [], ids: [fileID])
+                return out
             }
         }
     }
@@ -235,6 +249,7 @@ extension NodeTable {
                 // Its folder is not a node yet (packed in the index, or never seen): shown when
                 // the folder is first listed (`setChildren`).
                 s.recoveredNew[parentID, default: [:]][file.id] = (file, local)
+                s.recoveredNewFolder[file.id] = parentID
                 return
             }
             let inode = Inode(s.nextInode)

@@ -125,6 +125,9 @@ final class NodeTable: Sendable {
         /// (known only from the packed index, or not at all), by folder Drive ID, then file ID:
         /// the folder's first listing shows them, as made here.
         var recoveredNew: [String: [String: (file: DriveFile, local: LocalState)]] = [:]
+        /// The folder (Drive ID) each file of `recoveredNew` waits in, by file ID.
+        /// INVARIANT: `recoveredNewFolder[f] == d` exactly when `recoveredNew[d]![f]` is there.
+        var recoveredNewFolder: [String: String] = [:]
         /// Listings of folders that are not nodes' listings yet, by folder Drive ID (the compact part
         /// of the index; NodeTable+Packed.swift).
         /// INVARIANT: a folder's listing is packed or materialized (`listing` of its node), never both.
@@ -379,6 +382,12 @@ final class NodeTable: Sendable {
                 return false
             }
         }
+        let recoveredCount = s.recoveredNew.values.reduce(0) { $0 + $1.count }
+        guard recoveredCount == s.recoveredNewFolder.count,
+              s.recoveredNewFolder.allSatisfy({ s.recoveredNew[$0.value]?[$0.key] != nil }) else {
+            assertionFailure("the recovered new files' folder index does not match them")
+            return false
+        }
         let materialized = s.nodes.values.reduce(0) { $0 + ($1.listing != nil ? 1 : 0) }
         guard s.materializedFolders == materialized else {
             assertionFailure("\(s.materializedFolders) materialized folders counted, \(materialized) held")
@@ -541,8 +550,13 @@ final class NodeTable: Sendable {
         // So do those the journal held at start, waiting for this folder to be a node.
         var recovered: [String: LocalState] = [:]
         if let folderID = s.nodes[folder]?.file.id, let pending = s.recoveredNew.removeValue(forKey: folderID) {
-            for (id, entry) in pending where !incomingIDs.contains(id) && s.byID[id] == nil {
-                files.append(entry.file)
+            for (id, entry) in pending {
+                s.recoveredNewFolder[id] = nil
+                guard s.byID[id] == nil else { continue }
+                // On Drive already (its create landed before the crash, under the name and folder
+                // it started with: `withPendingPlace` put it here): its node is made local all the
+                // same, so that it keeps this place until the upload lands.
+                if !incomingIDs.contains(id) { files.append(entry.file) }
                 recovered[id] = entry.local
             }
         }
@@ -618,11 +632,22 @@ final class NodeTable: Sendable {
     /// `file` as Drive shows it, with the name and folder given here when its upload (or a
     /// metadata change carried by it) has not landed yet: the queue gives Drive those once it
     /// lands, and until then Drive may show the name the upload started with.
+    ///
+    /// A new file the journal held at start whose folder is not a node yet (`recoveredNew`) is
+    /// placed where the journal has it: its create may have reached Drive before the crash under
+    /// the name and folder it started with, and a rename made here since is in the job's request
+    /// (chaos finding 12: shown under the old name, the new one answered ENOENT, and Drive ended
+    /// with the file under a name renamed away after the queue sent the journaled one).
     static func withPendingPlace(_ file: DriveFile, _ s: inout State) -> DriveFile {
-        guard let inode = s.byID[file.id], let node = s.nodes[inode], node.local != nil else { return file }
         var placed = file
-        placed.name = node.file.name
-        if let parent = node.parent, let parentID = s.nodes[parent]?.file.id { placed.parents = [parentID] }
+        if let inode = s.byID[file.id], let node = s.nodes[inode] {
+            guard node.local != nil else { return file }
+            placed.name = node.file.name
+            if let parent = node.parent, let parentID = s.nodes[parent]?.file.id { placed.parents = [parentID] }
+        } else if let folderID = s.recoveredNewFolder[file.id], let pending = s.recoveredNew[folderID]?[file.id] {
+            placed.name = pending.file.name
+            placed.parents = [folderID]
+        }
         return placed
     }
 
@@ -651,73 +676,76 @@ final class NodeTable: Sendable {
     }
 
     private func applyNow(_ changes: [DriveChange], readFrom: UInt64) -> Invalidations {
-        state.withLock { s in
-            var out = s.deferred
-            s.deferred = Invalidations()
-            s.generation += 1
-            let generation = s.generation
-            // Packed listings this page changes, decoded once and packed again at its end; likewise
-            // the materialized listings it changes, gathered once and rebuilt once at its end.
-            var work = PackedWork()
-            var moved = MaterializedWork()
-            for change in changes {
-                // Read before a change made here to the same item: older than what the table shows
-                // (the next poll brings the item's state after that change).
-                if let changed = s.itemsChangedHere[change.fileId], changed > readFrom { continue }
-                let visible = change.file.flatMap { $0.trashed ? nil : Self.withPendingPlace($0, &s) }
-                let oldInode = s.byID[change.fileId]
-                let oldParent = moved.parent(of: change.fileId, inTable: oldInode.flatMap { s.nodes[$0]?.parent })
-                let newParent = visible?.parents.first.flatMap { s.byID[$0] }
-                var affected: [Inode] = []
-                if let oldParent { affected.append(oldParent) }
-                if let newParent, newParent != oldParent { affected.append(newParent) }
-                if let oldInode, oldInode == .root, let visible {
-                    s.nodes[.root]!.file = visible
-                    continue
-                }
-                let newParentIsPacked = applyToPacked(change, visible: visible, generation: generation, &work, &s)
-                if newParentIsPacked, let visible, let newParent, s.nodes[newParent]?.listing == nil {
-                    // A folder packed again after the kernel saw it may have a negative entry for the name.
-                    out.entries.append((newParent, soleShownName(visible)))
-                }
-                for folder in affected {
-                    if let id = s.nodes[folder]?.file.id { s.touched[id] = generation }
-                    guard s.nodes[folder]?.listing != nil else { continue }
-                    moved.gather(folder, s)
-                    moved.place(change.fileId, visible, in: folder == newParent ? folder : nil, leaving: folder)
-                }
-                if let oldInode, let visible { moved.latest[oldInode] = visible }
-                // A folder that moved out of view or was removed: its own listing can no longer be
-                // kept current by its parent's, so it is listed again when used.
-                if let oldInode, visible == nil || newParent == nil, s.nodes[oldInode]?.listing != nil {
-                    s.nodes[oldInode]!.listing!.trusted = false
-                }
-                if visible == nil || (newParent == nil && !newParentIsPacked) {
-                    distrustPacked(change.fileId, &work, &s)
-                }
+        state.withLock { s in applyChanges(changes, readFrom: readFrom, &s) }
+    }
+
+    /// `apply`'s work, under the table's lock (and `changesHere` settled).
+    func applyChanges(_ changes: [DriveChange], readFrom: UInt64, _ s: inout State) -> Invalidations {
+        var out = s.deferred
+        s.deferred = Invalidations()
+        s.generation += 1
+        let generation = s.generation
+        // Packed listings this page changes, decoded once and packed again at its end; likewise
+        // the materialized listings it changes, gathered once and rebuilt once at its end.
+        var work = PackedWork()
+        var moved = MaterializedWork()
+        for change in changes {
+            // Read before a change made here to the same item: older than what the table shows
+            // (the next poll brings the item's state after that change).
+            if let changed = s.itemsChangedHere[change.fileId], changed > readFrom { continue }
+            let visible = change.file.flatMap { $0.trashed ? nil : Self.withPendingPlace($0, &s) }
+            let oldInode = s.byID[change.fileId]
+            let oldParent = moved.parent(of: change.fileId, inTable: oldInode.flatMap { s.nodes[$0]?.parent })
+            let newParent = visible?.parents.first.flatMap { s.byID[$0] }
+            var affected: [Inode] = []
+            if let oldParent { affected.append(oldParent) }
+            if let newParent, newParent != oldParent { affected.append(newParent) }
+            if let oldInode, oldInode == .root, let visible {
+                s.nodes[.root]!.file = visible
+                continue
             }
-            // In the order the page first touched them, as the changes would have one at a time. A
-            // folder that an earlier rebuild let go (removed, nobody holding it) has nothing to show.
-            for folder in moved.order where s.nodes[folder]?.listing != nil {
-                out.merge(setChildren(folder, Array(moved.files[folder]!.values), &s, savedInodes: work.savedInodes))
+            let newParentIsPacked = applyToPacked(change, visible: visible, generation: generation, &work, &s)
+            if newParentIsPacked, let visible, let newParent, s.nodes[newParent]?.listing == nil {
+                // A folder packed again after the kernel saw it may have a negative entry for the name.
+                out.entries.append((newParent, soleShownName(visible)))
             }
-            // An item no listing held as a node shows (moved out of view, or into a folder not
-            // materialized) may still be held by the kernel: its node shows the item's last state
-            // all the same. (Nodes in a rebuilt folder have it already.)
-            for (inode, visible) in moved.latest {
-                guard var node = s.nodes[inode], node.file != visible else { continue }
-                if ContentKey(node.file, exportFormats: configuration.exportFormats)
-                    != ContentKey(visible, exportFormats: configuration.exportFormats) {
-                    out.inodes.append(inode)
-                    node.exportedSize = nil
-                }
-                node.file = visible
-                s.nodes[inode] = node
+            for folder in affected {
+                if let id = s.nodes[folder]?.file.id { s.touched[id] = generation }
+                guard s.nodes[folder]?.listing != nil else { continue }
+                moved.gather(folder, s)
+                moved.place(change.fileId, visible, in: folder == newParent ? folder : nil, leaving: folder)
             }
-            finish(&work, &s)
-            assert(Self.invariantsHold(s))
-            return out
+            if let oldInode, let visible { moved.latest[oldInode] = visible }
+            // A folder that moved out of view or was removed: its own listing can no longer be
+            // kept current by its parent's, so it is listed again when used.
+            if let oldInode, visible == nil || newParent == nil, s.nodes[oldInode]?.listing != nil {
+                s.nodes[oldInode]!.listing!.trusted = false
+            }
+            if visible == nil || (newParent == nil && !newParentIsPacked) {
+                distrustPacked(change.fileId, &work, &s)
+            }
         }
+        // In the order the page first touched them, as the changes would have one at a time. A
+        // folder that an earlier rebuild let go (removed, nobody holding it) has nothing to show.
+        for folder in moved.order where s.nodes[folder]?.listing != nil {
+            out.merge(setChildren(folder, Array(moved.files[folder]!.values), &s, savedInodes: work.savedInodes))
+        }
+        // An item no listing held as a node shows (moved out of view, or into a folder not
+        // materialized) may still be held by the kernel: its node shows the item's last state
+        // all the same. (Nodes in a rebuilt folder have it already.)
+        for (inode, visible) in moved.latest {
+            guard var node = s.nodes[inode], node.file != visible else { continue }
+            if ContentKey(node.file, exportFormats: configuration.exportFormats)
+                != ContentKey(visible, exportFormats: configuration.exportFormats) {
+                out.inodes.append(inode)
+                node.exportedSize = nil
+            }
+            node.file = visible
+            s.nodes[inode] = node
+        }
+        finish(&work, &s)
+        assert(Self.invariantsHold(s))
+        return out
     }
 
     /// A page of changes' edits to materialized listings: each folder the page touches is gathered

@@ -989,7 +989,10 @@ extension DriveFilesystem {
     /// conflicted copy appears beside it, a failure is logged.
     func uploadFinished(_ outcome: UploadOutcome) {
         let id = outcome.request.fileID
-        if (uploads.contentPath(of: id) ?? outcome.contentPath) == outcome.contentPath { table.forgetRecoveredUpdate(id) }
+        if (uploads.contentPath(of: id) ?? outcome.contentPath) == outcome.contentPath {
+            let landed = outcome.error == nil && !outcome.wasConflict ? outcome.file : nil
+            invalidator.apply(table.forgetRecoveredUpdate(id, landed: landed))
+        }
         guard let inode = table.inode(forID: id) else { return trashIfRemoved(outcome) }
         // The copy held for the file, locked across the whole decision and the node's update: an
         // open or a write of the file waits for it, so it sees either the node before this

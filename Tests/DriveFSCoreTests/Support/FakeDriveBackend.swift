@@ -45,6 +45,13 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         set { lock.lock(); listing = newValue; lock.unlock() }
     }
     private var listing: (@Sendable ([String]) -> Void)?
+    /// Called with every page of changes once it is read, before it is answered (outside the
+    /// fake's lock): a test may hold the page there, so that what it does meanwhile comes after the read.
+    var changesHook: (@Sendable (DriveChangePage) -> Void)? {
+        get { lock.lock(); defer { lock.unlock() }; return changesRead }
+        set { lock.lock(); changesRead = newValue; lock.unlock() }
+    }
+    private var changesRead: (@Sendable (DriveChangePage) -> Void)?
     /// changes.list fails with this while set (Drive unreachable for the poller).
     var changesFailure: DriveError? {
         get { lock.lock(); defer { lock.unlock() }; return failingChanges }
@@ -296,6 +303,12 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     }
 
     func changes(pageToken: String, pageSize: Int) throws -> DriveChangePage {
+        let page = try readChanges(pageToken: pageToken, pageSize: pageSize)
+        changesHook?(page)
+        return page
+    }
+
+    private func readChanges(pageToken: String, pageSize: Int) throws -> DriveChangePage {
         try request("changes.list")
         lock.lock(); defer { lock.unlock() }
         if let failingChanges { throw failingChanges }

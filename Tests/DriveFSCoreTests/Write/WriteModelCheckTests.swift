@@ -105,8 +105,9 @@ final class LandingGate: UploadQueueing, @unchecked Sendable {
 }
 
 /// A model checker of the write path, in the spirit of xfstests' fsx: random writes, truncates,
-/// reads, size checks, closes and reopens (some with O_TRUNC) of one file, with uploads landing in
-/// between: a landing is held in the window after Drive took it and before the core heard of it,
+/// reads (through the writer's handle, and through read-only opens of their own, as another program
+/// reads the file, open or closed), size checks, closes and reopens (some with O_TRUNC) of one file,
+/// with uploads landing in between: a landing is held in the window after Drive took it and before the core heard of it,
 /// and the test goes on working in that window. Every read and every size is checked against a
 /// model, and at the end Drive's bytes (through the backend, not the mount) and a fresh mount's
 /// must equal it.
@@ -159,6 +160,11 @@ final class WriteModelCheckTests: XCTestCase {
         }
 
         var model: [UInt8] = []
+        func readMismatch(_ what: String, _ got: [UInt8], _ want: [UInt8]) -> String {
+            let firstDiff = zip(got, want).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            return "a read through \(what) gave \(got.count) bytes, the model has \(want.count)"
+                + (firstDiff.map { "; first difference at \($0)" } ?? "")
+        }
         let created = try harness.create(.root, "model.bin")
         let inode = created.attributes.inode
         // Where the file is now: it is renamed across two folders, sometimes over another file.
@@ -172,6 +178,14 @@ final class WriteModelCheckTests: XCTestCase {
         for step in 0..<operations {
           do {
             let roll = below(100)
+            if !isOpen && roll < 90 && below(4) == 0 {
+                // Another program reads the closed file (an open of its own, read-only), while its
+                // uploads queue, run or land.
+                let got = try harness.read(inode)
+                note("\(step): read the closed file -> \(got.count)")
+                if got != model { throw fail(step, readMismatch("the closed file", got, model)) }
+                continue
+            }
             if !isOpen && roll < 90 {
                 // Most steps need the file open: reopen first (as fsx does after a close).
                 let truncating = below(10) == 0
@@ -196,7 +210,12 @@ final class WriteModelCheckTests: XCTestCase {
                 _ = try BlockingCall.wait { harness.fs.setAttributes(inode, AttributeChanges(size: Int64(size)), handle: handle, reply: $0) }
                 if size < model.count { model.removeSubrange(size...) } else { model += [UInt8](repeating: 0, count: size - model.count) }
                 note("\(step): truncate \(size)")
-            case 40..<55 where isOpen:
+            case 40..<45 where isOpen:
+                // A reader of its own while the file is open for writing: it reads what was written.
+                let got = try harness.read(inode)
+                note("\(step): read with another handle -> \(got.count)")
+                if got != model { throw fail(step, readMismatch("another handle", got, model)) }
+            case 45..<55 where isOpen:
                 let offset = below(max(1, model.count + 1000))
                 let length = 1 + below(80_000)
                 let got = try harness.read(inode, handle: handle, offset: Int64(offset), size: length)
