@@ -88,6 +88,8 @@ extension NodeTable {
             guard let inode = s.nodes[parent]?.listing?.children[name], var node = s.nodes[inode] else { return nil }
             s.nodes[parent]!.listing!.children[name] = nil
             node.parent = nil
+            node.unlinked = true
+            node.changedMillis = millis
             s.nodes[inode] = node
             s.localNew.remove(inode)
             Self.noteChangeHere(&s, folders: [parent], ids: [node.file.id])
@@ -119,6 +121,8 @@ extension NodeTable {
             var touchedIDs = [node.file.id]
             if let replaced = s.nodes[newParent]!.listing!.children[newName], replaced != inode, var old = s.nodes[replaced] {
                 old.parent = nil
+                old.unlinked = true
+                old.changedMillis = millis
                 s.nodes[replaced] = old
                 s.nodes[newParent]!.listing!.children[newName] = nil
                 touchedIDs.append(old.file.id)
@@ -133,6 +137,7 @@ extension NodeTable {
             }
             node.parent = newParent
             node.name = newName
+            node.unlinked = false
             node.changedMillis = millis
             s.nodes[inode] = node
             s.nodes[newParent]!.listing!.children[newName] = inode
@@ -162,6 +167,8 @@ extension NodeTable {
             s.byID[old.file.id] = nil
             old.file.id = "\(file.id)#replaced-\(replaced.rawValue)"
             old.parent = nil
+            old.unlinked = true
+            old.changedMillis = millis
             s.byID[old.file.id] = replaced
             s.nodes[replaced] = old
             Self.dropIfUnreferenced(replaced, &s)

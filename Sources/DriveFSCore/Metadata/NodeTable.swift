@@ -29,6 +29,9 @@ struct Node: Sendable {
     /// When its metadata last changed here (chmod, chown, rename, utimens, a write, an entry added
     /// or removed): its ctime, in memory (under `--posix-metadata` also in `drivefs.ctime`).
     var changedMillis: Int64?
+    /// Removed here (unlink, rmdir, renamed over) while the kernel or a handle still holds it: it
+    /// shows no link (`st_nlink` 0, as an open file does after its unlink).
+    var unlinked = false
     /// A folder's mtime moved by an entry added or removed here (Drive does not move a folder's
     /// `modifiedTime` for that); in memory only.
     var entriesChangedMillis: Int64?
@@ -273,7 +276,8 @@ final class NodeTable: Sendable {
         let stored = posix ? node.property(AppPropertyKeys.changed).flatMap { Int64($0) } : nil
         let changed = max(node.changedMillis ?? stored ?? modified, modified)
         // Directories show one link: find(1) then never assumes it can count subdirectories.
-        var attributes = FileAttributes(inode: node.inode, kind: node.kind, permissions: permissions, size: size, linkCount: 1,
+        var attributes = FileAttributes(inode: node.inode, kind: node.kind, permissions: permissions, size: size,
+                                        linkCount: node.unlinked ? 0 : 1,
                                         userID: userID, groupID: groupID, accessedMillis: modified, modifiedMillis: modified,
                                         changedMillis: changed)
         if node.kind == .characterDevice || node.kind == .blockDevice {
@@ -629,6 +633,7 @@ final class NodeTable: Sendable {
                 }
                 node.file = file
                 node.parent = folder
+                node.unlinked = false
                 node.name = name
                 s.nodes[existing] = node
             } else {

@@ -287,6 +287,19 @@ final class POSIXMetadataTests: XCTestCase {
         XCTAssertEqual(try harness.lookup(.root, "box").permissions, 0o755, "after a remount")
     }
 
+    func testAnOpenFileShowsNoLinkOnceItWasRemoved() throws {
+        try mount(posix: false)
+        let created = try harness.create(.root, "open.txt")
+        let inode = created.attributes.inode
+        XCTAssertEqual(created.attributes.linkCount, 1)
+        try BlockingCall.wait { fs.removeFile(parent: .root, name: "open.txt", reply: $0) }
+        let shown = try BlockingCall.wait { fs.attributes(of: inode, reply: $0) }
+        XCTAssertEqual(shown.linkCount, 0, "fstat of an open file after its unlink")
+        try harness.close(inode, created.opened.handle)
+        drain()
+        XCTAssertTrue(writes.isEmpty, "made and removed before its upload: \(fake.requests)")
+    }
+
     // MARK: Hard links
 
     func testHardLinksStayEPERMUnderTheOption() throws {
