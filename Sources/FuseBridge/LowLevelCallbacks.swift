@@ -76,8 +76,9 @@ private func makeReply<Value: Sendable>(
     _ send: @escaping @Sendable (fuse_req_t?, Value) -> Void
 ) -> Reply<Value> {
     let handle = RequestHandle(raw: request)
+    let caller = fuse_req_ctx(request).map { RequestCaller(userID: $0.pointee.uid, groupID: $0.pointee.gid) }
     guard interruptible else {
-        return Reply { result in
+        return Reply(caller: caller) { result in
             switch result {
             case .success(let value): send(handle.raw, value)
             case .failure(let error): onFailure(handle.raw, error)
@@ -87,7 +88,7 @@ private func makeReply<Value: Sendable>(
     let flag = CancellationFlag()
     let id = context.interrupts.register(flag)
     let interrupts = context.interrupts
-    let reply = Reply<Value>(cancellation: flag) { result in
+    let reply = Reply<Value>(cancellation: flag, caller: caller) { result in
         interrupts.remove(id)
         switch result {
         case .success(let value): send(handle.raw, value)
@@ -460,7 +461,8 @@ func drivefsCreate(_ request: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafeP
 func drivefsMknod(_ request: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ mode: mode_t, _ rdev: dev_t) {
     guard let context = FuseSessionContext.from(request: request) else { return replyError(request, EIO) }
     guard let text = utf8Name(name) else { return replyError(request, EILSEQ) }
-    context.filesystem.makeNode(parent: Inode(parent), name: text, mode: UInt32(mode), reply: entryReply(request, context))
+    context.filesystem.makeNode(parent: Inode(parent), name: text, mode: UInt32(mode), device: UInt64(rdev),
+                                reply: entryReply(request, context))
 }
 
 func drivefsMkdir(_ request: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ mode: mode_t) {

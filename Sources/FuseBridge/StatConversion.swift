@@ -11,6 +11,7 @@ enum StatConversion {
         st.st_nlink = UInt(attributes.linkCount)
         st.st_uid = attributes.userID
         st.st_gid = attributes.groupID
+        st.st_rdev = UInt(attributes.deviceNumber)
         st.st_size = Int(clamping: attributes.size)
         st.st_blksize = 4096
         st.st_blocks = Int(clamping: (attributes.size + 511) / 512)

@@ -158,8 +158,9 @@ public final class DriveAPI: Sendable {
     }
 
     /// Moves (one parent: add the new, remove the old) and optionally renames in the same request.
-    public func move(_ id: String, addParent: String, removeParent: String?, newName: String? = nil) throws -> DriveFile {
-        try patch(id, Self.metadata(name: newName, parents: nil, mimeType: nil, modifiedTime: nil),
+    public func move(_ id: String, addParent: String, removeParent: String?, newName: String? = nil,
+                     appProperties: [String: String]? = nil) throws -> DriveFile {
+        try patch(id, Self.metadata(name: newName, parents: nil, mimeType: nil, modifiedTime: nil, appProperties: appProperties),
                   query: [("addParents", addParent), ("removeParents", removeParent)])
     }
 

@@ -60,7 +60,10 @@ public protocol DriveBackend: Sendable {
     func resumeUpload(from sessionFile: String) throws -> DriveFile
     func updateMetadata(_ id: String, name: String?, mimeType: String?, modifiedTime: Int64?,
                         appProperties: [String: String]?) throws -> DriveFile
-    func move(_ id: String, addParent: String, removeParent: String?, newName: String?) throws -> DriveFile
+    /// One files.update: the new parent, and in the same request a new name and appProperties (merged
+    /// into the file's: a key not named keeps its value).
+    func move(_ id: String, addParent: String, removeParent: String?, newName: String?,
+              appProperties: [String: String]?) throws -> DriveFile
     func trash(_ id: String) throws -> DriveFile
     func untrash(_ id: String) throws -> DriveFile
     func delete(_ id: String) throws
@@ -79,3 +82,9 @@ public protocol DriveBackend: Sendable {
 }
 
 extension DriveAPI: DriveBackend {}
+
+extension DriveBackend {
+    public func move(_ id: String, addParent: String, removeParent: String?, newName: String?) throws -> DriveFile {
+        try move(id, addParent: addParent, removeParent: removeParent, newName: newName, appProperties: nil)
+    }
+}

@@ -3,6 +3,12 @@ public enum FileKind: Sendable, Equatable {
     case regular
     case directory
     case symbolicLink
+    /// Special files, kept as empty Drive files that say what they are (`--posix-metadata`); the
+    /// kernel opens them itself (a FIFO's pipe, a device's driver), never through drivefs.
+    case fifo
+    case socket
+    case characterDevice
+    case blockDevice
 
     /// The `S_IFMT` bits of `st_mode`.
     public var modeTypeBits: UInt32 {
@@ -10,8 +16,29 @@ public enum FileKind: Sendable, Equatable {
         case .regular: return 0o100000
         case .directory: return 0o040000
         case .symbolicLink: return 0o120000
+        case .fifo: return 0o010000
+        case .socket: return 0o140000
+        case .characterDevice: return 0o020000
+        case .blockDevice: return 0o060000
         }
     }
+
+    /// The kind `st_mode`'s type bits name (0, as `mknod(2)` allows, is a regular file); nil for none.
+    public init?(modeTypeBits bits: UInt32) {
+        switch bits & 0o170000 {
+        case 0, 0o100000: self = .regular
+        case 0o040000: self = .directory
+        case 0o120000: self = .symbolicLink
+        case 0o010000: self = .fifo
+        case 0o140000: self = .socket
+        case 0o020000: self = .characterDevice
+        case 0o060000: self = .blockDevice
+        default: return nil
+        }
+    }
+
+    /// A FIFO, a socket or a device node.
+    public var isSpecial: Bool { self == .fifo || self == .socket || self == .characterDevice || self == .blockDevice }
 }
 
 /// What `stat(2)` shows for an inode. Times are integer milliseconds since the epoch (as Drive keeps them).
@@ -27,6 +54,8 @@ public struct FileAttributes: Sendable, Equatable {
     public var accessedMillis: Int64
     public var modifiedMillis: Int64
     public var changedMillis: Int64
+    /// `st_rdev` of a device node (0 for everything else).
+    public var deviceNumber: UInt64 = 0
 
     public init(inode: Inode, kind: FileKind, permissions: UInt32, size: UInt64, linkCount: UInt32,
                 userID: UInt32, groupID: UInt32, accessedMillis: Int64, modifiedMillis: Int64, changedMillis: Int64) {

@@ -16,10 +16,11 @@ public enum BlockingCall {
     /// Runs `call` with a fresh `Reply` and returns what it answers. A reply that never comes is a
     /// bug in the filesystem: it traps after `timeout` seconds rather than hanging a test run.
     public static func wait<T: Sendable>(timeout: Double = defaultTimeout, cancellation: CancellationFlag? = nil,
+                                         caller: RequestCaller? = nil,
                                          _ call: (Reply<T>) -> Void) throws(FilesystemError) -> T {
         let done = DispatchSemaphore(value: 0)
         let box = Locked<Result<T, FilesystemError>?>(nil)
-        call(Reply(cancellation: cancellation) { result in
+        call(Reply(cancellation: cancellation, caller: caller) { result in
             box.withLock { $0 = result }
             done.signal()
         })

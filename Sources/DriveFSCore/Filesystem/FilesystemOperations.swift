@@ -62,8 +62,10 @@ public protocol FilesystemOperations: AnyObject, Sendable {
 
     /// Makes and opens a regular file (`open(2)` with `O_CREAT`): `mode`'s permission bits, `flags` as `open`'s.
     func create(parent: Inode, name: String, mode: UInt32, flags: Int32, reply: Reply<CreatedFile>)
-    /// `mknod(2)`: regular files only (anything else answers `EPERM`).
-    func makeNode(parent: Inode, name: String, mode: UInt32, reply: Reply<FileAttributes>)
+    /// `mknod(2)` (and `mkfifo(3)`, and `bind(2)` of a socket): `mode` with its type bits (0 is a
+    /// regular file), `device` the `rdev` of a device node. A filesystem that keeps only regular
+    /// files answers `EPERM` for the other types.
+    func makeNode(parent: Inode, name: String, mode: UInt32, device: UInt64, reply: Reply<FileAttributes>)
     func makeDirectory(parent: Inode, name: String, mode: UInt32, reply: Reply<FileAttributes>)
     func symbolicLink(parent: Inode, name: String, target: String, reply: Reply<FileAttributes>)
     /// A hard link.
@@ -103,7 +105,9 @@ extension FilesystemOperations {
     public func readLink(_ inode: Inode, reply: Reply<String>) { reply.fail(.invalidArgument) }
     /// A read-only filesystem: every write answers `EROFS`; flush and fsync have nothing to do.
     public func create(parent: Inode, name: String, mode: UInt32, flags: Int32, reply: Reply<CreatedFile>) { reply.fail(.readOnly) }
-    public func makeNode(parent: Inode, name: String, mode: UInt32, reply: Reply<FileAttributes>) { reply.fail(.readOnly) }
+    public func makeNode(parent: Inode, name: String, mode: UInt32, device: UInt64, reply: Reply<FileAttributes>) {
+        reply.fail(.readOnly)
+    }
     public func makeDirectory(parent: Inode, name: String, mode: UInt32, reply: Reply<FileAttributes>) { reply.fail(.readOnly) }
     public func symbolicLink(parent: Inode, name: String, target: String, reply: Reply<FileAttributes>) { reply.fail(.readOnly) }
     public func link(_ inode: Inode, newParent: Inode, newName: String, reply: Reply<FileAttributes>) { reply.fail(.readOnly) }
@@ -138,9 +142,14 @@ public final class Reply<Value: Sendable>: Sendable {
     private let send: @Sendable (Result<Value, FilesystemError>) -> Void
     private let sent = Locked(false)
     public let cancellation: CancellationFlag?
+    /// Who asked (libfuse's `fuse_req_ctx`): the owner of what the request makes, under
+    /// `--posix-metadata`. Nil when not known (tests, internal calls): the mount's owner then.
+    public let caller: RequestCaller?
 
-    public init(cancellation: CancellationFlag? = nil, _ send: @escaping @Sendable (Result<Value, FilesystemError>) -> Void) {
+    public init(cancellation: CancellationFlag? = nil, caller: RequestCaller? = nil,
+                _ send: @escaping @Sendable (Result<Value, FilesystemError>) -> Void) {
         self.cancellation = cancellation
+        self.caller = caller
         self.send = send
     }
 
@@ -162,6 +171,16 @@ public final class Reply<Value: Sendable>: Sendable {
     }
 
     public var isAnswered: Bool { sent.withLock { $0 } }
+}
+
+/// The process a request came from, as the kernel saw it: its effective user and group.
+public struct RequestCaller: Sendable, Equatable {
+    public var userID: UInt32
+    public var groupID: UInt32
+    public init(userID: UInt32, groupID: UInt32) {
+        self.userID = userID
+        self.groupID = groupID
+    }
 }
 
 extension Reply where Value == Void {

@@ -14,6 +14,16 @@ extension NodeTable {
         for id in ids { s.itemsChangedHere[id] = s.generation }
     }
 
+    /// Entries were added to or removed from `folders` here: their mtime and ctime move (in memory).
+    private static func noteEntriesChanged(_ s: inout State, folders: [Inode], at millis: Int64) {
+        for folder in folders where s.nodes[folder] != nil {
+            s.nodes[folder]!.entriesChangedMillis = millis
+            s.nodes[folder]!.changedMillis = millis
+        }
+    }
+
+    private var nowMillis: Int64 { Int64((time.now() * 1000).rounded()) }
+
     /// Forgets marks older than `generation` on items: every page of changes read from now on is newer.
     func pruneChangesHere(before generation: UInt64) {
         withState { s in s.itemsChangedHere = s.itemsChangedHere.filter { $0.value >= generation } }
@@ -29,6 +39,7 @@ extension NodeTable {
     func insertChild(parent: Inode, name: String, file: DriveFile, local: LocalState?,
                      countLookup: Bool = true) throws(FilesystemError) -> Node {
         let now = time.now()
+        let millis = nowMillis
         return try withState { s -> Result<Node, FilesystemError> in
             materialize(parent, &s)
             guard let folder = s.nodes[parent] else { return .failure(.stale) }
@@ -50,6 +61,7 @@ extension NodeTable {
             if local?.isNew == true { s.localNew.insert(inode) }
             s.nodes[parent]!.listing!.children[name] = inode
             Self.noteChangeHere(&s, folders: [parent], ids: [file.id])
+            Self.noteEntriesChanged(&s, folders: [parent], at: millis)
             assert(Self.invariantsHold(s))
             return .success(node)
         }.get()
@@ -70,14 +82,18 @@ extension NodeTable {
     /// lives on while the kernel or an open handle holds it.
     @discardableResult
     func detachChild(parent: Inode, name: String) -> Node? {
-        withState { s in
+        let millis = nowMillis
+        return withState { s in
             materialize(parent, &s)
             guard let inode = s.nodes[parent]?.listing?.children[name], var node = s.nodes[inode] else { return nil }
             s.nodes[parent]!.listing!.children[name] = nil
             node.parent = nil
+            node.unlinked = true
+            node.changedMillis = millis
             s.nodes[inode] = node
             s.localNew.remove(inode)
             Self.noteChangeHere(&s, folders: [parent], ids: [node.file.id])
+            Self.noteEntriesChanged(&s, folders: [parent], at: millis)
             Self.dropIfUnreferenced(inode, &s)
             assert(Self.invariantsHold(s))
             return node
@@ -89,7 +105,9 @@ extension NodeTable {
     /// stays the same.
     /// `source`: the node meant, found by its inode when a listing applied since it was looked up
     /// gave it another name in `parent`.
-    func moveChild(parent: Inode, name: String, newParent: Inode, newName: String, file: DriveFile?, source: Inode? = nil) {
+    func moveChild(parent: Inode, name: String, newParent: Inode, newName: String, file: DriveFile?, source: Inode? = nil,
+                   changedMillis: Int64? = nil) {
+        let millis = changedMillis ?? nowMillis
         withState { s in
             materialize(parent, &s)
             materialize(newParent, &s)
@@ -103,6 +121,8 @@ extension NodeTable {
             var touchedIDs = [node.file.id]
             if let replaced = s.nodes[newParent]!.listing!.children[newName], replaced != inode, var old = s.nodes[replaced] {
                 old.parent = nil
+                old.unlinked = true
+                old.changedMillis = millis
                 s.nodes[replaced] = old
                 s.nodes[newParent]!.listing!.children[newName] = nil
                 touchedIDs.append(old.file.id)
@@ -117,9 +137,12 @@ extension NodeTable {
             }
             node.parent = newParent
             node.name = newName
+            node.unlinked = false
+            node.changedMillis = millis
             s.nodes[inode] = node
             s.nodes[newParent]!.listing!.children[newName] = inode
             Self.noteChangeHere(&s, folders: [parent, newParent], ids: touchedIDs)
+            Self.noteEntriesChanged(&s, folders: [parent, newParent], at: millis)
             assert(Self.invariantsHold(s))
         }
     }
@@ -132,7 +155,8 @@ extension NodeTable {
     /// caller saw it.
     func takeOver(parent: Inode, name: String, source: Inode, newParent: Inode, newName: String, replaced: Inode,
                   file: DriveFile) -> Bool {
-        withState { s in
+        let millis = nowMillis
+        return withState { s in
             materialize(parent, &s)
             materialize(newParent, &s)
             guard var node = s.nodes[source], node.parent == parent, s.nodes[parent]?.listing?.children[name] == source,
@@ -143,6 +167,8 @@ extension NodeTable {
             s.byID[old.file.id] = nil
             old.file.id = "\(file.id)#replaced-\(replaced.rawValue)"
             old.parent = nil
+            old.unlinked = true
+            old.changedMillis = millis
             s.byID[old.file.id] = replaced
             s.nodes[replaced] = old
             Self.dropIfUnreferenced(replaced, &s)
@@ -154,11 +180,13 @@ extension NodeTable {
             node.parent = newParent
             node.name = newName
             node.local?.isNew = false
+            node.changedMillis = millis
             s.nodes[source] = node
             s.byID[file.id] = source
             s.localNew.remove(source)
             s.nodes[newParent]!.listing!.children[newName] = source
             Self.noteChangeHere(&s, folders: [parent, newParent], ids: [newID, file.id])
+            Self.noteEntriesChanged(&s, folders: [parent, newParent], at: millis)
             assert(Self.invariantsHold(s))
             return true
         }

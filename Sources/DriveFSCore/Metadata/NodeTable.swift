@@ -26,11 +26,24 @@ struct Node: Sendable {
     /// What was written here and is not on Drive yet (nil: Drive's state is the file's).
     var local: LocalState?
 
+    /// When its metadata last changed here (chmod, chown, rename, utimens, a write, an entry added
+    /// or removed): its ctime, in memory (under `--posix-metadata` also in `drivefs.ctime`).
+    var changedMillis: Int64?
+    /// Removed here (unlink, rmdir, renamed over) while the kernel or a handle still holds it: it
+    /// shows no link (`st_nlink` 0, as an open file does after its unlink).
+    var unlinked = false
+    /// A folder's mtime moved by an entry added or removed here (Drive does not move a folder's
+    /// `modifiedTime` for that); in memory only.
+    var entriesChangedMillis: Int64?
+
     var kind: FileKind {
         if file.isFolder { return .directory }
         if file.isShortcut || file.appProperties?[AppPropertyKeys.link] != nil { return .symbolicLink }
-        return .regular
+        return AppPropertyKeys.specialKind(file.appProperties) ?? .regular
     }
+
+    /// One of drivefs's appProperties as the node shows it: set here and not on Drive yet, else Drive's.
+    func property(_ key: String) -> String? { local?.properties[key] ?? file.appProperties?[key] }
 }
 
 /// A file's state while what was written here is not yet on Drive: it overrides what listings and
@@ -43,6 +56,9 @@ struct LocalState: Sendable, Equatable {
     var modifiedMillis: Int64
     /// Set by chmod (nil: as Drive's appProperties say).
     var permissions: UInt32?
+    /// Other appProperties of drivefs's set here and carried by the upload (`--posix-metadata`:
+    /// owner, group, ctime), over what Drive's say.
+    var properties: [String: String] = [:]
 }
 
 /// The appProperties drivefs keeps on files (private to the app; key and value together at most
@@ -55,9 +71,41 @@ enum AppPropertyKeys {
     /// The longest target kept in the property itself.
     static let maximumInlineLinkBytes = 124 - link.utf8.count
 
+    /// Under `--posix-metadata`: the owner and group (decimal), as chown (or the creating
+    /// process) set them; a FIFO's, socket's or device node's type (`fifo`, `socket`, `char`,
+    /// `block`) and a device's `rdev` (decimal); the ctime (milliseconds since the epoch) of the
+    /// last metadata change here. Seven keys in all, far below Drive's 30 a file.
+    static let owner = "drivefs.uid"
+    static let group = "drivefs.gid"
+    static let type = "drivefs.type"
+    static let device = "drivefs.rdev"
+    static let changed = "drivefs.ctime"
+    /// Those drivefs sets that an upload carries as they are (`mode` and `link` have their own rules).
+    static let carried = [owner, group, type, device, changed]
+
     static func permissions(_ file: DriveFile) -> UInt32? {
         guard let text = file.appProperties?[mode], let value = UInt32(text, radix: 8), value <= 0o7777 else { return nil }
         return value
+    }
+
+    static func typeName(_ kind: FileKind) -> String? {
+        switch kind {
+        case .fifo: return "fifo"
+        case .socket: return "socket"
+        case .characterDevice: return "char"
+        case .blockDevice: return "block"
+        case .regular, .directory, .symbolicLink: return nil
+        }
+    }
+
+    static func specialKind(_ properties: [String: String]?) -> FileKind? {
+        switch properties?[type] {
+        case "fifo": return .fifo
+        case "socket": return .socket
+        case "char": return .characterDevice
+        case "block": return .blockDevice
+        default: return nil
+        }
     }
 }
 
@@ -201,11 +249,14 @@ final class NodeTable: Sendable {
 
     func attributes(_ node: Node) -> FileAttributes {
         let c = configuration
-        let modified = node.local?.modifiedMillis ?? node.file.modifiedTime ?? node.file.createdTime ?? 0
+        let onDrive = node.local?.modifiedMillis ?? node.file.modifiedTime ?? node.file.createdTime ?? 0
+        let modified = max(onDrive, node.entriesChangedMillis ?? onDrive)
         let writable = !c.readOnly && node.file.capabilities?.canEdit != false
         let kept = node.local?.permissions ?? AppPropertyKeys.permissions(node.file)
-        // What chmod kept, else the defaults; no write bits where writing cannot succeed.
-        func shown(_ defaultBits: UInt32) -> UInt32 { (kept ?? defaultBits) & (writable ? 0o7777 : 0o7555) & ~c.umask }
+        // A mode set here (chmod, or at creation) is shown as it was set; only items without one
+        // (other clients' files, the default mode) are masked by --umask. No write bits where
+        // writing cannot succeed.
+        func shown(_ defaultBits: UInt32) -> UInt32 { (kept ?? defaultBits & ~c.umask) & (writable ? 0o7777 : 0o7555) }
         let permissions: UInt32
         let size: UInt64
         switch node.kind {
@@ -217,6 +268,9 @@ final class NodeTable: Sendable {
             // known; a link made here has its target's length.
             permissions = 0o777
             size = UInt64(max(0, node.local?.size ?? (node.file.isShortcut ? 0 : node.file.size ?? 0)))
+        case .fifo, .socket, .characterDevice, .blockDevice:
+            permissions = shown(0o644)
+            size = 0
         case .regular:
             permissions = shown(0o644)
             if let local = node.local {
@@ -225,10 +279,22 @@ final class NodeTable: Sendable {
                 size = UInt64(max(0, node.file.isGoogleWorkspaceDocument ? (node.exportedSize ?? 0) : (node.file.size ?? 0)))
             }
         }
+        // Owners and ctime as kept (--posix-metadata); ctime is never older than mtime (a change on
+        // Drive, or a time set here).
+        let posix = c.posixMetadata
+        let userID = posix ? node.property(AppPropertyKeys.owner).flatMap { UInt32($0) } ?? c.userID : c.userID
+        let groupID = posix ? node.property(AppPropertyKeys.group).flatMap { UInt32($0) } ?? c.groupID : c.groupID
+        let stored = posix ? node.property(AppPropertyKeys.changed).flatMap { Int64($0) } : nil
+        let changed = max(node.changedMillis ?? stored ?? modified, modified)
         // Directories show one link: find(1) then never assumes it can count subdirectories.
-        return FileAttributes(inode: node.inode, kind: node.kind, permissions: permissions, size: size, linkCount: 1,
-                              userID: c.userID, groupID: c.groupID, accessedMillis: modified, modifiedMillis: modified,
-                              changedMillis: modified)
+        var attributes = FileAttributes(inode: node.inode, kind: node.kind, permissions: permissions, size: size,
+                                        linkCount: node.unlinked ? 0 : 1,
+                                        userID: userID, groupID: groupID, accessedMillis: modified, modifiedMillis: modified,
+                                        changedMillis: changed)
+        if node.kind == .characterDevice || node.kind == .blockDevice {
+            attributes.deviceNumber = node.property(AppPropertyKeys.device).flatMap { UInt64($0) } ?? 0
+        }
+        return attributes
     }
 
     // MARK: Lookups
@@ -591,6 +657,7 @@ final class NodeTable: Sendable {
                 }
                 node.file = file
                 node.parent = folder
+                node.unlinked = false
                 node.name = name
                 s.nodes[existing] = node
             } else {

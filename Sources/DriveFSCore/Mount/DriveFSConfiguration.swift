@@ -3,10 +3,17 @@ import Foundation
 
 /// Everything the Drive filesystem is told at mount time (the `drivefs mount` options).
 public struct DriveFSConfiguration: Sendable {
-    /// Owner and group every file shows, and the umask applied to their modes.
+    /// Owner and group every file shows (under `posixMetadata`, every file without an owner of its
+    /// own), and the umask applied to the modes of items that have no mode of their own (made by
+    /// other clients, or with the default mode); a mode set here is shown as it was set.
     public var userID: UInt32
     public var groupID: UInt32
     public var umask: UInt32
+    /// `--posix-metadata`: ownership (chown, and the caller of a create), FIFOs, sockets, device
+    /// nodes and ctime are kept in each item's appProperties and shown from there. Off: every item
+    /// shows `userID`/`groupID`, chown to anyone else answers EPERM, and `mknod` makes only
+    /// regular files (a shared personal drive may not want owners stored).
+    public var posixMetadata: Bool = false
     /// Block cache and metadata index live here (`$XDG_CACHE_HOME/drivefs/<profile>` by default).
     public var cacheDirectory: URL
     /// The block cache's cap in bytes (least recently used blocks of closed files go first).

@@ -75,12 +75,38 @@ extension DriveFilesystem {
         if folder.file.capabilities?.canAddChildren == false { throw .accessDenied }
     }
 
-    /// The appProperties a file's upload carries: its mode when chmod set one, a link's target.
+    /// The appProperties a file's upload carries: its mode when chmod set one, a link's target,
+    /// and what `--posix-metadata` keeps (type, device, owner, group, ctime).
     private func appProperties(_ node: Node) -> [String: String] {
         var properties: [String: String] = [:]
         if let permissions = node.local?.permissions { properties[AppPropertyKeys.mode] = String(permissions, radix: 8) }
         if let link = node.file.appProperties?[AppPropertyKeys.link] { properties[AppPropertyKeys.link] = link }
+        for key in AppPropertyKeys.carried { if let value = node.property(key) { properties[key] = value } }
+        if configuration.posixMetadata, let changed = node.changedMillis { properties[AppPropertyKeys.changed] = String(changed) }
         return properties
+    }
+
+    /// The drivefs properties a new item starts with: its type and device, its owner (the caller's,
+    /// or the group of a set-group-ID folder), its mode unless it is the default that --umask would
+    /// show anyway. Owners only under `--posix-metadata`.
+    private func newProperties(_ folder: Node, kind: FileKind, permissions: UInt32?, device: UInt64,
+                               caller: RequestCaller?) -> [String: String] {
+        var properties: [String: String] = [:]
+        if let type = AppPropertyKeys.typeName(kind) { properties[AppPropertyKeys.type] = type }
+        if kind == .characterDevice || kind == .blockDevice { properties[AppPropertyKeys.device] = String(device) }
+        if let permissions { properties[AppPropertyKeys.mode] = String(permissions, radix: 8) }
+        guard configuration.posixMetadata else { return properties }
+        let folderAttributes = table.attributes(folder)
+        let inherits = folderAttributes.permissions & 0o2000 != 0
+        properties[AppPropertyKeys.owner] = String(caller?.userID ?? configuration.userID)
+        properties[AppPropertyKeys.group] = String(inherits ? folderAttributes.groupID : caller?.groupID ?? configuration.groupID)
+        return properties
+    }
+
+    /// Whether a new item's mode is kept in its properties: always under `--posix-metadata`,
+    /// otherwise when it is not what the item would show without one (the default less --umask).
+    private func keepsMode(_ permissions: UInt32, defaultBits: UInt32) -> Bool {
+        configuration.posixMetadata || permissions != defaultBits & ~configuration.umask
     }
 
     private func uploadRequest(_ node: Node, _ content: LocalContent) -> UploadRequest {
@@ -96,7 +122,10 @@ extension DriveFilesystem {
         table.update(inode) { node in
             var local = node.local ?? LocalState(isNew: false, size: size, modifiedMillis: node.file.modifiedTime ?? now)
             local.size = size
-            if touch { local.modifiedMillis = now }
+            if touch {
+                local.modifiedMillis = now
+                node.changedMillis = now
+            }
             node.local = local
         }
     }
@@ -398,7 +427,7 @@ extension DriveFilesystem {
         guard canWrite else { return reply.fail(.readOnly) }
         onIOThread(reply, "creating", parent) { [self] () throws(FilesystemError) in
             let (node, content) = try makeLocalFile(parent: parent, name: name, permissions: mode & 0o7777, link: nil,
-                                                    cancellation: reply.cancellation)
+                                                    caller: reply.caller, cancellation: reply.cancellation)
             content.lock.lock()
             content.handles += 1
             content.writers += 1
@@ -410,22 +439,24 @@ extension DriveFilesystem {
 
     /// A new regular file (or a link made here) in `parent`: a reserved ID, an empty local copy,
     /// a node counted as one lookup. Nothing reaches Drive until it is committed.
-    private func makeLocalFile(parent: Inode, name: String, permissions: UInt32, link: String?,
+    private func makeLocalFile(parent: Inode, name: String, permissions: UInt32, link: String?, kind: FileKind = .regular,
+                               device: UInt64 = 0, caller: RequestCaller?,
                                cancellation: CancellationFlag?) throws(FilesystemError) -> (Node, LocalContent) {
         let folder = try listedFolder(parent, cancellation: cancellation)
         try requireAddable(folder)
         if try table.listedChild(parent, name) != nil { throw .exists }
         let id = try reserveID()
         let now = nowMillis()
-        var properties: [String: String] = [:]
+        let kept = link == nil && keepsMode(permissions, defaultBits: 0o644) ? permissions : nil
+        // The mode goes in `local` (the upload writes it from there), the rest with the file.
+        var properties = newProperties(folder, kind: kind, permissions: nil, device: device, caller: caller)
         if let link {
             properties[AppPropertyKeys.link] = link.utf8.count <= AppPropertyKeys.maximumInlineLinkBytes ? link : ""
         }
         let file = DriveFile(id: id, name: NameMapper.driveName(forShown: name), mimeType: "application/octet-stream", parents: [folder.file.id], size: 0,
                              modifiedTime: now, createdTime: now, appProperties: properties.isEmpty ? nil : properties)
         let content = try LocalContent(newAt: newStagingPath(for: id), blockSize: configuration.blockSize)
-        let defaultBits: UInt32 = link == nil ? 0o644 : 0o777
-        let local = LocalState(isNew: true, size: 0, modifiedMillis: now, permissions: permissions == defaultBits || link != nil ? nil : permissions)
+        let local = LocalState(isNew: true, size: 0, modifiedMillis: now, permissions: kept)
         let node: Node
         do { node = try table.insertChild(parent: parent, name: name, file: file, local: local) } catch {
             content.discardFile()
@@ -435,13 +466,17 @@ extension DriveFilesystem {
         return (node, content)
     }
 
-    public func makeNode(parent: Inode, name: String, mode: UInt32, reply: Reply<FileAttributes>) {
+    public func makeNode(parent: Inode, name: String, mode: UInt32, device: UInt64, reply: Reply<FileAttributes>) {
         do throws(FilesystemError) { try checkName(name) } catch { return reply.fail(error) }
         guard canWrite else { return reply.fail(.readOnly) }
-        guard mode & 0o170000 == 0o100000 || mode & 0o170000 == 0 else { return reply.fail(.notPermitted) }
+        // Regular files always; FIFOs, sockets and device nodes are empty files that say what they
+        // are, under --posix-metadata only. Directories and links have calls of their own.
+        guard let kind = FileKind(modeTypeBits: mode), kind == .regular || kind.isSpecial && configuration.posixMetadata else {
+            return reply.fail(.notPermitted)
+        }
         onIOThread(reply, "creating", parent) { [self] () throws(FilesystemError) in
-            let (node, content) = try makeLocalFile(parent: parent, name: name, permissions: mode & 0o7777, link: nil,
-                                                    cancellation: reply.cancellation)
+            let (node, content) = try makeLocalFile(parent: parent, name: name, permissions: mode & 0o7777, link: nil, kind: kind,
+                                                    device: device, caller: reply.caller, cancellation: reply.cancellation)
             try commit(node.inode, content, ready: true, cancellation: reply.cancellation)
             closeLocal(node.inode, content)
             return table.attributes(table.node(node.inode) ?? node)
@@ -454,7 +489,7 @@ extension DriveFilesystem {
         guard !target.isEmpty, target.utf8.count <= 4095 else { return reply.fail(.invalidArgument) }
         onIOThread(reply, "linking", parent) { [self] () throws(FilesystemError) in
             let (node, content) = try makeLocalFile(parent: parent, name: name, permissions: 0o777, link: target,
-                                                    cancellation: reply.cancellation)
+                                                    caller: reply.caller, cancellation: reply.cancellation)
             // The target is also the file's content: links too long for a property keep it there.
             content.lock.lock()
             do throws(FilesystemError) {
@@ -484,12 +519,14 @@ extension DriveFilesystem {
             try requireAddable(folder)
             if try table.listedChild(parent, name) != nil { throw .exists }
             let permissions = mode & 0o7777
-            let properties = permissions == 0o755 || permissions == 0 ? nil : [AppPropertyKeys.mode: String(permissions, radix: 8)]
+            let properties = newProperties(folder, kind: .directory,
+                                           permissions: keepsMode(permissions, defaultBits: 0o755) ? permissions : nil, device: 0,
+                                           caller: reply.caller)
             let made: DriveFile
             let id = try reserveID()
             do {
                 made = try backend.createFolder(name: NameMapper.driveName(forShown: name), parent: folder.file.id, modifiedTime: nowMillis(), id: id,
-                                                appProperties: properties)
+                                                appProperties: properties.isEmpty ? nil : properties)
             } catch { throw FilesystemError.from(error) }
             let node = try table.insertChild(parent: parent, name: name, file: made, local: nil)
             return table.attributes(node)
@@ -614,8 +651,11 @@ extension DriveFilesystem {
             var leaveToRestart = false
             defer { if let replacement, !leaveToRestart { uploads.endReplacement(replacement) } }
             var moved: DriveFile?
+            // The renamed item's ctime moves; under --posix-metadata it rides along with the rename's request.
+            let changed = nowMillis()
             do throws(FilesystemError) {
-                moved = try place(source, name: driveName, parentID: newParentID, from: parentID, currentName: source.file.name)
+                moved = try place(source, name: driveName, parentID: newParentID, from: parentID, currentName: source.file.name,
+                                  changed: changed)
             } catch {
                 guard replacement != nil else { throw error }
                 // The first step failed, but a request whose answer was lost may have landed (a
@@ -660,7 +700,8 @@ extension DriveFilesystem {
                 file.parents = [newParentID]
                 moved = file
             }
-            table.moveChild(parent: parent, name: name, newParent: newParent, newName: newName, file: moved, source: source.inode)
+            table.moveChild(parent: parent, name: name, newParent: newParent, newName: newName, file: moved, source: source.inode,
+                            changedMillis: changed)
         }
     }
 
@@ -742,10 +783,12 @@ extension DriveFilesystem {
     /// file not there yet (its upload carries the name and folder). The file as Drive now has it,
     /// or nil when no request was made.
     private func place(_ source: Node, name: String, parentID: String, from oldParentID: String?,
-                       currentName: String) throws(FilesystemError) -> DriveFile? {
+                       currentName: String, changed: Int64? = nil) throws(FilesystemError) -> DriveFile? {
+        let ctime = configuration.posixMetadata ? changed.map { [AppPropertyKeys.changed: String($0)] } : nil
         let queued = try uploads.updateMetadata(of: source.file.id) { request in
             request.name = name
             request.parentID = parentID
+            if let ctime { request.appProperties.merge(ctime) { $1 } }
         }
         let unsent = locals.withLock { $0[source.inode] }.map { c -> Bool in
             c.lock.lock(); defer { c.lock.unlock() }
@@ -754,20 +797,39 @@ extension DriveFilesystem {
         if source.local?.isNew == true && (queued || unsent) { return nil }
         do {
             if oldParentID == parentID || oldParentID == nil {
-                return try backend.updateMetadata(source.file.id, name: name, mimeType: nil, modifiedTime: nil, appProperties: nil)
+                return try backend.updateMetadata(source.file.id, name: name, mimeType: nil, modifiedTime: nil, appProperties: ctime)
             }
             return try backend.move(source.file.id, addParent: parentID, removeParent: oldParentID,
-                                    newName: name == currentName ? nil : name)
+                                    newName: name == currentName ? nil : name, appProperties: ctime)
         } catch { throw FilesystemError.from(error) }
     }
 
     public func setAttributes(_ inode: Inode, _ changes: AttributeChanges, handle: UInt64?, reply: Reply<FileAttributes>) {
         guard let node = table.node(inode) else { return reply.fail(.stale) }
-        // Ownership stays the mounting user's: chown to them is accepted (cp -p, tar, rsync do it).
-        if let uid = changes.userID, uid != configuration.userID, uid != UInt32.max { return reply.fail(.notPermitted) }
-        if let gid = changes.groupID, gid != configuration.groupID, gid != UInt32.max { return reply.fail(.notPermitted) }
+        let asksAnything = changes != AttributeChanges()
+        var asked = changes
+        if asked.userID == UInt32.max { asked.userID = nil }
+        if asked.groupID == UInt32.max { asked.groupID = nil }
+        if !configuration.posixMetadata {
+            // Ownership stays the mounting user's: chown to them is accepted (cp -p, tar, rsync do it).
+            if let uid = asked.userID, uid != configuration.userID { return reply.fail(.notPermitted) }
+            if let gid = asked.groupID, gid != configuration.groupID { return reply.fail(.notPermitted) }
+            asked.userID = nil
+            asked.groupID = nil
+        }
+        let changes = asked
+        // Under --posix-metadata the kernel has checked that the caller may chown (the mount has
+        // `default_permissions`, and shows the owners kept): what is asked is kept.
         let changesSomething = changes.size != nil || changes.permissions != nil || changes.modified != nil
-        guard changesSomething else { return reply.succeed(table.attributes(node)) }
+            || changes.userID != nil || changes.groupID != nil
+        guard changesSomething else {
+            // chown to the owner it has, an atime alone: nothing for Drive, but its ctime moves.
+            if canWrite && asksAnything {
+                let now = nowMillis()
+                table.update(inode) { $0.changedMillis = now }
+            }
+            return reply.succeed(table.attributes(table.node(inode) ?? node))
+        }
         guard canWrite else { return reply.fail(.readOnly) }
         // Drive holds no file this large (5 TB): refused at once, before anything changes.
         if let size = changes.size, size > configuration.maximumFileSize { return reply.fail(.fileTooLarge) }
@@ -812,14 +874,20 @@ extension DriveFilesystem {
                 if let committed { closeLocal(inode, committed) }
             }
         }
-        guard changes.permissions != nil || changes.modified != nil else { return }
+        guard changes.permissions != nil || changes.modified != nil || changes.userID != nil || changes.groupID != nil else { return }
         let permissions = changes.permissions
+        let changed = nowMillis()
         let modified: Int64? = changes.modified.map { time in
             switch time {
-            case .now: return nowMillis()
+            case .now: return changed
             case .millis(let m): return m
             }
         }
+        // What --posix-metadata keeps of the change besides the mode (owner, group, ctime).
+        var kept: [String: String] = [:]
+        if let uid = changes.userID { kept[AppPropertyKeys.owner] = String(uid) }
+        if let gid = changes.groupID { kept[AppPropertyKeys.group] = String(gid) }
+        if configuration.posixMetadata { kept[AppPropertyKeys.changed] = String(changed) }
         guard let current = table.node(inode) else { throw .stale }
         if current.file.capabilities?.canEdit == false && current.local?.isNew != true { throw .accessDenied }
         // Content still to go (written and not committed yet, or queued): the upload carries the
@@ -831,9 +899,11 @@ extension DriveFilesystem {
         held?.lock.lock()
         let carried = held.map { !$0.removed && ($0.isDirty || $0.hasUnreadyCommit) } ?? false
         let modeText = permissions.map { String($0, radix: 8) }
+        let keptNow = kept
         let queued = try uploads.updateMetadata(of: current.file.id) { request in
             if let modeText { request.appProperties[AppPropertyKeys.mode] = modeText }
             if let modified { request.modifiedTime = modified }
+            request.appProperties.merge(keptNow) { $1 }
         }
         if carried || queued {
             table.update(inode) { node in
@@ -841,16 +911,20 @@ extension DriveFilesystem {
                                                      modifiedMillis: node.file.modifiedTime ?? 0)
                 if let permissions { local.permissions = permissions }
                 if let modified { local.modifiedMillis = modified }
+                local.properties.merge(kept) { $1 }
                 node.local = local
+                node.changedMillis = changed
             }
             held?.lock.unlock()
             return
         }
         held?.lock.unlock()
+        var properties = kept
+        if let modeText { properties[AppPropertyKeys.mode] = modeText }
         let updated: DriveFile
         do {
             updated = try backend.updateMetadata(current.file.id, name: nil, mimeType: nil, modifiedTime: modified,
-                                                 appProperties: modeText.map { [AppPropertyKeys.mode: $0] })
+                                                 appProperties: properties.isEmpty ? nil : properties)
         } catch { throw FilesystemError.from(error) }
         table.update(inode) { node in
             let parents = node.file.parents
@@ -861,6 +935,8 @@ extension DriveFilesystem {
             // A local state still shown (an upload landing) must not hide the change.
             if let permissions { node.local?.permissions = permissions }
             if let modified { node.local?.modifiedMillis = modified }
+            node.local?.properties.merge(kept) { $1 }
+            node.changedMillis = changed
         }
     }
 
@@ -966,9 +1042,10 @@ extension DriveFilesystem {
             var info = stat()
             let size = stat(path, &info) == 0 ? Int64(info.st_size) : 0
             let permissions = request.appProperties[AppPropertyKeys.mode].flatMap { UInt32($0, radix: 8) }
+            let kept = request.appProperties.filter { AppPropertyKeys.carried.contains($0.key) }
             table.restoreLocalUpdate(request.fileID, local: LocalState(isNew: false, size: size,
                                                                        modifiedMillis: request.modifiedTime ?? nowMillis(),
-                                                                       permissions: permissions))
+                                                                       permissions: permissions, properties: kept))
         }
         for (request, path) in uploads.recovered where request.isNew {
             var info = stat()
@@ -1066,10 +1143,9 @@ extension DriveFilesystem {
             // touch made on Drive while it ran, or sent after it): it stays what the file shows.
             if let local = node.local {
                 node.file.modifiedTime = local.modifiedMillis
-                if let permissions = local.permissions {
-                    node.file.appProperties = (node.file.appProperties ?? [:]).merging(
-                        [AppPropertyKeys.mode: String(permissions, radix: 8)]) { _, new in new }
-                }
+                var kept = local.properties
+                if let permissions = local.permissions { kept[AppPropertyKeys.mode] = String(permissions, radix: 8) }
+                if !kept.isEmpty { node.file.appProperties = (node.file.appProperties ?? [:]).merging(kept) { _, new in new } }
             }
             if !pendingNewer && !heldCopy { node.local = nil }
         }

@@ -408,6 +408,8 @@ public final class DriveFilesystem: FilesystemOperations {
         switch node.kind {
         case .directory: return reply.fail(.isADirectory)
         case .symbolicLink: return reply.fail(FilesystemError(errno: ELOOP))
+        // The kernel opens FIFOs and device nodes itself; a socket cannot be opened.
+        case .fifo, .socket, .characterDevice, .blockDevice: return reply.fail(FilesystemError(errno: ENXIO))
         case .regular: break
         }
         if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {

@@ -457,7 +457,7 @@ extension UploadQueue {
             let id = file.id
             let old = file.parents.first
             let rename = file.name != name ? name : nil
-            file = try step(.other) { try backend.move(id, addParent: request.parentID, removeParent: old, newName: rename) }
+            file = try step(.other) { try backend.move(id, addParent: request.parentID, removeParent: old, newName: rename, appProperties: nil) }
         }
         let missing = request.appProperties.filter { file.appProperties?[$0.key] != $0.value }
         let time = request.modifiedTime.flatMap { $0 != file.modifiedTime ? $0 : nil }

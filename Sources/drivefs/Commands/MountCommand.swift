@@ -52,7 +52,9 @@ enum MountCommand {
                 .flag("allow-other", help: "Let other users see the mount (needs user_allow_other\nin /etc/fuse.conf when not root)"),
                 .value("uid", valueName: "UID", help: "Owner shown for every file (default: yours)", validate: validateID),
                 .value("gid", valueName: "GID", help: "Group shown for every file (default: yours)", validate: validateID),
-                .value("umask", valueName: "MASK", help: "Permission bits to clear, octal (default 022)", validate: validateUmask),
+                .value("umask", valueName: "MASK", help: "Permission bits to clear, octal (default 022), from files\nwithout a mode of their own (one set by chmod or a create\nhere is shown as set)",
+                       validate: validateUmask),
+                .flag("posix-metadata", help: "Keep owners (chown), FIFOs, sockets, device nodes and ctime\nin each file's Drive appProperties and show them (a backup\ntarget: tar -xp, rsync -a as root); off: all show --uid/--gid"),
                 .value("cache-dir", valueName: "DIR", help: "Block cache and index (default $XDG_CACHE_HOME/drivefs/PROFILE)"),
                 .value("cache-size", valueName: "SIZE", help: "Cap of the block cache, e.g. 10G, 500M (default 10G)",
                        validate: { ByteSize.parse($0) == nil ? "expected a size such as 10G, 512M or 1048576" : nil }),
@@ -226,6 +228,7 @@ enum MountCommand {
             configuration.newFileSettle = delay
         }
         configuration.deletePermanently = invocation.flag("delete-permanently")
+        configuration.posixMetadata = invocation.flag("posix-metadata")
         configuration.indexWholeDrive = !invocation.flag("no-index")
 
         // Every file closed but not yet on Drive keeps its local copy open (reads are served from

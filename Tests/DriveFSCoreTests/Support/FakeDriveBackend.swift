@@ -727,7 +727,8 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         }
     }
 
-    func move(_ id: String, addParent: String, removeParent: String?, newName: String?) throws -> DriveFile {
+    func move(_ id: String, addParent: String, removeParent: String?, newName: String?,
+              appProperties: [String: String]?) throws -> DriveFile {
         try write("files.update", id: id) { () throws -> DriveFile in
             guard var file = files[id] else { throw notFound(id) }
             guard file.id != rootID else { throw cannotChangeRoot() }
@@ -745,6 +746,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
                 file.parents = [add]
             }
             if let newName { file.name = newName }
+            file.appProperties = merged(file.appProperties, appProperties)
             file.version = (file.version ?? 1) + 1
             files[id] = file
             propagateTrash(below: id, explicitly: explicitlyTrashed.contains(id))
