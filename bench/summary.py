@@ -94,7 +94,27 @@ def paragraph(reports):
         if units:
             parts.append("On `%s`, drivefs's quota units over tuned rclone's, read workloads: %s." % (
                 report["profile"], ", ".join(units)))
+    fronts = tls_fronts(reports)
+    if fronts:
+        parts.append(fronts)
     return " ".join(parts)
+
+
+def tls_fronts(reports):
+    """Which clients went through a TLS front, from the reports' front counters, or None (an older report)."""
+    seen = {}
+    for report in reports:
+        for f in report.get("tls_fronts") or []:
+            if f.get("measured"):
+                c = seen.setdefault(f["client"], [0, 0, 0])
+                c[0] += f["measured"]
+                c[1] += f["connections"]
+                c[2] += f["bytesFromClients"] + f["bytesToClients"]
+    if not seen:
+        return None
+    return "Both mounts reached the emulator through a TLS front of their own (tls_front.py): %s." % "; ".join(
+        "%s fronts relayed %s connections and %.1f MiB over %d measured runs" % (who, format(c[1], ","), c[2] / 1048576, c[0])
+        for who, c in sorted(seen.items()))
 
 
 def main():
