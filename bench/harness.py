@@ -62,6 +62,7 @@ sys.modules.setdefault("harness", sys.modules[__name__])
 import quota  # noqa: E402  (bench/quota.py: Drive's limits, the units a run used, the write limit's floor)
 import backlog  # noqa: E402  (bench/backlog.py: workload 9)
 import save_loop  # noqa: E402  (bench/save_loop.py: workload 10)
+import index_quota  # noqa: E402  (bench/index_quota.py: workload 11)
 import summary  # noqa: E402  (bench/summary.py: the results' prose, from the JSON)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -74,18 +75,19 @@ DATA_VERSION = "1"  # bump when the seeded trees change shape
 # subfolders each, files each) packed as a tar (7); write_runs runs each (full: 1, for the 30 minutes: rclone's
 # default pacer alone needs minutes for 2,000 files); land_max bounds the wait until everything is on Drive.
 # Workload 9: backlog_files files of 4 KiB copied in, then backlog_probes = (stats, folder listings, 1 MiB reads)
-# while they drain, and the same on an idle mount. Workload 10: `saves` saves of a 10 KiB file.
+# while they drain, and the same on an idle mount. Workload 10: `saves` saves of a 10 KiB file. Workload 11: the
+# scale drive under --limits google; index_max bounds the wait for drivefs's index.
 SIZES = {
     "full": dict(tree_top=10, tree_sub=24, tree_files=19, stat_fanout=(2, 2, 2, 5), stat_files=5,
                  big_mib=1024, random_reads=1000, scale=(100, 20, 100), runs=3, par_streams=8,
                  scale_settle_max=90.0, deadline=3300.0,
                  write_files=1000, src_tree=(10, 10, 20), write_runs=3, land_max=900.0,
-                 backlog_files=2000, backlog_probes=(50, 10, 10), saves=100),
+                 backlog_files=2000, backlog_probes=(50, 10, 10), saves=100, index_max=180.0),
     "smoke": dict(tree_top=3, tree_sub=3, tree_files=4, stat_fanout=(2, 1, 1, 2), stat_files=2,
                   big_mib=8, random_reads=40, scale=(4, 5, 20), runs=1, par_streams=4,
                   scale_settle_max=8.0, deadline=300.0,
                   write_files=6, src_tree=(1, 2, 3), write_runs=1, land_max=60.0,
-                  backlog_files=12, backlog_probes=(6, 3, 3), saves=3),
+                  backlog_files=12, backlog_probes=(6, 3, 3), saves=3, index_max=15.0),
 }
 # Drive's limits (docs/emulator.md, "Drive limits"): wan runs the emulator with `--limits google` (quota units per
 # user and project, about 3 writes a second per account, the daily upload cap); lan meters the same quota units
@@ -514,13 +516,18 @@ WRITE_WORKLOADS = ("5", "6", "7", "10")  # on an empty drive of their own (the "
 BACKLOG_WORKLOADS = ("9a", "9b")  # on a copy of the seeded drive (the "backlog" part)
 
 
+QUOTA_WORKLOADS = ("11a", "11b")  # on the scale drive, the emulator under --limits google (the "quota" part)
+
+
 def workload_part(wid):
     """Which part of a lane runs workload wid: write (an empty drive), backlog (a copy of the seeded drive),
-    main (the seeded reads) or scale."""
+    main (the seeded reads), scale, or quota (the scale drive under Google's limits)."""
     if wid in WRITE_WORKLOADS:
         return "write"
     if wid in BACKLOG_WORKLOADS:
         return "backlog"
+    if wid in QUOTA_WORKLOADS:
+        return "quota"
     return "scale" if wid.startswith("8") else "main"
 BACKGROUND = {
     "lan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["5", "7"])],
@@ -994,7 +1001,11 @@ WORKLOADS = [
     ("9a", "probes while a backlog of uploads drains"),
     ("9b", "the same probes on an idle mount"),
     ("10", "an editor's save loop"),
+    ("11a", "scale under Google's limits: until the index is built"),
+    ("11b", "scale under Google's limits: the user's ls during the build"),
 ]
+# Rows whose drivefs/other ratio would compare different work: 11a is drivefs's whole index against rclone's 20 ls.
+NO_RATIOS = {"11a"}
 
 
 def workload_names(size):
@@ -1017,6 +1028,9 @@ def workload_names(size):
     names["9a"] = "p99 of %s, uncached, while %s files of 4 KiB copied in drain" % (probes, format(size["backlog_files"], ","))
     names["9b"] = "p99 of the same probes on an idle mount"
     names["10"] = "%d saves of a 10 KiB file (temporary file, fsync, rename over), until on Drive" % size["saves"]
+    names["11a"] = ("scale (%s files) under `--limits google`: until the index is built (rclone, which builds none: "
+                    "until its %d ls answered)" % (format(scale_count(size), ","), index_quota.LISTINGS))
+    names["11b"] = "p99 of %d ls of leaf folders, run while the index of 11a is built" % index_quota.LISTINGS
     return names
 
 
@@ -1857,7 +1871,9 @@ def summarize(runs):
                 rss_kib=max(rss) if rss else None, cpu=statistics.median(cpu) if cpu else None,
                 mib_per_s=rep.get("mib_per_s"), landed=statistics.median(landed) if landed else None,
                 p50=rep.get("p50"), by_kind=rep.get("by_kind"), queued_at_end=rep.get("queued_at_end"),
-                backlog=rep.get("backlog"), keeps_id=rep.get("keeps_id"))
+                backlog=rep.get("backlog"), keeps_id=rep.get("keeps_id"), refusals=rep.get("refusals"),
+                during=rep.get("during"), index_s=rep.get("index_s"),
+                settled=[r.get("settled") for r in runs] if any("settled" in r for r in runs) else None)
 
 
 SHORT = {"files.list": "list", "files.get": "get", "files.get.media": "media", "changes.list": "changes",
@@ -1931,7 +1947,7 @@ def build_report(ctx, machine, rclone_status):
                 note = note or "rclone: " + rclone_status
             entry["systems"][system] = dict(summary=summarize(runs), runs=runs, note=note) if runs else dict(note=note or "—")
         d = entry["systems"]["drivefs"].get("summary")
-        if d:
+        if d and wid not in NO_RATIOS:
             for other in ("rclone", "rclone-tuned"):
                 o = entry["systems"][other].get("summary")
                 if o and o["median"] > 0:
@@ -1984,8 +2000,16 @@ def markdown(report, png_name):
                 if x.get("keeps_id") is not None:
                     cell += "; %s writes, %s its Drive ID" % (x.get("writes") if x.get("writes") is not None else "?",
                                                              "keeps" if x["keeps_id"] else "loses")
+                if x.get("during") is not None:
+                    cell += "; %d of %d during the build" % (x["during"], index_quota.LISTINGS)
+                if x.get("index_s") is not None:
+                    cell += "; drivefs's log: %s" % human_s(x["index_s"])
+                if w["id"] == "11a" and x.get("settled") and False in x["settled"]:
+                    cell += "; %d of %d runs still building at the bound" % (x["settled"].count(False), len(x["settled"]))
                 if x.get("units") is not None:
                     cell += "; %s units" % format(x["units"], ",")
+                if x.get("refusals") is not None:
+                    cell += ", %d refused" % x["refusals"]
                 if any(r.get("background") for r in e["runs"]):
                     cell += " †"
             else:
@@ -2174,13 +2198,14 @@ def lane_measure(cfg, work, lane_t0, books):
     emulator = None
     names = [x.name for x in systems]  # the runs of these on an emulator say whether its front must have relayed some
 
-    def start(state, part):
+    def start(state, part, limits=None):
         with measurement_token(cfg["background"]):  # the emulator loads its state: CPU the foreground must not share
-            start_emulator(state, part)
+            start_emulator(state, part, limits)
 
-    def start_emulator(state, part):
+    def start_emulator(state, part, limits=None):
         nonlocal emulator
-        emulator = Emulator(cfg["emulator"], state, os.path.join(work, "emulator.log"), profile=PROFILES[cfg["profile"]],
+        profile = dict(PROFILES[cfg["profile"]], **({"limits": limits} if limits else {}))
+        emulator = Emulator(cfg["emulator"], state, os.path.join(work, "emulator.log"), profile=profile,
                             public_url="https://www.googleapis.com" if cfg["namespace"] else None)
         if not cfg["namespace"]:
             return
@@ -2245,6 +2270,13 @@ def lane_measure(cfg, work, lane_t0, books):
             try:
                 for system in systems:
                     run_scale(ctx, emulator, system)
+            finally:
+                stop()
+        if "quota" in cfg["parts"]:
+            start(cfg["scale_state"], "quota", limits="google")
+            try:
+                for system in systems:
+                    index_quota.run_index_quota(ctx, emulator, system)
             finally:
                 stop()
     except HarnessError as e:
@@ -2573,10 +2605,11 @@ def main():
             drivefs = Drivefs(work, os.path.join(args.bin, "drivefs"))
             cleanups.append(drivefs.unmount)
 
-            def drivefs_emulator(state, part):
+            def drivefs_emulator(state, part, limits=None):
                 """drivefs's emulator for a part, behind its own TLS front (as rclone's is behind one)."""
+                shaping = dict(PROFILES[profile], **({"limits": limits} if limits else {}))
                 emulator = emulator_behind_front(emulator_bin, state, os.path.join(work, "emulator-%s.log" % part),
-                                                 PROFILES[profile], drivefs_tls)
+                                                 shaping, drivefs_tls)
                 cleanups.append(emulator.stop)
                 emulator.part, emulator.runs_before = part, runs_of(ctx, ["drivefs"])
                 return emulator
@@ -2591,17 +2624,21 @@ def main():
                     log("FAIL %s" % e)
                 finally:
                     emulator.stop()
-            # drivefs and the reference, on the host's loopback.
-            for part, state in (("main", main_state), ("scale", scale_state)):
-                emulator = drivefs_emulator(state, part)
+            # drivefs and the reference, on the host's loopback; workload 11 on the scale drive under Google's limits.
+            for part, state, limits in (("main", main_state, None), ("scale", scale_state, None),
+                                        ("quota", scale_state, "google")):
+                emulator = drivefs_emulator(state, part, limits)
                 try:
                     drivefs.login(emulator)
                     if part == "main":
                         run_mount_workloads(ctx, emulator, drivefs, main_seed)
                         run_reference_workloads(ctx, emulator, main_seed)
-                    else:
+                    elif part == "scale":
                         run_scale(ctx, emulator, drivefs)
                         run_reference_scale(ctx, emulator)
+                    else:
+                        index_quota.run_index_quota(ctx, emulator, drivefs)
+                        index_quota.note_reference(ctx)
                 except HarnessError as e:
                     ctx.failures.append("drivefs side (%s): %s" % (part, e))
                     log("FAIL %s" % e)
@@ -2615,7 +2652,7 @@ def main():
                 statuses[profile] = [missing]
             else:
                 log("[%s] rclone side: private namespace, TLS front on 127.0.0.1:443" % profile)
-                handle = start_lane(ctx, args, work, data, ["main", "scale"], "reads", False, rclone_systems, **fg)
+                handle = start_lane(ctx, args, work, data, ["main", "scale", "quota"], "reads", False, rclone_systems, **fg)
                 statuses[profile] = [finish_lane(handle)[0]]
             # The writes last (what the budget cuts first), on an empty drive of their own: drivefs and the
             # reference, then rclone.
