@@ -514,8 +514,6 @@ def proc_figures(pid):
 RCLONE_LISTINGS = ["1a", "1b", "1c", "1d", "1e"]
 WRITE_WORKLOADS = ("5", "6", "7", "10")  # on an empty drive of their own (the "write" part)
 BACKLOG_WORKLOADS = ("9a", "9b")  # on a copy of the seeded drive (the "backlog" part)
-
-
 QUOTA_WORKLOADS = ("11a", "11b")  # on the scale drive, the emulator under --limits google (the "quota" part)
 
 
