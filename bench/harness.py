@@ -2456,7 +2456,9 @@ def write_outputs(ctx, args, machine, rclone_status, out_dir):
         json.dump(report, f, indent=1)
     png = None
     png_path = base + ".png"
-    if render_png(report, png_path):
+    if not any(w["ratios"] for w in report["workloads"]):
+        log("chart: no ratio in this run (a development run of one system): no PNG")
+    elif render_png(report, png_path):
         png = png_path
         if args.docs:
             docs_png = os.path.join(os.path.dirname(os.path.abspath(args.docs)), "benchmarks-%s.png" % profile)
