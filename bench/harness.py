@@ -12,7 +12,9 @@ installed), rclone-tuned (the same with the flags its documentation advises for 
 (curl, one stream / one request at a time) and reference-par (curl, several streams / requests at once). rclone cannot change its API host, so its side runs in a
 private mount + network + PID namespace (`unshare`), with a hosts file bind-mounted over /etc/hosts and
 Tests/interop/tls_front.py on 127.0.0.1:443 (the `inner` subcommand of this script); the emulator there
-serves the same state directory, so the same seeded data, with the same shaping.
+serves the same state directory, so the same seeded data, with the same shaping. drivefs reaches its emulators the
+same way, through a tls_front.py of its own on the host's loopback (--api-url, --token-url, --ca-file); each front
+counts what it relays, and a part whose runs its front did not see fails (front_report).
 
 Every workload and system: wall time (median, min, max of the runs), API requests by method, bytes moved and
 requests the per-user rate limit refused (the emulator's /__emulator/stats, reset before each measurement), peak
@@ -43,6 +45,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -59,6 +62,7 @@ sys.modules.setdefault("harness", sys.modules[__name__])
 import quota  # noqa: E402  (bench/quota.py: Drive's limits, the units a run used, the write limit's floor)
 import backlog  # noqa: E402  (bench/backlog.py: workload 9)
 import save_loop  # noqa: E402  (bench/save_loop.py: workload 10)
+import index_quota  # noqa: E402  (bench/index_quota.py: workload 11)
 import summary  # noqa: E402  (bench/summary.py: the results' prose, from the JSON)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -71,18 +75,19 @@ DATA_VERSION = "1"  # bump when the seeded trees change shape
 # subfolders each, files each) packed as a tar (7); write_runs runs each (full: 1, for the 30 minutes: rclone's
 # default pacer alone needs minutes for 2,000 files); land_max bounds the wait until everything is on Drive.
 # Workload 9: backlog_files files of 4 KiB copied in, then backlog_probes = (stats, folder listings, 1 MiB reads)
-# while they drain, and the same on an idle mount. Workload 10: `saves` saves of a 10 KiB file.
+# while they drain, and the same on an idle mount. Workload 10: `saves` saves of a 10 KiB file. Workload 11: the
+# scale drive under --limits google; index_max bounds the wait for drivefs's index.
 SIZES = {
     "full": dict(tree_top=10, tree_sub=24, tree_files=19, stat_fanout=(2, 2, 2, 5), stat_files=5,
                  big_mib=1024, random_reads=1000, scale=(100, 20, 100), runs=3, par_streams=8,
                  scale_settle_max=90.0, deadline=3300.0,
                  write_files=1000, src_tree=(10, 10, 20), write_runs=3, land_max=900.0,
-                 backlog_files=2000, backlog_probes=(50, 10, 10), saves=100),
+                 backlog_files=2000, backlog_probes=(50, 10, 10), saves=100, index_max=180.0),
     "smoke": dict(tree_top=3, tree_sub=3, tree_files=4, stat_fanout=(2, 1, 1, 2), stat_files=2,
                   big_mib=8, random_reads=40, scale=(4, 5, 20), runs=1, par_streams=4,
                   scale_settle_max=8.0, deadline=300.0,
                   write_files=6, src_tree=(1, 2, 3), write_runs=1, land_max=60.0,
-                  backlog_files=12, backlog_probes=(6, 3, 3), saves=3),
+                  backlog_files=12, backlog_probes=(6, 3, 3), saves=3, index_max=15.0),
 }
 # Drive's limits (docs/emulator.md, "Drive limits"): wan runs the emulator with `--limits google` (quota units per
 # user and project, about 3 writes a second per account, the daily upload cap); lan meters the same quota units
@@ -261,8 +266,79 @@ def tree_manifest(top):
 # ---------------------------------------------------------------------------------------------------
 # The emulator
 
+TLS_FRONT = os.path.join(REPO, "Tests", "interop", "tls_front.py")
+
+
+class TlsFront:
+    """Tests/interop/tls_front.py: TLS on `listen` with tls/server.pem, relayed to an emulator's plain port; what
+    it relayed (connections, bytes each way) in its counters file, which shows that a client went through it."""
+
+    def __init__(self, tls, listen, backend_port, logfile):
+        self.logfile, self.counters_path = logfile, logfile + ".counters.json"
+        self.out = open(logfile, "w")
+        self.proc = subprocess.Popen([sys.executable, TLS_FRONT, "--listen", listen, "--backend", "127.0.0.1:%d" % backend_port,
+                                      "--cert", tls + "/server.pem", "--key", tls + "/server.key",
+                                      "--counters", self.counters_path], stdout=self.out, stderr=subprocess.STDOUT)
+        for _ in range(150):
+            if "tls front listening" in open(logfile).read():
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        self.stop()
+        raise HarnessError("the TLS front did not start: " + tail(logfile))
+
+    def counters(self):
+        """What the front has relayed (connections, handshakeFailures, bytesFromClients, bytesToClients) as of the
+        last connection opened or ended: whole once the clients' connections are closed (a daemon's, when it exits)."""
+        try:
+            with open(self.counters_path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return dict(connections=0, handshakeFailures=0, bytesFromClients=0, bytesToClients=0)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.out.close()
+
+
+def free_port():
+    """A port on 127.0.0.1 that nothing listens on now (the emulator must know its front's URL before the
+    front starts: a port taken meanwhile fails the front's start, and the caller tries again)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def emulator_behind_front(binary, state_dir, logfile, profile, tls, attempts=3):
+    """An emulator with a TLS front of its own on the host's loopback (drivefs's side): the emulator hands out
+    absolute URLs (a resumable upload's Location) as the front's, https://127.0.0.1:PORT."""
+    for attempt in range(attempts):
+        port = free_port()
+        emulator = Emulator(binary, state_dir, logfile, profile=profile, public_url="https://127.0.0.1:%d" % port)
+        try:
+            emulator.put_front(TlsFront(tls, "127.0.0.1:%d" % port, emulator.port, logfile + ".front"),
+                               "https://127.0.0.1:%d/" % port, tls + "/ca.pem")
+            return emulator
+        except HarnessError:
+            emulator.stop()
+            if attempt == attempts - 1:
+                raise
+
+
 class Emulator:
+    """A drivefs-emulator on 127.0.0.1. `url` is its plain HTTP address, which the harness's own requests and
+    the reference's curl use; `client_url` is what a filesystem under test is pointed at: the TLS front's
+    (with `ca`, the CA to trust) when it has one (put_front), else `url`."""
+
     def __init__(self, binary, state_dir, logfile, seed=None, profile=None, public_url=None):
+        self.front, self.ca, self.public_url, self.front_base = None, None, public_url, None
         cmd = [binary, "--host", "127.0.0.1", "--port", "0", "--state-dir", state_dir]
         if seed:
             cmd += ["--seed", seed]
@@ -293,7 +369,17 @@ class Emulator:
         if not self.url:
             self.stop()
             raise HarnessError("the emulator did not start: " + tail(logfile))
+        self.client_url = self.url
         self.token = self.fetch_token()
+
+    def put_front(self, front, client_url, ca):
+        self.front, self.client_url, self.ca = front, client_url, ca
+
+    def plain(self, url):
+        """An absolute URL the emulator handed out (its public URL's) as its plain address, for the reference."""
+        if self.public_url and url.startswith(self.public_url.rstrip("/") + "/"):
+            return self.url + url[len(self.public_url.rstrip("/")) + 1:]
+        return url
 
     def fetch_token(self):
         body = urllib.parse.urlencode(dict(grant_type="refresh_token", refresh_token="drivefs-emulator-refresh-token",
@@ -315,6 +401,8 @@ class Emulator:
             return json.load(r)
 
     def stop(self):
+        if self.front:
+            self.front.stop()
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -323,6 +411,27 @@ class Emulator:
                 self.proc.kill()
                 self.proc.wait(10)
         self.out.close()
+
+
+def runs_of(ctx, systems):
+    """How many runs ctx holds of these systems, over every workload."""
+    return sum(len(ctx.results.get(wid, {}).get(name, [])) for wid in ctx.results for name in systems)
+
+
+def front_report(ctx, emulator, who, part, measured):
+    """Keeps (ctx.fronts) and logs what an emulator's TLS front relayed while `who` (drivefs's or rclone's side)
+    used it for `part`, after the login (emulator.front_base, drivefs's: `drivefs auth login` goes through the
+    front too): that the filesystems went through TLS. `measured` runs with a front that relayed nothing is a
+    harness failure: the mounts went around it."""
+    c, base = emulator.front.counters(), emulator.front_base or {}
+    c = {k: v - base.get(k, 0) for k, v in c.items()}
+    ctx.fronts.append(dict(client=who, part=part, measured=measured, **c))
+    if measured:
+        log("[%s] TLS front of %s %s emulator: %d connections, %s from the clients, %s to them%s" % (
+            ctx.profile_name, who, part, c["connections"], human_bytes(c["bytesFromClients"]), human_bytes(c["bytesToClients"]),
+            "; %d handshakes failed" % c["handshakeFailures"] if c["handshakeFailures"] else ""))
+    if measured and not c["connections"]:
+        raise HarnessError("%s %s: %d runs measured, but the TLS front relayed no connection" % (who, part, measured))
 
 
 def tail(path, n=30):
@@ -405,15 +514,18 @@ def proc_figures(pid):
 RCLONE_LISTINGS = ["1a", "1b", "1c", "1d", "1e"]
 WRITE_WORKLOADS = ("5", "6", "7", "10")  # on an empty drive of their own (the "write" part)
 BACKLOG_WORKLOADS = ("9a", "9b")  # on a copy of the seeded drive (the "backlog" part)
+QUOTA_WORKLOADS = ("11a", "11b")  # on the scale drive, the emulator under --limits google (the "quota" part)
 
 
 def workload_part(wid):
     """Which part of a lane runs workload wid: write (an empty drive), backlog (a copy of the seeded drive),
-    main (the seeded reads) or scale."""
+    main (the seeded reads), scale, or quota (the scale drive under Google's limits)."""
     if wid in WRITE_WORKLOADS:
         return "write"
     if wid in BACKLOG_WORKLOADS:
         return "backlog"
+    if wid in QUOTA_WORKLOADS:
+        return "quota"
     return "scale" if wid.startswith("8") else "main"
 BACKGROUND = {
     "lan": [dict(name="rclone-pacer", systems=["rclone"], workloads=RCLONE_LISTINGS + ["5", "7"])],
@@ -638,15 +750,16 @@ class Drivefs(MountSystem):
         self.home = os.path.join(work, "drivefs-home")
 
     def login(self, emulator):
-        """drivefs auth login --no-browser, the consent URL fetched with curl (as scripts/bench-mount.sh)."""
+        """drivefs auth login --no-browser, the consent URL fetched with curl (as scripts/bench-mount.sh), against
+        the emulator's TLS front (client_url, trusting its CA with --ca-file) when it has one."""
         shutil.rmtree(self.home, ignore_errors=True)
         os.makedirs(self.home)
-        url = emulator.url
+        url = emulator.client_url
         err_path = os.path.join(self.work, "login.err")
         with open(err_path, "w") as err:
             login = subprocess.Popen([self.binary, "auth", "login", "--no-browser", "--client-id", "bench",
-                                      "--client-secret", "bench", "--timeout", "60", "--api-url=" + url,
-                                      "--token-url=%stoken" % url, "--auth-url=%so/oauth2/v2/auth" % url],
+                                      "--client-secret", "bench", "--timeout", "60", "--auth-url=%so/oauth2/v2/auth" % url]
+                                     + self.endpoints(emulator),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=self.env())
         consent = None
         for _ in range(300):
@@ -659,7 +772,8 @@ class Drivefs(MountSystem):
                 break
             time.sleep(0.1)
         if consent:
-            subprocess.run(["curl", "-s", "-L", "-o", "/dev/null", consent], timeout=30)
+            subprocess.run(["curl", "-s", "-L", "-o", "/dev/null"] + (["--cacert", emulator.ca] if emulator.ca else [])
+                           + [consent], timeout=30)
         try:
             status = login.wait(60)
         except subprocess.TimeoutExpired:
@@ -667,6 +781,8 @@ class Drivefs(MountSystem):
             status = -1
         if not consent or status != 0:
             raise HarnessError("drivefs auth login failed: " + tail(err_path))
+        if emulator.front:
+            emulator.front_base = emulator.front.counters()  # the login's connections have ended with it
 
     def env(self):
         env = os.environ.copy()
@@ -674,9 +790,16 @@ class Drivefs(MountSystem):
                    XDG_STATE_HOME=os.path.join(self.home, "state"))
         return env
 
+    @staticmethod
+    def endpoints(emulator):
+        """--api-url, --token-url and (behind a TLS front) --ca-file: the login remembers them in the profile;
+        the mount is given them too, so that its command line says where it goes."""
+        url = emulator.client_url
+        return ["--api-url=" + url, "--token-url=%stoken" % url] + (["--ca-file=" + emulator.ca] if emulator.ca else [])
+
     def command(self, cache, emulator):
         return [self.binary, "mount", self.mnt, "-f", "--cache-dir", cache, "--cache-size", CACHE_SIZE,
-                "--poll-interval", POLL_INTERVAL, "--dir-cache-ttl", DIR_CACHE, "--log-file", self.logfile]
+                "--poll-interval", POLL_INTERVAL, "--dir-cache-ttl", DIR_CACHE, "--log-file", self.logfile] + self.endpoints(emulator)
 
     def finish_writes(self):
         """`drivefs unmount` returns once every upload is on Drive (drivefs's write contract); the daemon
@@ -833,6 +956,7 @@ class Context:
         self.only = None    # a background lane: the (workload, system) pairs it measures
         self.skip = set()   # the foreground: the pairs the background lanes measure
         self.lanes = []     # the background lanes' summaries (name, wall, cpu, measured)
+        self.fronts = []    # what each emulator's TLS front relayed (front_report)
 
     def here(self, wid, system):
         """Whether this process measures workload wid on system: the development filters (--workloads,
@@ -875,7 +999,11 @@ WORKLOADS = [
     ("9a", "probes while a backlog of uploads drains"),
     ("9b", "the same probes on an idle mount"),
     ("10", "an editor's save loop"),
+    ("11a", "scale under Google's limits: until the index is built"),
+    ("11b", "scale under Google's limits: the user's ls during the build"),
 ]
+# Rows whose drivefs/other ratio would compare different work: 11a is drivefs's whole index against rclone's 20 ls.
+NO_RATIOS = {"11a"}
 
 
 def workload_names(size):
@@ -898,6 +1026,9 @@ def workload_names(size):
     names["9a"] = "p99 of %s, uncached, while %s files of 4 KiB copied in drain" % (probes, format(size["backlog_files"], ","))
     names["9b"] = "p99 of the same probes on an idle mount"
     names["10"] = "%d saves of a 10 KiB file (temporary file, fsync, rename over), until on Drive" % size["saves"]
+    names["11a"] = ("scale (%s files) under `--limits google`: until the index is built (rclone, which builds none: "
+                    "until its %d ls answered)" % (format(scale_count(size), ","), index_quota.LISTINGS))
+    names["11b"] = "p99 of %d ls of leaf folders, run while the index of 11a is built" % index_quota.LISTINGS
     return names
 
 
@@ -1473,7 +1604,7 @@ def run_reference_writes(ctx, emulator, data, work):
                      "-H", "Content-Type: application/json", "-H", "X-Upload-Content-Length: %d" % data.big_size,
                      "--data-binary", json.dumps(dict(name=target, parents=[root])),
                      emulator.url + "upload/drive/v3/files?uploadType=resumable"], 120)
-                location = re.search(r"(?im)^location:\s*(\S+)", open(head).read()).group(1)
+                location = emulator.plain(re.search(r"(?im)^location:\s*(\S+)", open(head).read()).group(1))
                 run(["curl", "-s", "-f", "-o", "/dev/null", "-T", data.big, location], 1800)
             r = measure(emulator, None, upload_big, "6")
             r["mib_per_s"] = data.big_size / 1048576 / r["wall"]
@@ -1738,7 +1869,9 @@ def summarize(runs):
                 rss_kib=max(rss) if rss else None, cpu=statistics.median(cpu) if cpu else None,
                 mib_per_s=rep.get("mib_per_s"), landed=statistics.median(landed) if landed else None,
                 p50=rep.get("p50"), by_kind=rep.get("by_kind"), queued_at_end=rep.get("queued_at_end"),
-                backlog=rep.get("backlog"), keeps_id=rep.get("keeps_id"))
+                backlog=rep.get("backlog"), keeps_id=rep.get("keeps_id"), refusals=rep.get("refusals"),
+                during=rep.get("during"), index_s=rep.get("index_s"),
+                settled=[r.get("settled") for r in runs] if any("settled" in r for r in runs) else None)
 
 
 SHORT = {"files.list": "list", "files.get": "get", "files.get.media": "media", "changes.list": "changes",
@@ -1799,7 +1932,7 @@ def build_report(ctx, machine, rclone_status):
                              rclone_tuned=" ".join(RCLONE_TUNED), limits=ctx.profile.get("limits"),
                              emulator_limits=" ".join(quota.emulator_flags(ctx.profile.get("limits"))),
                              drivefs_flags="--cache-size %s --poll-interval %s --dir-cache-ttl %s" % (CACHE_SIZE, POLL_INTERVAL, DIR_CACHE)),
-               failures=ctx.failures, workloads=[], lanes=lane_report(ctx))
+               failures=ctx.failures, workloads=[], lanes=lane_report(ctx), tls_fronts=ctx.fronts)
     floors = write_floors(ctx) if quota.limits_writes(ctx.profile.get("limits")) else {}
     for wid, _ in WORKLOADS:
         entry = dict(id=wid, name=names[wid], systems={}, ratios={})
@@ -1812,7 +1945,7 @@ def build_report(ctx, machine, rclone_status):
                 note = note or "rclone: " + rclone_status
             entry["systems"][system] = dict(summary=summarize(runs), runs=runs, note=note) if runs else dict(note=note or "—")
         d = entry["systems"]["drivefs"].get("summary")
-        if d:
+        if d and wid not in NO_RATIOS:
             for other in ("rclone", "rclone-tuned"):
                 o = entry["systems"][other].get("summary")
                 if o and o["median"] > 0:
@@ -1865,8 +1998,16 @@ def markdown(report, png_name):
                 if x.get("keeps_id") is not None:
                     cell += "; %s writes, %s its Drive ID" % (x.get("writes") if x.get("writes") is not None else "?",
                                                              "keeps" if x["keeps_id"] else "loses")
+                if x.get("during") is not None:
+                    cell += "; %d of %d during the build" % (x["during"], index_quota.LISTINGS)
+                if x.get("index_s") is not None:
+                    cell += "; drivefs's log: %s" % human_s(x["index_s"])
+                if w["id"] == "11a" and x.get("settled") and False in x["settled"]:
+                    cell += "; %d of %d runs still building at the bound" % (x["settled"].count(False), len(x["settled"]))
                 if x.get("units") is not None:
                     cell += "; %s units" % format(x["units"], ",")
+                if x.get("refusals") is not None:
+                    cell += ", %d refused" % x["refusals"]
                 if any(r.get("background") for r in e["runs"]):
                     cell += " †"
             else:
@@ -2004,8 +2145,18 @@ def inner_main(config_path):
 def namespace_setup(work, tls):
     """lo up, a CA of our own and a certificate for Google's names, which a hosts file bind-mounted over
     /etc/hosts puts on loopback."""
-    os.makedirs(os.path.join(tls, "none"), exist_ok=True)
     run(["ip", "link", "set", "lo", "up"], 30)
+    make_certificates(tls)
+    with open(work + "/hosts", "w") as f:
+        f.write("127.0.0.1 localhost\n::1 localhost\n127.0.0.1 www.googleapis.com oauth2.googleapis.com accounts.google.com\n")
+    run(["mount", "--bind", work + "/hosts", "/etc/hosts"], 30)
+
+
+def make_certificates(tls):
+    """A CA made for the run (tls/ca.pem) and a server certificate it signs (tls/server.pem, server.key) for
+    Google's names and 127.0.0.1: rclone's front (Google's names, in its namespace) and drivefs's (127.0.0.1,
+    on the host) present the same kind of certificate."""
+    os.makedirs(os.path.join(tls, "none"), exist_ok=True)
     q = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=drivefs bench CA",
          "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
@@ -2017,9 +2168,6 @@ def namespace_setup(work, tls):
                 "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
     run(["openssl", "x509", "-req", "-in", tls + "/server.csr", "-CA", tls + "/ca.pem", "-CAkey", tls + "/ca.key",
          "-CAcreateserial", "-days", "2", "-extfile", tls + "/server.ext", "-out", tls + "/server.pem"], 60, **q)
-    with open(work + "/hosts", "w") as f:
-        f.write("127.0.0.1 localhost\n::1 localhost\n127.0.0.1 www.googleapis.com oauth2.googleapis.com accounts.google.com\n")
-    run(["mount", "--bind", work + "/hosts", "/etc/hosts"], 30)
 
 
 def lane_measure(cfg, work, lane_t0, books):
@@ -2045,38 +2193,39 @@ def lane_measure(cfg, work, lane_t0, books):
             data = WriteData(cfg["write_seed"], os.path.join(cfg["main_seed"], "big", "big.bin"), cfg.get("big_md5"))
     with open(cfg["ready"], "w") as f:
         f.write("ready\n")
-    emulator = front = None
+    emulator = None
+    names = [x.name for x in systems]  # the runs of these on an emulator say whether its front must have relayed some
 
-    def start(state):
+    def start(state, part, limits=None):
         with measurement_token(cfg["background"]):  # the emulator loads its state: CPU the foreground must not share
-            start_emulator(state)
+            start_emulator(state, part, limits)
 
-    def start_emulator(state):
-        nonlocal emulator, front
-        emulator = Emulator(cfg["emulator"], state, os.path.join(work, "emulator.log"), profile=PROFILES[cfg["profile"]],
+    def start_emulator(state, part, limits=None):
+        nonlocal emulator
+        profile = dict(PROFILES[cfg["profile"]], **({"limits": limits} if limits else {}))
+        emulator = Emulator(cfg["emulator"], state, os.path.join(work, "emulator.log"), profile=profile,
                             public_url="https://www.googleapis.com" if cfg["namespace"] else None)
         if not cfg["namespace"]:
             return
-        front_log = os.path.join(work, "front.log")
-        fo = open(front_log, "w")
-        front = subprocess.Popen([sys.executable, os.path.join(REPO, "Tests", "interop", "tls_front.py"), "--listen",
-                                  "127.0.0.1:443", "--backend", "127.0.0.1:%d" % emulator.port, "--cert", tls + "/server.pem",
-                                  "--key", tls + "/server.key"], stdout=fo, stderr=subprocess.STDOUT)
-        for _ in range(150):
-            if "tls front listening" in open(front_log).read():
-                return
-            time.sleep(0.1)
-        raise HarnessError("the TLS front did not start: " + tail(front_log))
+        try:
+            emulator.put_front(TlsFront(tls, "127.0.0.1:443", emulator.port, os.path.join(work, "front.log")),
+                               "https://www.googleapis.com/", tls + "/ca.pem")
+        except HarnessError:
+            stop()
+            raise
+        emulator.part, emulator.runs_before = part, runs_of(ctx, names)
 
     def stop():
-        nonlocal emulator, front
-        if front:
-            front.terminate()
-            front.wait(10)
-            front = None
+        nonlocal emulator
         if emulator:
-            emulator.stop()
-            emulator = None
+            try:
+                for system in systems:
+                    system.unmount()  # the front's counters are whole once the daemons' connections are closed
+                if emulator.front:
+                    front_report(ctx, emulator, "rclone's", emulator.part, runs_of(ctx, names) - emulator.runs_before)
+            finally:
+                emulator.stop()
+                emulator = None
 
     status = 0
     try:
@@ -2084,7 +2233,7 @@ def lane_measure(cfg, work, lane_t0, books):
             write_state = os.path.join(work, "write-state")
             shutil.rmtree(write_state, ignore_errors=True)
             os.makedirs(write_state)
-            start(write_state)
+            start(write_state, "write")
             try:
                 for system in systems:
                     run_write_workloads(ctx, emulator, system, data)
@@ -2098,7 +2247,7 @@ def lane_measure(cfg, work, lane_t0, books):
             shutil.rmtree(backlog_state, ignore_errors=True)
             with measurement_token(cfg["background"]):
                 copy_state(cfg["main_state"], backlog_state)
-            start(backlog_state)
+            start(backlog_state, "backlog")
             try:
                 for system in systems:
                     backlog.run_backlog(ctx, emulator, system, data, cfg["main_seed"])
@@ -2106,7 +2255,7 @@ def lane_measure(cfg, work, lane_t0, books):
                 stop()
                 shutil.rmtree(backlog_state, ignore_errors=True)
         if "main" in cfg["parts"]:
-            start(main_state)
+            start(main_state, "main")
             try:
                 for system in systems:
                     run_mount_workloads(ctx, emulator, system, cfg["main_seed"])
@@ -2115,10 +2264,17 @@ def lane_measure(cfg, work, lane_t0, books):
             finally:
                 stop()
         if "scale" in cfg["parts"]:
-            start(cfg["scale_state"])
+            start(cfg["scale_state"], "scale")
             try:
                 for system in systems:
                     run_scale(ctx, emulator, system)
+            finally:
+                stop()
+        if "quota" in cfg["parts"]:
+            start(cfg["scale_state"], "quota", limits="google")
+            try:
+                for system in systems:
+                    index_quota.run_index_quota(ctx, emulator, system)
             finally:
                 stop()
     except HarnessError as e:
@@ -2134,7 +2290,7 @@ def lane_measure(cfg, work, lane_t0, books):
         lane = dict(name=cfg["lane"], background=cfg["background"], wall=time.time() - lane_t0,
                     cpu=books.stop() if books else None)
         with open(cfg["result"], "w") as f:
-            json.dump(dict(results=ctx.results, notes=ctx.notes, failures=ctx.failures, lane=lane), f)
+            json.dump(dict(results=ctx.results, notes=ctx.notes, failures=ctx.failures, lane=lane, fronts=ctx.fronts), f)
     return status
 
 
@@ -2220,6 +2376,7 @@ def finish_lane(handle, grace=240):
         for system, note in systems.items():
             ctx.note(wid, system, note)
     ctx.failures += inner["failures"]
+    ctx.fronts += inner.get("fronts", [])
     return ("ok" if not inner["failures"] else "partly failed"), inner.get("lane")
 
 
@@ -2299,7 +2456,9 @@ def write_outputs(ctx, args, machine, rclone_status, out_dir):
         json.dump(report, f, indent=1)
     png = None
     png_path = base + ".png"
-    if render_png(report, png_path):
+    if not any(w["ratios"] for w in report["workloads"]):
+        log("chart: no ratio in this run (a development run of one system): no PNG")
+    elif render_png(report, png_path):
         png = png_path
         if args.docs:
             docs_png = os.path.join(os.path.dirname(os.path.abspath(args.docs)), "benchmarks-%s.png" % profile)
@@ -2362,7 +2521,7 @@ def main():
         if not os.access(os.path.join(args.bin, tool), os.X_OK):
             log("bench: %s is not built in %s" % (tool, args.bin))
             sys.exit(1)
-    for tool in ("curl", "fusermount"):
+    for tool in ("curl", "fusermount", "openssl"):
         if not shutil.which(tool) and not shutil.which(tool + "3"):
             log("bench: %s is needed" % tool)
             sys.exit(1)
@@ -2409,6 +2568,8 @@ def main():
         # Each profile's background lanes start when that profile does, beside its foreground (see "Lanes"):
         # the lan profile's CPU-bound figures then share the machine with its own pacer-bound lane only.
         LANE.token_path = os.path.join(work_root, "token")
+        drivefs_tls = os.path.join(work_root, "tls")  # drivefs's fronts: a CA of the run's, as rclone's namespaces make
+        make_certificates(drivefs_tls)
 
         big_md5 = next(iter(write_datas.values())).big_md5
 
@@ -2443,24 +2604,46 @@ def main():
                                                                 ctx.deadline - time.time()))
             drivefs = Drivefs(work, os.path.join(args.bin, "drivefs"))
             cleanups.append(drivefs.unmount)
-            # drivefs and the reference, on the host's loopback.
-            for part, state in (("main", main_state), ("scale", scale_state)):
-                emulator = Emulator(emulator_bin, state, os.path.join(work, "emulator-%s.log" % part), profile=PROFILES[profile])
+
+            def drivefs_emulator(state, part, limits=None):
+                """drivefs's emulator for a part, behind its own TLS front (as rclone's is behind one)."""
+                shaping = dict(PROFILES[profile], **({"limits": limits} if limits else {}))
+                emulator = emulator_behind_front(emulator_bin, state, os.path.join(work, "emulator-%s.log" % part),
+                                                 shaping, drivefs_tls)
                 cleanups.append(emulator.stop)
+                emulator.part, emulator.runs_before = part, runs_of(ctx, ["drivefs"])
+                return emulator
+
+            def drivefs_done(emulator):
+                """After drivefs's last unmount on an emulator: what its front relayed, then the emulator stopped."""
+                try:
+                    drivefs.unmount()
+                    front_report(ctx, emulator, "drivefs's", emulator.part, runs_of(ctx, ["drivefs"]) - emulator.runs_before)
+                except HarnessError as e:
+                    ctx.failures.append("drivefs side (%s): %s" % (emulator.part, e))
+                    log("FAIL %s" % e)
+                finally:
+                    emulator.stop()
+            # drivefs and the reference, on the host's loopback; workload 11 on the scale drive under Google's limits.
+            for part, state, limits in (("main", main_state, None), ("scale", scale_state, None),
+                                        ("quota", scale_state, "google")):
+                emulator = drivefs_emulator(state, part, limits)
                 try:
                     drivefs.login(emulator)
                     if part == "main":
                         run_mount_workloads(ctx, emulator, drivefs, main_seed)
                         run_reference_workloads(ctx, emulator, main_seed)
-                    else:
+                    elif part == "scale":
                         run_scale(ctx, emulator, drivefs)
                         run_reference_scale(ctx, emulator)
+                    else:
+                        index_quota.run_index_quota(ctx, emulator, drivefs)
+                        index_quota.note_reference(ctx)
                 except HarnessError as e:
                     ctx.failures.append("drivefs side (%s): %s" % (part, e))
                     log("FAIL %s" % e)
                 finally:
-                    drivefs.unmount()
-                    emulator.stop()
+                    drivefs_done(emulator)
             # rclone's foreground, in its namespaces: the reads, then (below) the writes.
             fg = dict(token=LANE.token_path, books=LANE.books, skip=ctx.skip, big_md5=big_md5)
             if args.no_rclone:
@@ -2469,14 +2652,13 @@ def main():
                 statuses[profile] = [missing]
             else:
                 log("[%s] rclone side: private namespace, TLS front on 127.0.0.1:443" % profile)
-                handle = start_lane(ctx, args, work, data, ["main", "scale"], "reads", False, rclone_systems, **fg)
+                handle = start_lane(ctx, args, work, data, ["main", "scale", "quota"], "reads", False, rclone_systems, **fg)
                 statuses[profile] = [finish_lane(handle)[0]]
             # The writes last (what the budget cuts first), on an empty drive of their own: drivefs and the
             # reference, then rclone.
             write_state = os.path.join(work, "write-state")
             os.makedirs(write_state)
-            emulator = Emulator(emulator_bin, write_state, os.path.join(work, "emulator-write.log"), profile=PROFILES[profile])
-            cleanups.append(emulator.stop)
+            emulator = drivefs_emulator(write_state, "write")
             try:
                 drivefs.login(emulator)
                 write_data = write_datas[write_key(ctx.size)]
@@ -2486,14 +2668,12 @@ def main():
                 ctx.failures.append("drivefs side (writes): %s" % e)
                 log("FAIL %s" % e)
             finally:
-                drivefs.unmount()
-                emulator.stop()
+                drivefs_done(emulator)
                 shutil.rmtree(write_state, ignore_errors=True)
             # Workload 9 on a copy of the seeded drive (thrown away after: its backlog is not waited for).
             backlog_state = os.path.join(work, "backlog-state")
             copy_state(main_state, backlog_state)
-            emulator = Emulator(emulator_bin, backlog_state, os.path.join(work, "emulator-backlog.log"), profile=PROFILES[profile])
-            cleanups.append(emulator.stop)
+            emulator = drivefs_emulator(backlog_state, "backlog")
             try:
                 drivefs.login(emulator)
                 backlog.run_backlog(ctx, emulator, drivefs, write_datas[write_key(ctx.size)], main_seed)
@@ -2501,8 +2681,7 @@ def main():
                 ctx.failures.append("drivefs side (backlog): %s" % e)
                 log("FAIL %s" % e)
             finally:
-                drivefs.unmount()
-                emulator.stop()
+                drivefs_done(emulator)
                 shutil.rmtree(backlog_state, ignore_errors=True)
             if not args.no_rclone and not missing:
                 log("[%s] rclone side, writes: private namespace, TLS front on 127.0.0.1:443" % profile)

@@ -85,16 +85,65 @@ def paragraph(reports):
                      for name, s in systems(ten).items() if s.get("keeps_id") is not None]
             if keeps:
                 parts.append("On `%s`, the saved file's Drive ID (10): %s." % (report["profile"], ", ".join(keeps)))
+        eleven = index_quota(report)
+        if eleven:
+            parts.append(eleven)
         units = []
         for w in report["workloads"]:
             s = systems(w)
-            if w["id"][0] in "1234" and "drivefs" in s and "rclone-tuned" in s and s["drivefs"].get("units") is not None \
+            if w["id"].rstrip("abcde") in ("1", "2", "3", "4") and "drivefs" in s and "rclone-tuned" in s and s["drivefs"].get("units") is not None \
                     and s["rclone-tuned"].get("units"):
                 units.append("%s %.2f" % (w["id"], s["drivefs"]["units"] / s["rclone-tuned"]["units"]))
         if units:
             parts.append("On `%s`, drivefs's quota units over tuned rclone's, read workloads: %s." % (
                 report["profile"], ", ".join(units)))
+    fronts = tls_fronts(reports)
+    if fronts:
+        parts.append(fronts)
     return " ".join(parts)
+
+
+def human_s(s):
+    return "%.0f ms" % (s * 1000) if s < 1 else "%.2f s" % s
+
+
+def index_quota(report):
+    """Workload 11's sentence for one profile (the medians of its runs), or None."""
+    a, b = find(report, "11a"), find(report, "11b")
+    if not a or not b:
+        return None
+    sa, sb = systems(a), systems(b)
+    if "drivefs" not in sa or "drivefs" not in sb:
+        return None
+    d, u = sa["drivefs"], sb["drivefs"]
+    text = ("On `%s`, under `--limits google` (11): drivefs's index was built in %s (median of %d), for %s quota units "
+            "and %s refused; the user's ls of leaf folders during it: p99 %s, p50 %s, %s of them answered before the index "
+            "was built" % (report["profile"], human_s(d["median"]), d["runs"], format(d.get("units") or 0, ","), d.get("refusals"),
+                           human_s(u["median"]), human_s(u["p50"]) if u.get("p50") is not None else "?", u.get("during")))
+    for other in ("rclone", "rclone-tuned"):
+        if other in sa and other in sb:
+            text += "; %s's same ls on a cold mount: done in %s, p99 %s, p50 %s, %s units, %s refused" % (
+                other, human_s(sa[other]["median"]), human_s(sb[other]["median"]),
+                human_s(sb[other]["p50"]) if sb[other].get("p50") is not None else "?",
+                format(sa[other].get("units") or 0, ","), sa[other].get("refusals"))
+    return text + "."
+
+
+def tls_fronts(reports):
+    """Which clients went through a TLS front, from the reports' front counters, or None (an older report)."""
+    seen = {}
+    for report in reports:
+        for f in report.get("tls_fronts") or []:
+            if f.get("measured"):
+                c = seen.setdefault(f["client"], [0, 0, 0])
+                c[0] += f["measured"]
+                c[1] += f["connections"]
+                c[2] += f["bytesFromClients"] + f["bytesToClients"]
+    if not seen:
+        return None
+    return "Both mounts reached the emulator through a TLS front of their own (tls_front.py): %s." % "; ".join(
+        "%s fronts relayed %s connections and %.1f MiB over %d measured runs" % (who, format(c[1], ","), c[2] / 1048576, c[0])
+        for who, c in sorted(seen.items()))
 
 
 def main():
