@@ -914,6 +914,9 @@ extension DriveFilesystem {
                 local.properties.merge(kept) { $1 }
                 node.local = local
                 node.changedMillis = changed
+                // A time set here is the time shown, until an entry changes again (rsync -a sets
+                // a folder's time after filling it).
+                if modified != nil { node.entriesChangedMillis = nil }
             }
             held?.lock.unlock()
             return
@@ -937,6 +940,7 @@ extension DriveFilesystem {
             if let modified { node.local?.modifiedMillis = modified }
             node.local?.properties.merge(kept) { $1 }
             node.changedMillis = changed
+            if modified != nil { node.entriesChangedMillis = nil }
         }
     }
 
