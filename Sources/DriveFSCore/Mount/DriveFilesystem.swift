@@ -520,15 +520,21 @@ public final class DriveFilesystem: FilesystemOperations {
     private func scheduleReadAhead(_ content: BlockCache.Handle, _ span: ReadAheadState.Span) {
         while let run = cache.claim(content, offset: span.offset, length: span.length, maxBytes: span.length) {
             readAhead.submit { [self] in
-                let context = RequestContext(priority: .readAhead, deadline: time.now() + configuration.requestDeadline)
                 do {
-                    try context.scope { () throws -> Void in
-                        try cache.download(content, blocks: run, fetch: fetcher(for: content.key))
-                    }
+                    try download(content, run, priority: .readAhead)
                 } catch {
                     Log.shared.debug("readahead", "\(content.key) at block \(run.lowerBound): \(error)")
                 }
             }
+        }
+    }
+
+    /// Downloads a claimed run of `content` at `priority`, with a user request's deadline (on a
+    /// read-ahead thread: read-ahead and background fills).
+    private func download(_ content: BlockCache.Handle, _ run: ClosedRange<Int>, priority: RequestPriority) throws {
+        let context = RequestContext(priority: priority, deadline: time.now() + configuration.requestDeadline)
+        try context.scope { () throws -> Void in
+            try cache.download(content, blocks: run, fetch: fetcher(for: content.key))
         }
     }
 
@@ -561,20 +567,16 @@ public final class DriveFilesystem: FilesystemOperations {
     /// complete, or no handle holds it any more) or a download fails (a failing Drive is not
     /// pressed further); the last stream to end ends the fill.
     private func continueFill(_ content: BlockCache.Handle, running: Locked<Int>) {
+        @Sendable func endStream() { if running.withLock({ n -> Bool in n -= 1; return n == 0 }) { cache.endFill(content) } }
         guard let run = cache.claim(content, offset: 0, length: content.size, maxBytes: configuration.randomReadFillChunk) else {
-            if running.withLock({ n -> Bool in n -= 1; return n == 0 }) { cache.endFill(content) }
-            return
+            return endStream()
         }
         readAhead.submit { [self] in
-            let context = RequestContext(priority: .background, deadline: time.now() + configuration.requestDeadline)
             do {
-                try context.scope { () throws -> Void in
-                    try cache.download(content, blocks: run, fetch: fetcher(for: content.key))
-                }
+                try download(content, run, priority: .background)
             } catch {
                 Log.shared.debug("readahead", "background fill of \(content.key) stopped at block \(run.lowerBound): \(error)")
-                if running.withLock({ n -> Bool in n -= 1; return n == 0 }) { cache.endFill(content) }
-                return
+                return endStream()
             }
             continueFill(content, running: running)
         }
