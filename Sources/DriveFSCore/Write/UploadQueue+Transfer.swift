@@ -807,9 +807,14 @@ extension UploadQueue {
     /// Waits `seconds` on the queue's clock in short steps, stopping when the job must stop.
     private func wait(_ seconds: Double, seq: UInt64) throws(Interruption) {
         var left = seconds
+        // Drive coming back (the poller's probe got an answer) ends a backoff at once: what was
+        // held while offline goes now, not up to `maximumBackoff` later.
+        let reachability = backend.reachability
+        let comebacks = reachability?.comebacks
         while left > 0 {
             _ = try current(seq)
             if seconds - left >= Self.drainingBackoff && draining.withLock({ $0 > 0 }) { break }
+            if let reachability, reachability.comebacks != comebacks { break }
             let slice = min(left, 0.1)
             time.sleep(slice)
             left -= slice
