@@ -154,10 +154,23 @@ enum MountCommand {
         var api = connection.api
         var what = "My Drive"
         var cacheName = choice.profile
+        let directories = DrivefsDirectories.fromEnvironment(environment)
         if let wanted = invocation.value("shared-drive") {
             let drive: SharedDrive
+            // A drive mounted before is known by name: with Drive away the mount can start offline
+            // from that drive's saved index, after the same wait as My Drive's.
+            let known = KnownSharedDrives(cacheRoot: directories.cache, profile: choice.profile)
+            let remembered = known.find(wanted)
             do {
-                drive = try api.resolveSharedDrive(wanted)
+                let context = RequestContext(priority: .interactive,
+                                             deadline: remembered == nil ? nil : Date().timeIntervalSince1970 + offlineStartWait)
+                let scoped = api
+                drive = try context.scope { try scoped.resolveSharedDrive(wanted) }
+                known.remember(drive)
+            } catch let error as DriveError where remembered != nil && Self.unreachable(error) {
+                drive = remembered!
+                Log.shared.info("mount", "Drive cannot be reached to look up '\(wanted)'; it is the shared drive \(drive.id), "
+                                + "mounted here before")
             } catch DriveError.notFound {
                 throw CLIError.failure("no shared drive called '\(wanted)' is visible to this account",
                                        hint: "Check the name (it is case-sensitive) or pass the drive's ID.")
@@ -170,7 +183,6 @@ enum MountCommand {
             what = "shared drive '\(drive.name)'"
             cacheName += "-" + drive.id
         }
-        let directories = DrivefsDirectories.fromEnvironment(environment)
         let cacheDirectory = invocation.value("cache-dir").map { URL(fileURLWithPath: $0) }
             ?? directories.cache.appendingPathComponent(cacheName)
         // The root and the change feed's position, before anything is listed (no change is missed);
