@@ -16,6 +16,8 @@ import Glibc
 /// - Capped at `capacity` bytes of present blocks: past it, the least recently used blocks of
 ///   content that no handle has open are released (holes punched; files removed when empty).
 ///   Open content is never evicted, so the cap can be exceeded while open files need more.
+///   Neither is content of a kept file (`setKept`: the files pinned offline): the cap counts its
+///   blocks, and what is not kept is evicted around them.
 /// - Survives remounts: which blocks of which version are present is recorded in one index
 ///   (`index.json`), written every `flushInterval` seconds and at unmount, always after the data it
 ///   describes was flushed (fdatasync), and before an evicted block's hole is punched: a crash can
@@ -43,6 +45,8 @@ public final class BlockCache: Sendable {
     private nonisolated(unsafe) var tick: UInt64 = 0
     private nonisolated(unsafe) var exporting: Set<ContentKey> = []
     private nonisolated(unsafe) var counters = Counters()
+    /// Drive IDs of files whose content is never evicted (`setKept`).
+    private nonisolated(unsafe) var kept: Set<String> = []
     /// Blocks evicted since the last index write: their holes are punched only once the index on
     /// disk no longer lists them.
     private nonisolated(unsafe) var pendingHoles: [(entry: Entry, block: Int)] = []
@@ -130,7 +134,10 @@ public final class BlockCache: Sendable {
         init(_ value: Entry) { self.value = value }
     }
 
-    public init(directory: URL, capacity: Int64, blockSize: Int) throws(FilesystemError) {
+    /// - Parameter kept: the files kept offline as the last run left them (`setKept`): the index
+    ///   is loaded without evicting them even when the cap shrank.
+    public init(directory: URL, capacity: Int64, blockSize: Int, kept: Set<String> = []) throws(FilesystemError) {
+        self.kept = kept
         self.directory = directory
         self.capacity = max(Int64(blockSize), capacity)
         self.blockSize = blockSize
@@ -147,6 +154,39 @@ public final class BlockCache: Sendable {
     public var counterValues: Counters { condition.lock(); defer { condition.unlock() }; return counters }
     public var bytesUsed: Int64 { condition.lock(); defer { condition.unlock() }; return usage }
     public var entryCount: Int { condition.lock(); defer { condition.unlock() }; return entries.count }
+
+    /// Makes the content of the files `fileIDs` (every version cached) exempt from eviction, in
+    /// place of the set given before: the files kept offline. Their blocks still count against
+    /// the cap; content no longer kept is evicted again, least recently used first.
+    public func setKept(_ fileIDs: Set<String>) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard kept != fileIDs else { return }
+        kept = fileIDs
+        evictIfNeeded()
+    }
+
+    /// Bytes of content of kept files held now (they count against the cap like any other).
+    public var keptBytes: Int64 {
+        condition.lock()
+        defer { condition.unlock() }
+        var total: Int64 = 0
+        for entry in entries.values where kept.contains(entry.key.fileID) && !entry.doomed {
+            for b in 0..<entry.blockCount where entry.isPresent(b) { total += blockBytes(entry, b) }
+        }
+        return total
+    }
+
+    /// Bytes of version `key` held now (0 when it is not cached, or cached at another size).
+    public func presentBytes(_ key: ContentKey, size: Int64) -> Int64 {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let entry = entries[key], !entry.doomed, entry.size == size else { return 0 }
+        if entry.presentCount == entry.blockCount { return size }
+        var total: Int64 = 0
+        for b in 0..<entry.blockCount where entry.isPresent(b) { total += blockBytes(entry, b) }
+        return total
+    }
 
     // MARK: Opening and closing
 
@@ -633,11 +673,12 @@ public final class BlockCache: Sendable {
         indexDirty = true
     }
 
-    /// Least recently used blocks of unpinned content go first, down to 90% of the cap.
+    /// Least recently used blocks of unpinned content go first, down to 90% of the cap; content
+    /// of kept files is never a candidate.
     private func evictIfNeeded() {
         guard usage > capacity else { return }
         var candidates: [(tick: UInt64, entry: Entry, block: Int)] = []
-        for entry in entries.values where entry.pins == 0 {
+        for entry in entries.values where entry.pins == 0 && !kept.contains(entry.key.fileID) {
             for b in 0..<entry.blockCount where entry.isPresent(b) && !entry.fetching.contains(b) {
                 candidates.append((entry.lastUse[b], entry, b))
             }
