@@ -32,7 +32,7 @@ final class PinTests: XCTestCase {
 
     private func state(_ inode: Inode) throws -> String { try attribute(inode, ExtendedAttributes.state) }
 
-    private func waitUntil(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () throws -> Bool) rethrows {
+    private func waitUntil(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () throws -> Bool) throws {
         let end = Date(timeIntervalSinceNow: 60)
         while try !condition() {
             if Date() > end { XCTFail("gave up waiting: \(what)", file: file, line: line); return }
@@ -124,6 +124,8 @@ final class PinTests: XCTestCase {
         fake.resetCounters()
         XCTAssertEqual(try harness.read(file), bytes)
         XCTAssertEqual(downloads, 0, "\(fake.requestSummary)")
+        // The summary is the last sweep's (the one at start may still run).
+        try waitUntil("a sweep since the restart") { fs.pinSweepsDone > 0 }
         let pins = fs.status().pins ?? []
         XCTAssertEqual(pins.map(\.path), ["/keep"])
         XCTAssertEqual(pins.first?.localBytes, Int64(bytes.count))
