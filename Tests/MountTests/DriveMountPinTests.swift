@@ -29,7 +29,7 @@ final class DriveMountPinTests: XCTestCase {
         var listed = ""
         let local = try waitUntil(timeout: 120, interval: 0.2) {
             listed = try drivefs(["pin", "--list"]).output
-            return listed.contains("\(mount.path("keep"))  4 files") && listed.contains("(all local)")
+            return listed.contains("\(mount.path("keep"))  3 files") && listed.contains("(all local)")
         }
         XCTAssertTrue(local, "drivefs pin --list says the folder is all local:\n\(listed)\n\(mount.log.suffix(2000))")
         let states = try drivefs(["status", mount.path("keep")])

@@ -119,6 +119,7 @@ final class PinKeeper: Sendable {
 
     private func sweep() {
         guard let hooks = hooks.withLock({ $0 }) else { return }
+        Log.shared.debug("pins", "sweeping \(set.rules.count) rule(s)")
         let rules = set.rules
         var kept = Set<String>()
         var found: [Tracked] = []
@@ -133,6 +134,7 @@ final class PinKeeper: Sendable {
             walk(inode, rules: rules, into: &item, kept: &kept, fill: hooks.fill)
             found.append(item)
         }
+        Log.shared.debug("pins", "swept \(found.count) pinned item(s): \(found.reduce(0) { $0 + $1.files }) file(s) kept")
         cache.setKept(kept)
         do { try set.setKept(kept) } catch { Log.shared.warning("pins", "cannot save the pins in \(set.path): \(error)") }
         tracked.withLock { $0 = found }
