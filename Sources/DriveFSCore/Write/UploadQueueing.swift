@@ -243,6 +243,12 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// holds a job of the file already, enough early uploads run, or the backend cannot).
     func beginEarlyUpload(_ request: UploadRequest, contentPath: String, size: Int64) -> EarlyUpload?
 
+    /// The Drive ID the file `fileID` has now: `fileID`, unless an upload of it found Drive's copy
+    /// gone and made the file again under a new ID, which it then is (also before the core heard
+    /// of that landing). Every call of this protocol that names a file takes either ID; a request
+    /// the core sends Drive itself (a rename, a trash) goes to this one.
+    func currentID(of fileID: String) -> String
+
     var status: UploadQueueStatus { get }
 
     /// Where the file's content stands in the queue now (`user.drivefs.state`): never waits.
@@ -269,6 +275,7 @@ public enum UploadFilePhase: String, Sendable, Equatable {
 
 extension UploadQueueing {
     public func phase(of fileID: String) -> UploadFilePhase { .none }
+    public func currentID(of fileID: String) -> String { fileID }
     public func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool { false }
     public func beginEarlyUpload(_ request: UploadRequest, contentPath: String, size: Int64) -> EarlyUpload? { nil }
 }
