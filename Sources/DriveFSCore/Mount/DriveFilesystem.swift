@@ -114,7 +114,7 @@ public final class DriveFilesystem: FilesystemOperations {
         cacheLock = try CacheDirectoryLock(directory: cacheDirectory)
         let pinSet = PinSet(path: cacheDirectory.appendingPathComponent(PinSet.fileName).path)
         cache = try BlockCache(directory: cacheDirectory.appendingPathComponent("blocks"), capacity: configuration.cacheSize,
-                               blockSize: configuration.blockSize, kept: pinSet.kept)
+                               blockSize: configuration.blockSize, kept: pinSet.kept, minimumFree: configuration.cacheMinimumFree)
         index = IndexStore(path: cacheDirectory.appendingPathComponent(IndexStore.fileName).path)
         interactive = WorkPool(name: "drivefs-io", threads: configuration.interactiveThreads)
         readAhead = WorkPool(name: "drivefs-readahead", threads: configuration.readAheadStreams)
