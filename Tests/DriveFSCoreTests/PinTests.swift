@@ -179,7 +179,9 @@ final class PinTests: XCTestCase {
         _ = try harness.write(inode, created.opened.handle, Array("new\n".utf8), at: 0)
         XCTAssertEqual(try state(inode), "local", "written, not closed")
         try harness.close(inode, created.opened.handle)
-        XCTAssertEqual(try state(inode), "queued", "closed, behind the blocker")
+        // The last close's commit runs on a commit thread: `local` until it is journaled ready.
+        try waitUntil("closed, it is queued behind the blocker") { try state(inode) == "queued" }
+        XCTAssertEqual(try state(inode), "queued", "it stays queued while the one transfer is held")
         held.withLock { _ = $0.remove(blockerID) }
         try waitUntil("its upload is on the wire") { arrived.withLock { $0.contains(id) } }
         XCTAssertEqual(try state(inode), "uploading")

@@ -38,6 +38,9 @@ final class DriveMountPinTests: XCTestCase {
         XCTAssertEqual(line?.split(separator: " ").last, "offline", "pinned and all local: \(states.output)")
         let loose = try drivefs(["status", mount.path("loose.bin")])
         XCTAssertTrue(loose.output.contains("cloud"), "nothing of an unread, unpinned file is local: \(loose.output)")
+        let overview = try drivefs(["status"])
+        XCTAssertTrue(overview.output.contains("pinned: 293 KiB (293 KiB local) against the cache's cap of"), overview.output)
+        XCTAssertFalse(overview.output.contains("the pins alone need more"), overview.output)
         let md5 = try drive.file(at: "keep/sub/b.bin").md5Checksum
         try drive.drivefsUnmount(mount)
 
