@@ -1159,6 +1159,9 @@ extension DriveFilesystem {
                 if !kept.isEmpty { node.file.appProperties = (node.file.appProperties ?? [:]).merging(kept) { _, new in new } }
             }
             if !pendingNewer && !heldCopy { node.local = nil }
+            // On Drive now, whatever waits to follow: never again "not on Drive yet", or a removal
+            // or a rename over it would send nothing and leave it there (chaos finding 14).
+            node.local?.isNew = false
         }
         trashIfRemoved(outcome)
     }
