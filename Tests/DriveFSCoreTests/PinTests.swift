@@ -125,7 +125,7 @@ final class PinTests: XCTestCase {
         XCTAssertEqual(try harness.read(file), bytes)
         XCTAssertEqual(downloads, 0, "\(fake.requestSummary)")
         // The summary is the last sweep's (the one at start may still run).
-        try waitUntil("a sweep since the restart") { fs.pinSweepsDone > 0 }
+        try waitUntil("the sweep at start") { fs.pinSweepsDone > 0 && fs.pinSweepsIdle }
         let pins = fs.status().pins ?? []
         XCTAssertEqual(pins.map(\.path), ["/keep"])
         XCTAssertEqual(pins.first?.localBytes, Int64(bytes.count))
@@ -146,6 +146,33 @@ final class PinTests: XCTestCase {
         try waitUntil("the new version is local") { try state(file) == "offline" && downloads > 0 }
         goOffline()
         XCTAssertEqual(try harness.read(file), second, "the new version was fetched while online")
+    }
+
+    func testAPinFollowsARenameAndAnUnpinInsideAPinnedFolderIsItsOwn() throws {
+        harness = try CoreHarness { $0.readOnly = false }
+        let keep = fake.addFolder("keep")
+        fake.addFile("a.txt", in: keep, content: Array("a".utf8))
+        fake.addFile("b.txt", in: keep, content: Array("b".utf8))
+        fake.addFolder("elsewhere")
+        try harness.mount()
+        let folder = try harness.resolve("keep").inode
+        try setPinned(folder, "1")
+        let a = try harness.lookup(folder, "a.txt").inode
+        let b = try harness.lookup(folder, "b.txt").inode
+        try setPinned(b, "0")
+        XCTAssertEqual(try attribute(b, ExtendedAttributes.pinned), "0", "unpinned inside a pinned folder")
+        XCTAssertEqual(try attribute(a, ExtendedAttributes.pinned), "1", "the rest of the folder stays pinned")
+        try setPinned(a, "1")
+        XCTAssertEqual(fs.pins.set.rules.count, 2, "a pin the folder gives already adds no rule: \(fs.pins.set.rules)")
+
+        // The folder renamed and moved: the pin is its Drive ID's.
+        let elsewhere = try harness.resolve("elsewhere").inode
+        try harness.rename(.root, "keep", to: elsewhere, "kept")
+        XCTAssertEqual(try attribute(try harness.resolve("elsewhere/kept/a.txt").inode, ExtendedAttributes.pinned), "1")
+        // `drivefs pin --list` shows it where it is after the next sweep (the next poll's, here asked for).
+        fs.sweepPins()
+        try waitUntil("a sweep after the rename") { fs.pinSweepsIdle }
+        XCTAssertEqual((fs.status().pins ?? []).map(\.path), ["/elsewhere/kept"])
     }
 
     // MARK: Each file's state

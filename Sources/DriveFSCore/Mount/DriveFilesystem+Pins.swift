@@ -96,6 +96,8 @@ extension DriveFilesystem {
 
     /// Sweeps of the pins finished since start.
     public var pinSweepsDone: Int { pins.sweepsDone }
+    /// Every sweep asked for so far has ended.
+    public var pinSweepsIdle: Bool { pins.isIdle }
     /// Asks the keeper for a sweep now (tests; the mount asks after each poll and landing).
     public func sweepPins() { pins.requestSweep() }
     public func isPinned(_ inode: Inode) -> Bool { pins.isPinned(inode) }

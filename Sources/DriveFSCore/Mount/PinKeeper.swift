@@ -104,6 +104,8 @@ final class PinKeeper: Sendable {
 
     /// Sweeps finished since start (tests wait on it).
     var sweepsDone: Int { sweeps.withLock { $0.done } }
+    /// No sweep runs or is asked for: every sweep asked for before has ended (tests).
+    var isIdle: Bool { sweeps.withLock { !$0.queued && !$0.running } }
 
     private func runSweeps() {
         while sweeps.withLock({ s -> Bool in
