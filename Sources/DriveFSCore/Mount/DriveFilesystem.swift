@@ -67,6 +67,9 @@ public final class DriveFilesystem: FilesystemOperations {
     /// Files whose last close answered ENOSPC (their growth does not fit in Drive's free space):
     /// journaled but not ready, kept until a truncate, a removal or a later close that fits.
     let heldForRoom = Locked<Set<Inode>>([])
+    /// What is kept offline (`DriveFilesystem+Pins.swift`), and how uploads last ended (`SyncState`).
+    let pins: PinKeeper
+    let verdicts = UploadVerdicts()
 
     struct Handles {
         var next: UInt64 = 1
@@ -109,8 +112,9 @@ public final class DriveFilesystem: FilesystemOperations {
         self.time = time
         let cacheDirectory = configuration.cacheDirectory
         cacheLock = try CacheDirectoryLock(directory: cacheDirectory)
+        let pinSet = PinSet(path: cacheDirectory.appendingPathComponent(PinSet.fileName).path)
         cache = try BlockCache(directory: cacheDirectory.appendingPathComponent("blocks"), capacity: configuration.cacheSize,
-                               blockSize: configuration.blockSize)
+                               blockSize: configuration.blockSize, kept: pinSet.kept, minimumFree: configuration.cacheMinimumFree)
         index = IndexStore(path: cacheDirectory.appendingPathComponent(IndexStore.fileName).path)
         interactive = WorkPool(name: "drivefs-io", threads: configuration.interactiveThreads)
         readAhead = WorkPool(name: "drivefs-readahead", threads: configuration.readAheadStreams)
@@ -149,6 +153,7 @@ public final class DriveFilesystem: FilesystemOperations {
                               background: backgroundListing, time: time)
         poller = ChangePoller(backend: backend, table: table, invalidator: invalidator, index: index, token: token,
                               interval: configuration.pollInterval)
+        pins = PinKeeper(set: pinSet, table: table, lister: lister, cache: cache, configuration: configuration, time: time)
         // A built index is saved at once: a daemon killed later does not list the drive again.
         lister.whenIndexBuilt { [poller] in poller.saveIndex() }
         // The IDs for new items, kept across restarts (issue 17): this drive's only (`root.id`).
@@ -196,6 +201,9 @@ public final class DriveFilesystem: FilesystemOperations {
         let caughtUp = restoredIndex && poller.catchUp(within: Self.catchUpSeconds)
         poller.start(pollFirst: !caughtUp)
         if configuration.indexWholeDrive { lister.indexWholeDrive() }
+        poller.whenPolled { [pins] in pins.requestSweep() }
+        pins.start(fill: { [weak self] key, size in self?.fillPinned(key, size: size) },
+                   describe: { [weak self] inode in self?.describe(inode) ?? "\(inode)" })
         cache.startFlushing(interval: BlockCache.flushInterval)
     }
 
@@ -213,6 +221,7 @@ public final class DriveFilesystem: FilesystemOperations {
         }
         UnfinishedUploads.write(drained && left == 0 ? 0 : max(1, left), cacheDirectory: configuration.cacheDirectory.path)
         poller.stop()
+        pins.stop()
         for pool in [interactive, readAhead, backgroundListing] { pool.stop() }
         // Closed files still being committed reach the journal before the queue stops.
         commits.stop()
@@ -232,6 +241,7 @@ public final class DriveFilesystem: FilesystemOperations {
     /// The cache directory's lock is let go, as the kernel lets a dead process's lock go.
     func abandonAsCrashed() {
         poller.stop()
+        pins.stop()
         for pool in [interactive, readAhead, backgroundListing, commits, notifications] { pool.stop() }
         uploads.stop()
         cache.stopFlushing()
@@ -557,7 +567,7 @@ public final class DriveFilesystem: FilesystemOperations {
         Log.shared.info("readahead", "\(describe(inode)): read at random; filling its \(content.size) bytes in the background")
         let streams = max(1, configuration.randomReadFillStreams)
         let running = Locked(streams)
-        for _ in 0..<streams { continueFill(content, running: running) }
+        for _ in 0..<streams { continueFill(content, running: running, then: nil) }
     }
 
     /// One stream of a background fill: claims the next run of missing blocks (at most a fill
@@ -565,9 +575,13 @@ public final class DriveFilesystem: FilesystemOperations {
     /// `.background` priority (behind what users wait on and read-ahead, in the pacer's order),
     /// then goes on with the next. A stream ends when nothing is left to claim (the version is
     /// complete, or no handle holds it any more) or a download fails (a failing Drive is not
-    /// pressed further); the last stream to end ends the fill.
-    private func continueFill(_ content: BlockCache.Handle, running: Locked<Int>) {
-        @Sendable func endStream() { if running.withLock({ n -> Bool in n -= 1; return n == 0 }) { cache.endFill(content) } }
+    /// pressed further); the last stream to end ends the fill, then calls `then`.
+    func continueFill(_ content: BlockCache.Handle, running: Locked<Int>, then: (@Sendable () -> Void)?) {
+        @Sendable func endStream() {
+            guard running.withLock({ n -> Bool in n -= 1; return n == 0 }) else { return }
+            cache.endFill(content)
+            then?()
+        }
         guard let run = cache.claim(content, offset: 0, length: content.size, maxBytes: configuration.randomReadFillChunk) else {
             return endStream()
         }
@@ -578,7 +592,7 @@ public final class DriveFilesystem: FilesystemOperations {
                 Log.shared.debug("readahead", "background fill of \(content.key) stopped at block \(run.lowerBound): \(error)")
                 return endStream()
             }
-            continueFill(content, running: running)
+            continueFill(content, running: running, then: then)
         }
     }
 
