@@ -45,7 +45,7 @@ final class DriveMountIdleSheddingTests: XCTestCase {
         XCTAssertEqual(walk.output.components(separatedBy: ".txt\n").count - 1, items)
 
         var last: MountStatus.Index?
-        let shed = waitUntil(timeout: 120, interval: 0.5) {
+        let shed = waitUntil(timeout: 60, interval: 0.5) {
             last = try? index(drive)
             guard let last else { return false }
             // Folders holding folders the kernel keeps stay materialized; the others go.
