@@ -476,7 +476,7 @@ final class NodeTable: Sendable {
             assertionFailure("\(s.materializedFolders) materialized folders counted, \(materialized) held")
             return false
         }
-        guard s.packedBytes == s.packed.values.reduce(0, { $0 + $1.bytes.count }),
+        guard s.packedBytes == s.packed.values.reduce(0, { $0 + $1.byteCount }),
               s.packedItems == s.packed.values.reduce(0, { $0 + $1.count }) else {
             assertionFailure("the packed listings' byte or item count is off")
             return false
