@@ -19,6 +19,14 @@ public enum AtomicFile {
     /// - Parameter durable: false skips both fsyncs, for files that mean nothing after a crash
     ///   (a daemon's status in a runtime directory): readers still never see a partial file.
     public static func write<C: ContiguousBytes>(_ bytes: C, to path: String, mode: mode_t = 0o600, durable: Bool = true) throws {
+        try write(to: path, mode: mode, durable: durable) { emit in try bytes.withUnsafeBytes { try emit($0) } }
+    }
+
+    /// The same replacement, for a file written in pieces (an index of hundreds of MB is never held
+    /// whole in memory): `produce` hands each piece to `emit`, in order. A failed `emit` throws
+    /// out of `produce`; an error `produce` throws leaves the old file as it was.
+    public static func write(to path: String, mode: mode_t = 0o600, durable: Bool = true,
+                             producing produce: (_ emit: (UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
         let temp = directory + "/.\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -26,8 +34,22 @@ public enum AtomicFile {
         guard fd >= 0 else { throw Failure(operation: "create", path: temp, errno: errno) }
         // The umask may have narrowed the mode at creation; set exactly what was asked.
         var failure: Failure? = fchmod(fd, mode) == 0 ? nil : Failure(operation: "chmod", path: temp, errno: errno)
+        var produced: Error?
         if failure == nil {
-            failure = bytes.withUnsafeBytes { writeAll(fd, $0) }.map { Failure(operation: "write", path: temp, errno: $0) }
+            do {
+                try produce { piece in
+                    if let e = writeAll(fd, piece) { throw Failure(operation: "write", path: temp, errno: e) }
+                }
+            } catch let error as Failure {
+                failure = error
+            } catch {
+                produced = error
+            }
+        }
+        if let produced {
+            close(fd)
+            unlink(temp)
+            throw produced
         }
         if failure == nil, durable, fsync(fd) != 0 { failure = Failure(operation: "fsync", path: temp, errno: errno) }
         close(fd)

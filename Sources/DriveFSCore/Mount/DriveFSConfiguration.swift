@@ -25,6 +25,9 @@ public struct DriveFSConfiguration: Sendable {
     public var directoryCacheTTL: Double
     /// Seconds between two reads of the change feed.
     public var pollInterval: Double
+    /// A folder nothing used for this long has the kernel let go of its files' entries, so that
+    /// its nodes are packed again (`--release-idle-after`, NodeTable+Shedding.swift; 0: never).
+    public var releaseIdleAfter: Double = 10
     public var exportFormats: ExportFormats
     /// Read-only mount (every write fails with EROFS).
     public var readOnly: Bool

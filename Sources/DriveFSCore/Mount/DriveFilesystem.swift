@@ -32,6 +32,7 @@ public final class DriveFilesystem: FilesystemOperations {
     let lister: FolderLister
     let invalidator: Invalidator
     let poller: ChangePoller
+    let shedder: IdleFolderShedder
     /// The table came from a saved index (`start` reads the change feed before serving).
     let restoredIndex: Bool
     /// How long `start` waits for Drive's changes since a saved index before it serves the index as saved.
@@ -154,6 +155,7 @@ public final class DriveFilesystem: FilesystemOperations {
         poller = ChangePoller(backend: backend, table: table, invalidator: invalidator, index: index, token: token,
                               interval: configuration.pollInterval)
         pins = PinKeeper(set: pinSet, table: table, lister: lister, cache: cache, configuration: configuration, time: time)
+        shedder = IdleFolderShedder(table: table, invalidator: invalidator, idleFor: configuration.releaseIdleAfter)
         // A built index is saved at once: a daemon killed later does not list the drive again.
         lister.whenIndexBuilt { [poller] in poller.saveIndex() }
         // The IDs for new items, kept across restarts (issue 17): this drive's only (`root.id`).
@@ -200,6 +202,7 @@ public final class DriveFilesystem: FilesystemOperations {
         // (chaos finding 11: a file changed just before a crash was read as the index had it).
         let caughtUp = restoredIndex && poller.catchUp(within: Self.catchUpSeconds)
         poller.start(pollFirst: !caughtUp)
+        shedder.start()
         if configuration.indexWholeDrive { lister.indexWholeDrive() }
         poller.whenPolled { [pins] in pins.requestSweep() }
         pins.start(fill: { [weak self] key, size in self?.fillPinned(key, size: size) },
@@ -222,6 +225,7 @@ public final class DriveFilesystem: FilesystemOperations {
         UnfinishedUploads.write(drained && left == 0 ? 0 : max(1, left), cacheDirectory: configuration.cacheDirectory.path)
         poller.stop()
         pins.stop()
+        shedder.stop()
         for pool in [interactive, readAhead, backgroundListing] { pool.stop() }
         // Closed files still being committed reach the journal before the queue stops.
         commits.stop()
@@ -242,6 +246,7 @@ public final class DriveFilesystem: FilesystemOperations {
     func abandonAsCrashed() {
         poller.stop()
         pins.stop()
+        shedder.stop()
         for pool in [interactive, readAhead, backgroundListing, commits, notifications] { pool.stop() }
         uploads.stop()
         cache.stopFlushing()
@@ -687,6 +692,15 @@ public final class DriveFilesystem: FilesystemOperations {
     public var knownItems: Int { table.count }
     /// Polls of the change feed done by the poller since start (the first one runs at start).
     public var completedPolls: Int { poller.completedPolls }
+    /// Sheds the folders idle for `idleFor` seconds now, as the shedder's thread does every few
+    /// seconds (tests), and waits until the kernel was told. Returns the folders shed.
+    @discardableResult
+    public func shedIdleFolders(idleFor: Double) -> Int {
+        let (invalidations, folders) = table.shedIdleFolders(idleFor: idleFor)
+        invalidator.apply(invalidations)
+        _ = notifications.waitUntilIdle(timeout: 60)
+        return folders
+    }
     /// Reads the change feed now (tests; the poller does it every `pollInterval`).
     public func pollChanges() throws { try poller.pollOnce() }
     /// Waits until no prefetch is queued or running (tests), at most `timeout` seconds.

@@ -68,6 +68,9 @@ enum MountCommand {
                        validate: validateDuration),
                 .value("poll-interval", valueName: "DURATION", help: "How often the change feed is read (default 30s)",
                        validate: validateDuration),
+                .value("release-idle-after", valueName: "DURATION",
+                       help: "Let the kernel drop the cached file entries of a folder\nunused this long, so their memory is packed again\n(default 10s; 0: never)",
+                       validate: { Duration.parse($0, allowZero: true) == nil ? "expected a duration such as 10s, 1m or 0" : nil }),
                 .value("shared-drive", valueName: "NAME_OR_ID", help: "Mount this shared drive instead of My Drive",
                        validate: { $0.isEmpty ? "name the shared drive (its name or ID)" : nil }),
                 .value("export-formats", valueName: "LIST", help: "Formats for Google Docs etc., in order of preference\n(default docx,xlsx,pptx,svg,pdf)",
@@ -233,6 +236,9 @@ enum MountCommand {
         if let size = invocation.value("random-read-fill").flatMap(ByteSize.parse) { configuration.randomReadFillLimit = size }
         if let ttl = invocation.value("dir-cache-ttl").flatMap { Duration.parse($0) } { configuration.directoryCacheTTL = ttl }
         if let interval = invocation.value("poll-interval").flatMap { Duration.parse($0) } { configuration.pollInterval = interval }
+        if let idle = invocation.value("release-idle-after").flatMap({ Duration.parse($0, allowZero: true) }) {
+            configuration.releaseIdleAfter = idle
+        }
         if let formats = invocation.value("export-formats").flatMap({ ExportFormats.parse($0).formats }) {
             configuration.exportFormats = formats
         }

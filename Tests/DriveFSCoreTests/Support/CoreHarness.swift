@@ -15,6 +15,7 @@ final class RecordingNotifier: KernelNotifier, @unchecked Sendable {
     func invalidateInode(_ inode: Inode) { lock.lock(); inodes.append(inode); lock.unlock() }
 
     var entryNames: [String] { lock.lock(); defer { lock.unlock() }; return entries.map(\.1) }
+    var entryList: [(parent: Inode, name: String)] { lock.lock(); defer { lock.unlock() }; return entries.map { ($0.0, $0.1) } }
     var inodeList: [Inode] { lock.lock(); defer { lock.unlock() }; return inodes }
 }
 
