@@ -94,6 +94,18 @@ public enum SystemCall {
         if let failure { throw failure }
     }
 
+    /// Sends all of `bytes` on a socket (`send(2)` until done, `MSG_NOSIGNAL`: a peer that went
+    /// away is EPIPE, never a SIGPIPE).
+    public static func sendAll(_ fd: Int32, _ bytes: some ContiguousBytes) throws(SystemCallError) {
+        let failure = bytes.withUnsafeBytes { raw -> SystemCallError? in
+            do throws(SystemCallError) {
+                try writeAll("send", count: raw.count) { done in Glibc.send(fd, raw.baseAddress! + done, raw.count - done, Int32(MSG_NOSIGNAL)) }
+                return nil
+            } catch { return error }
+        }
+        if let failure { throw failure }
+    }
+
     /// The loop behind every `writeAll`: `write(done)` writes from byte `done` on and returns what
     /// the system call returned. (The seam the tests drive with short writes and EINTR.)
     static func writeAll(_ call: String, count: Int, _ write: (_ done: Int) -> Int) throws(SystemCallError) {

@@ -58,7 +58,7 @@ public final class CacheDirectoryLock: Sendable {
         descriptor.withLock { fd in
             guard fd >= 0 else { return }
             _ = ftruncate(fd, 0)
-            _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+            try? SystemCall.writeAll(fd, bytes, at: 0)
         }
     }
 

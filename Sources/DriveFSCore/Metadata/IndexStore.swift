@@ -52,7 +52,7 @@ public final class IndexStore: Sendable {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var head = [UInt8](repeating: 0, count: 4096)
-        let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
+        let n = (try? head.withUnsafeMutableBytes { try SystemCall.readFully(fd, into: $0, at: 0) }) ?? 0
         guard n > magic.count, Array(head[0..<magic.count]) == magic else { return nil }
         var r = ByteReader(Array(head[0..<n]), from: magic.count)
         guard let format = r.varint(), format == Self.format, let rootID = r.string(), r.string() != nil,
@@ -126,13 +126,7 @@ public final class IndexStore: Sendable {
         let size = Int(info.st_size)
         var failed = false
         let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            var done = 0
-            while done < size {
-                let n = read(fd, buffer.baseAddress! + done, size - done)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { break }
-                done += n
-            }
+            let done = (try? SystemCall.readFully(fd, into: UnsafeMutableRawBufferPointer(buffer))) ?? 0
             failed = done != size
             count = failed ? 0 : done
         }
