@@ -134,13 +134,7 @@ public final class BlockCache: Sendable {
         self.directory = directory
         self.capacity = max(Int64(blockSize), capacity)
         self.blockSize = blockSize
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            Log.shared.error("cache", "cannot create the cache directory \(directory.path): \(error)")
-            throw FilesystemError(errno: EACCES)
-        }
+        try CacheDirectoryLock.createDirectory(directory)
         loadIndex()
     }
 
