@@ -38,7 +38,9 @@ final class ContentHasher {
         defer { buffer.deallocate() }
         while true {
             let n: Int
-            do throws(SystemCallError) { n = try SystemCall.read(fd, into: buffer) } catch { throw DriveStore.StoreError.io("read \(path): errno \(error.errno)") }
+            do throws(SystemCallError) { n = try SystemCall.read(fd, into: buffer) } catch {
+                throw DriveStore.StoreError.io("read \(path): errno \(error.errno)")
+            }
             if n == 0 { break }
             hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         }
@@ -79,7 +81,9 @@ final class ContentWriter {
     func write(_ bytes: UnsafeRawBufferPointer) throws {
         hasher?.update(bytes)
         size += Int64(bytes.count)
-        do throws(SystemCallError) { try SystemCall.writeAll(fd, bytes) } catch { throw DriveStore.StoreError.io("write \(path): errno \(error.errno)") }
+        do throws(SystemCallError) { try SystemCall.writeAll(fd, bytes) } catch {
+            throw DriveStore.StoreError.io("write \(path): errno \(error.errno)")
+        }
     }
 
     func write(_ bytes: [UInt8]) throws { try bytes.withUnsafeBytes { try write($0) } }

@@ -51,7 +51,11 @@ final class SocketStream {
     /// Waits until the socket is readable. False on timeout.
     func waitReadable(timeoutMs: Int32) throws -> Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        do throws(SystemCallError) { return try SystemCall.retrying("poll") { poll(&p, 1, timeoutMs) } > 0 } catch { throw SocketError.system(errno: error.errno) }
+        do throws(SystemCallError) {
+            return try SystemCall.retrying("poll") { poll(&p, 1, timeoutMs) } > 0
+        } catch {
+            throw SocketError.system(errno: error.errno)
+        }
     }
 
     /// Receives more bytes into the buffer (compacting it first). Throws `.closed` at end of
@@ -99,7 +103,9 @@ final class SocketStream {
         while true {
             guard try waitReadable(timeoutMs: timeoutMs) else { throw SocketError.timedOut }
             let n: Int
-            do throws(SystemCallError) { n = try SystemCall.retrying("recv") { recv(fd, target.baseAddress, target.count, 0) } } catch {
+            do throws(SystemCallError) {
+                n = try SystemCall.retrying("recv") { recv(fd, target.baseAddress, target.count, 0) }
+            } catch {
                 // Readable, yet nothing to read (a spurious wakeup): wait again.
                 if error.errno == EAGAIN { continue }
                 if error.errno == ECONNRESET || error.errno == EPIPE { throw SocketError.closed }
@@ -127,7 +133,9 @@ final class SocketStream {
             var piece = bytes.count - offset
             if let throttle { piece = min(piece, throttle.chunkSize) }
             let n: Int
-            do throws(SystemCallError) { n = try SystemCall.retrying("send") { send(fd, bytes.baseAddress! + offset, piece, Int32(MSG_NOSIGNAL)) } } catch {
+            do throws(SystemCallError) {
+                n = try SystemCall.retrying("send") { send(fd, bytes.baseAddress! + offset, piece, Int32(MSG_NOSIGNAL)) }
+            } catch {
                 if error.errno == EAGAIN || error.errno == EWOULDBLOCK { throw SocketError.timedOut }
                 throw SocketError.closed
             }

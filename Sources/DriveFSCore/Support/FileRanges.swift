@@ -15,9 +15,15 @@ enum FileRanges {
         var left = length
         while left > 0 {
             let n: Int
-            do throws(SystemCallError) { n = try SystemCall.retrying("copy_file_range") { csystem_copy_file_range(source, &inOffset, target, &outOffset, Int(min(left, 1 << 30))) } }
-            catch where [EXDEV, EINVAL, ENOSYS, EOPNOTSUPP].contains(error.errno) { break }
-            catch { throw FilesystemError(local: error) }
+            do throws(SystemCallError) {
+                n = try SystemCall.retrying("copy_file_range") {
+                    csystem_copy_file_range(source, &inOffset, target, &outOffset, Int(min(left, 1 << 30)))
+                }
+            } catch where [EXDEV, EINVAL, ENOSYS, EOPNOTSUPP].contains(error.errno) {
+                break
+            } catch {
+                throw FilesystemError(local: error)
+            }
             if n == 0 { break }
             left -= Int64(n)
         }
@@ -26,8 +32,14 @@ enum FileRanges {
         while left > 0 {
             let want = Int(min(left, Int64(buffer.count)))
             let got: Int
-            do { got = try buffer.withUnsafeMutableBytes { try SystemCall.read(source, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: Int64(inOffset)) } }
-            catch { throw FilesystemError(local: error as? SystemCallError ?? SystemCallError("pread", errno: EIO)) }
+            do {
+                got = try buffer.withUnsafeMutableBytes {
+                    try SystemCall.read(source, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: Int64(inOffset))
+                }
+            } catch {
+                // Only the read throws (withUnsafeMutableBytes rethrows it untyped).
+                throw FilesystemError(local: error as? SystemCallError ?? SystemCallError("pread", errno: EIO))
+            }
             if got == 0 { break }  // past the source's end: the target keeps its zeros
             try writeAll(target, buffer, count: got, at: Int64(outOffset))
             inOffset += off_t(got); outOffset += off_t(got); left -= Int64(got)
@@ -36,6 +48,10 @@ enum FileRanges {
 
     /// Writes the first `count` bytes of `bytes` at `offset`.
     static func writeAll(_ fd: Int32, _ bytes: [UInt8], count: Int, at offset: Int64) throws(FilesystemError) {
-        do throws(SystemCallError) { try SystemCall.writeAll(fd, bytes[0..<count], at: offset) } catch { throw FilesystemError(local: error) }
+        do throws(SystemCallError) {
+            try SystemCall.writeAll(fd, bytes[0..<count], at: offset)
+        } catch {
+            throw FilesystemError(local: error)
+        }
     }
 }
