@@ -433,7 +433,14 @@ extension UploadQueue {
                 // none of them starts before the core heard of this landing.
                 let key = s.state.currentID(now.fileID)
                 if key != now.fileID { s.running[key] = running }
-                s.settled[key] = (seq, nil)
+                // A success is kept only for a waiter of the file (answered below): anyone asking
+                // later finds no job left, which means the same. One entry per file uploaded in the
+                // process's life would only grow.
+                if s.waiters.values.contains(where: { s.state.currentID($0.fileID) == key }) {
+                    s.settled[key] = (seq, nil)
+                } else {
+                    s.settled[key] = nil
+                }
                 let size = running.size
                 // A copy made from it now is written on what it landed as (a conflict: on what it was written on).
                 let base = wasConflict ? (now.request.baseRevision, now.request.baseMD5) : (file.headRevisionId, file.md5Checksum)
@@ -494,6 +501,7 @@ extension UploadQueue {
             s.failedCount += 1
             s.lastError = "\(job.request.displayPath): \(failure.message)"
             s.settled[job.fileID] = (seq, failure.error)
+            Self.boundSettled(&s)
             s.digests[seq] = nil
             if crashes(at: .failed(job.fileID), &s) { throw Interruption.crashed }
             compactIfWanted(&s)

@@ -591,4 +591,34 @@ final class UploadQueueTests: XCTestCase {
         XCTAssertEqual(try h.makeQueue().recovered.count, 0)
         XCTAssertEqual(h.rootNames().count, 60)
     }
+
+    /// What the queue keeps of uploads that ended does not grow with every file uploaded: a
+    /// landing is kept only while someone waits for its file; a failure for good is kept (a later
+    /// fsync still hears it), the most recent `settledKept`.
+    func testEndedUploadsAreNotKeptOnePerFileForever() throws {
+        let h = try UploadQueueHarness()
+        let queue = try h.makeQueue()
+        var requests: [UploadRequest] = []
+        for i in 0..<20 {
+            let request = try h.newFile("f\(i).txt")
+            try queue.commit(request, contentPath: h.content("content \(i)"), ready: true)
+            requests.append(request)
+        }
+        let denied = DriveError.permissionDenied(GoogleErrorInfo(status: 403, reason: "insufficientFilePermissions",
+                                                                 message: "The user does not have sufficient permissions for this file."))
+        let refused = try h.newFile("refused.txt")
+        h.start(queue)
+        // One waiter, as an fsync: answered, and then nothing of its file is kept either.
+        try queue.waitUntilUploaded(requests[0].fileID, deadline: .infinity, cancellation: nil)
+        h.waitIdle(queue)
+        h.fake.failNext(method: "files.create.upload", count: 1, error: denied)
+        try queue.commit(refused, contentPath: h.content("refused"), ready: true)
+        h.waitIdle(queue)
+        XCTAssertEqual(h.rootNames().count, 20, "every file landed but the refused one")
+        let kept = queue.withLock { $0.settled }
+        XCTAssertEqual(Array(kept.keys), [refused.fileID], "only the failure for good is kept")
+        XCTAssertThrowsError(try queue.waitUntilUploaded(refused.fileID, deadline: .infinity, cancellation: nil),
+                             "a later fsync of the refused file hears its failure")
+        queue.stop()
+    }
 }
