@@ -38,7 +38,9 @@ public enum AtomicFile {
         if failure == nil {
             do {
                 try produce { piece in
-                    if let e = writeAll(fd, piece) { throw Failure(operation: "write", path: temp, errno: e) }
+                    do throws(SystemCallError) { try SystemCall.writeAll(fd, piece) } catch {
+                        throw Failure(operation: "write", path: temp, errno: error.errno)
+                    }
                 }
             } catch let error as Failure {
                 failure = error
@@ -51,7 +53,11 @@ public enum AtomicFile {
             unlink(temp)
             throw produced
         }
-        if failure == nil, durable, fsync(fd) != 0 { failure = Failure(operation: "fsync", path: temp, errno: errno) }
+        if failure == nil, durable {
+            do throws(SystemCallError) { try SystemCall.retrying("fsync") { fsync(fd) } } catch {
+                failure = Failure(operation: "fsync", path: temp, errno: error.errno)
+            }
+        }
         close(fd)
         if failure == nil, rename(temp, path) != 0 { failure = Failure(operation: "replace", path: path, errno: errno) }
         if let failure {
@@ -70,19 +76,11 @@ public enum AtomicFile {
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode)
         guard fd >= 0 else { throw Failure(operation: "open", path: path, errno: errno) }
         defer { close(fd) }
-        if let e = bytes.withUnsafeBytes({ writeAll(fd, $0) }) { throw Failure(operation: "append to", path: path, errno: e) }
-        if durable, fdatasync(fd) != 0 { throw Failure(operation: "fdatasync", path: path, errno: errno) }
-    }
-
-    /// Writes everything, retrying EINTR and short writes; returns the errno of a failure.
-    private static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Int32? {
-        var offset = 0
-        while offset < buffer.count {
-            let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return n < 0 ? errno : EIO }
-            offset += n
+        do throws(SystemCallError) {
+            try SystemCall.writeAll(fd, bytes)
+            if durable { try SystemCall.retrying("fdatasync") { fdatasync(fd) } }
+        } catch {
+            throw Failure(operation: error.call == "write" ? "append to" : error.call, path: path, errno: error.errno)
         }
-        return nil
     }
 }

@@ -159,13 +159,7 @@ public final class BlockCache: Sendable {
         self.directory = directory
         self.capacity = max(Int64(blockSize), capacity)
         self.blockSize = blockSize
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            Log.shared.error("cache", "cannot create the cache directory \(directory.path): \(error)")
-            throw FilesystemError(errno: EACCES)
-        }
+        try CacheDirectoryLock.createDirectory(directory)
         loadIndex()
     }
 
@@ -552,16 +546,12 @@ public final class BlockCache: Sendable {
             guard failed == 0 else { return false }
             let room = Int(length - written)
             let count = min(chunk.count, room)
-            var done = 0
-            while done < count {
-                let n = pwrite(fd, chunk.baseAddress! + done, count - done, off_t(start + written + Int64(done)))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failed = errno
-                    progress.withLock { $0.writeError = failed }
-                    return false
-                }
-                done += n
+            do throws(SystemCallError) {
+                try SystemCall.writeAll(fd, UnsafeRawBufferPointer(rebasing: chunk[0..<count]), at: start + written)
+            } catch {
+                failed = error.errno
+                progress.withLock { $0.writeError = failed }
+                return false
             }
             written += Int64(count)
             let complete = Int((start + written) / blockSize) - 1
@@ -588,7 +578,7 @@ public final class BlockCache: Sendable {
             let code = progress.withLock { $0.writeError }
             if code != 0 {
                 Log.shared.error("cache", "cannot write to the cache file of \(entry.key): \(String(cString: strerror(code)))")
-                failure = FilesystemError(errno: code == ENOSPC ? ENOSPC : EIO)
+                failure = FilesystemError(local: code)
             } else {
                 failure = FilesystemError.from(error)
             }
@@ -643,14 +633,14 @@ public final class BlockCache: Sendable {
         guard fd >= 0 else {
             let code = errno
             Log.shared.error("cache", "cannot open the cache file \(entry.path): \(String(cString: strerror(code)))")
-            throw FilesystemError(errno: code == ENOSPC ? ENOSPC : EIO)
+            throw FilesystemError(local: code)
         }
         var st = stat()
         if fstat(fd, &st) == 0, st.st_size != entry.size, ftruncate(fd, off_t(entry.size)) != 0 {
             let code = errno
             close(fd)
             Log.shared.error("cache", "cannot size the cache file \(entry.path): \(String(cString: strerror(code)))")
-            throw FilesystemError(errno: code == ENOSPC ? ENOSPC : EIO)
+            throw FilesystemError(local: code)
         }
         entry.descriptor = fd
     }
@@ -765,17 +755,7 @@ public final class BlockCache: Sendable {
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int64) -> String? {
-        var done = 0
-        return bytes.withUnsafeBytes { raw -> String? in
-            while done < raw.count {
-                let n = pwrite(fd, raw.baseAddress! + done, raw.count - done, off_t(offset + Int64(done)))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return String(cString: strerror(errno))
-                }
-                done += n
-            }
-            return nil
-        }
+        do throws(SystemCallError) { try SystemCall.writeAll(fd, bytes, at: offset) } catch { return error.reason }
+        return nil
     }
 }

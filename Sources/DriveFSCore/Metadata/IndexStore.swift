@@ -54,7 +54,7 @@ public final class IndexStore: Sendable {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var head = [UInt8](repeating: 0, count: 4096)
-        let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
+        let n = (try? head.withUnsafeMutableBytes { try SystemCall.readFully(fd, into: $0, at: 0) }) ?? 0
         guard n > magic.count, Array(head[0..<magic.count]) == magic else { return nil }
         var r = ByteReader(Array(head[0..<n]), from: magic.count)
         guard let format = r.varint(), format == Self.format, let rootID = r.string(), r.string() != nil,

@@ -55,8 +55,7 @@ final class CoreHarness {
         fs.start(notifier: notifier)
         guard waitForFirstPoll else { return fs }
         // The poller reads the feed once at start: let that happen before a test counts requests.
-        let deadline = Date().addingTimeInterval(60)
-        while fs.completedPolls == 0 && Date() < deadline { usleep(2_000) }
+        waitUntil("the first poll of the change feed") { fs.completedPolls > 0 }
         return fs
     }
 
