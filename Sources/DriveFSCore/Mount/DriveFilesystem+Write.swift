@@ -805,14 +805,19 @@ extension DriveFilesystem {
             return !c.sealed && c.committed == 0
         } ?? false
         if source.local?.isNew == true && (queued || unsent) { return nil }
-        // Made again under a new ID by an upload the node may not show yet: the rename goes there.
+        // Made again under a new ID by an upload the node may not show yet: the rename goes there,
+        // and the node keeps its ID (the table indexes it so) until that landing is applied.
         let driveID = uploads.currentID(of: source.file.id)
         do {
+            var file: DriveFile
             if oldParentID == parentID || oldParentID == nil {
-                return try backend.updateMetadata(driveID, name: name, mimeType: nil, modifiedTime: nil, appProperties: ctime)
+                file = try backend.updateMetadata(driveID, name: name, mimeType: nil, modifiedTime: nil, appProperties: ctime)
+            } else {
+                file = try backend.move(driveID, addParent: parentID, removeParent: oldParentID,
+                                        newName: name == currentName ? nil : name, appProperties: ctime)
             }
-            return try backend.move(driveID, addParent: parentID, removeParent: oldParentID,
-                                    newName: name == currentName ? nil : name, appProperties: ctime)
+            file.id = source.file.id
+            return file
         } catch { throw FilesystemError.from(error) }
     }
 
@@ -944,7 +949,11 @@ extension DriveFilesystem {
         table.update(inode) { node in
             let parents = node.file.parents
             let name = node.file.name
+            // Sent to the file made again under a new ID, which the node does not show yet: the
+            // node keeps its ID (the table indexes it so) until that upload's landing is applied.
+            let id = node.file.id
             node.file = updated
+            node.file.id = id
             node.file.parents = parents
             node.file.name = name
             // A local state still shown (an upload landing) must not hide the change.

@@ -92,6 +92,41 @@ final class RecreatedFileTests: XCTestCase {
         XCTAssertEqual(fake.file(old)?.name, "doc.txt", "the trashed file is left as the colleague left it")
     }
 
+    /// A rename and a chmod made after the file was made again under a new ID but before the
+    /// core heard of that landing (its node still shows the old ID): both go to the new file, and
+    /// the node keeps the ID the table indexes it by until the landing is applied. (The chaos run
+    /// of 30 minutes crashed here: the rename gave the node the new ID behind the table's back.)
+    func testARenameAndAChmodBeforeTheCoreHeardOfTheRecreateGoToTheNewFile() throws {
+        let old = fake.addFile("doc.txt", content: Array("version 0\n".utf8))
+        let queue = try UploadQueue(directory: harness.uploadsDirectory, backend: fake, transfers: 2,
+                                    initialBackoff: 0.01, maximumBackoff: 0.05)
+        let gate = LandingGate(queue)
+        defer { gate.openForGood() }
+        try harness.mount(uploads: gate)
+        let inode = try harness.lookup(.root, "doc.txt").inode
+        XCTAssertEqual(try harness.read(inode), Array("version 0\n".utf8))
+        fake.trashFile(old)
+        try harness.rewrite(inode, Array("edit 1\n".utf8))
+        XCTAssertTrue(gate.waitForLanding(timeout: 30), "the edit landed as a new file")
+        XCTAssertEqual(harness.fs.table.node(inode)?.file.id, old, "the core has not heard of the landing yet")
+        try harness.rename(.root, "doc.txt", to: .root, "final.txt")
+        var chmod = AttributeChanges()
+        chmod.permissions = 0o600
+        let asked = chmod
+        _ = try BlockingCall.wait { harness.fs.setAttributes(inode, asked, handle: nil, reply: $0) }
+        gate.deliverHeld()
+        gate.openForGood()
+        waitUntil("every upload landed") { harness.fs.uploadStatus.isIdle }
+
+        let files = untrashed()
+        XCTAssertEqual(files.map(\.name), ["final.txt"], "the file made again holds the new name")
+        XCTAssertEqual(files.first.flatMap { fake.content(of: $0.id) }, Array("edit 1\n".utf8))
+        XCTAssertEqual(files.first?.appProperties?[AppPropertyKeys.mode], "600", "the chmod went to it")
+        XCTAssertNotEqual(files.first?.id, old)
+        XCTAssertEqual(harness.fs.table.node(inode)?.file.id, files.first?.id, "the node shows it once the landing is applied")
+        XCTAssertEqual(try harness.read(try harness.lookup(.root, "final.txt").inode), Array("edit 1\n".utf8))
+    }
+
     /// The move is part of the journal's fold: the queued edit is the new ID's after the landing,
     /// a call naming the old ID finds it, and a compacted journal replays to the same state.
     func testTheMoveToTheNewIDSurvivesReplayAndCompaction() {
