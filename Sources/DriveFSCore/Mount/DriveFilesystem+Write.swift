@@ -276,27 +276,22 @@ extension DriveFilesystem {
         handle.local ?? locals.withLock { $0[inode] }
     }
 
+    /// A read of a local copy: answered on the caller's thread when the copy holds the bytes
+    /// (another range may be downloading meanwhile), else fetched on an I/O thread.
     func readLocal(_ inode: Inode, _ content: LocalContent, offset: Int64, size: Int, reply: Reply<ReadData>) {
         content.lock.lock()
-        if content.needsNoFetch(offset: offset, length: Int64(size)) {
-            let answer = Result { () throws(FilesystemError) in try content.read(offset: offset, length: size, cancellation: nil) }
-            content.lock.unlock()
-            return reply.complete(answer)
-        }
+        let answer = content.readPresent(offset: offset, length: size)
         content.lock.unlock()
+        if let answer { return reply.succeed(answer) }
         onIOThread(reply, "reading", inode) { () throws(FilesystemError) in
-            content.lock.lock()
-            defer { content.lock.unlock() }
-            return try content.read(offset: offset, length: size, cancellation: reply.cancellation)
+            try content.read(offset: offset, length: size, cancellation: reply.cancellation)
         }
     }
 
     /// The content of a link made here whose target did not fit in its property (at most 4 KiB).
     func linkContent(_ node: Node, cancellation: CancellationFlag?) throws(FilesystemError) -> [UInt8] {
-        if let data = try withLocalContent(node.inode, create: false, { content throws(FilesystemError) in
-            Self.bytes(try content.read(offset: 0, length: 4096, cancellation: cancellation))
-        }) {
-            return data
+        if let content = try withLocalContent(node.inode, create: false, { $0 }) {
+            return Self.bytes(try content.read(offset: 0, length: 4096, cancellation: cancellation))
         }
         guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats) else { throw .ioError }
         let handle = try cache.open(key, size: max(0, node.file.size ?? 0))
@@ -318,25 +313,43 @@ extension DriveFilesystem {
 
     // MARK: Commit
 
-    /// Completes the copy and hands it to the queue (`ready`: for upload now). Durable when it returns.
-    private func commit(_ inode: Inode, _ content: LocalContent, ready: Bool,
-                        cancellation: CancellationFlag?) throws(FilesystemError) {
+    /// Completes the copy and hands it to the queue (`ready`: for upload now). Durable when it
+    /// returns. `when` (under the copy's lock): whether the commit is still wanted once the copy
+    /// was completed (a writer may have opened it meanwhile).
+    ///
+    /// Drive's missing bytes are fetched first with the copy's lock released (`fetchForCommit`):
+    /// reads, writes and releases of the file go on meanwhile. The commit itself (the journal's
+    /// record) is made under the lock, of the copy as it is then.
+    private func commit(_ inode: Inode, _ content: LocalContent, ready: Bool, cancellation: CancellationFlag?,
+                        when wanted: (LocalContent) -> Bool = { _ in true }) throws(FilesystemError) {
+        content.lock.lock()
+        let fetch = wanted(content) && wantsCommit(content, ready: ready)
+        let grows = fetch && ready && table.node(inode).map { growthOnDrive($0, content) > 0 } == true
+        content.lock.unlock()
+        if fetch { try content.fetchForCommit(cancellation: cancellation) }
+        // Drive's free space, asked now if it is stale: the check under the lock uses what is known.
+        if grows { _ = freeSpaceOnDrive() }
         content.lock.lock()
         defer { content.lock.unlock() }
-        try commitLocked(inode, content, ready: ready, cancellation: cancellation)
+        guard wanted(content) else { return }
+        try commitLocked(inode, content, ready: ready)
     }
 
-    private func commitLocked(_ inode: Inode, _ content: LocalContent, ready: Bool,
-                              cancellation: CancellationFlag?) throws(FilesystemError) {
-        guard !content.removed, !content.sealed else { return }
-        guard content.isDirty || content.hasUnreadyCommit || ready && content.committed != 0 else { return }
+    /// Whether `commitLocked` would hand the copy to the queue (lock held).
+    private func wantsCommit(_ content: LocalContent, ready: Bool) -> Bool {
+        !content.removed && !content.sealed && (content.isDirty || content.hasUnreadyCommit || ready && content.committed != 0)
+    }
+
+    /// Hands the copy to the queue as it is (lock held; `commit` fetched what Drive would give).
+    private func commitLocked(_ inode: Inode, _ content: LocalContent, ready: Bool) throws(FilesystemError) {
+        guard wantsCommit(content, ready: ready) else { return }
         guard let node = table.node(inode) else { return }
         // Decision: what close(2) accepted is journaled whatever the network does. Drive's bytes
-        // the copy never needed are fetched now when Drive gives them; when it does not (it is
-        // away, or failing), the copy is committed as it is with those spans listed, and the upload
-        // fills them from the revision it was based on before it sends anything. A crash after
-        // the commit finds the spans in the journal (UploadQueue's fill step).
-        let missing = try content.completeOrListMissing(cancellation: cancellation)
+        // the copy never needed are fetched before (`commit`) when Drive gives them; when it does
+        // not (it is away, or failing), the copy is committed as it is with those spans listed,
+        // and the upload fills them from the revision it was based on before it sends anything. A
+        // crash after the commit finds the spans in the journal (UploadQueue's fill step).
+        let missing = content.missingSpans
         var request = uploadRequest(node, content)
         if !missing.isEmpty {
             request.missing = missing
@@ -361,12 +374,17 @@ extension DriveFilesystem {
         throw .noSpace
     }
 
+    /// How many bytes the copy is larger than what Drive holds of the file.
+    private func growthOnDrive(_ node: Node, _ content: LocalContent) -> Int64 {
+        content.size - (node.local?.isNew == true ? 0 : max(0, node.file.size ?? 0))
+    }
+
     /// Whether the file's growth over what Drive holds of it fits in Drive's free space (an
     /// unlimited account, or a quota not known, always fits).
+    /// The copy's lock is held: Drive's free space is the one known (`commit` asked Drive before).
     private func fitsOnDrive(_ node: Node, _ content: LocalContent) -> Bool {
-        let onDrive = node.local?.isNew == true ? 0 : max(0, node.file.size ?? 0)
-        let growth = content.size - onDrive
-        guard growth > 0, let free = freeSpaceOnDrive(), growth > free else { return true }
+        let growth = growthOnDrive(node, content)
+        guard growth > 0, let free = freeSpaceOnDrive(ask: false), growth > free else { return true }
         Log.shared.warning("write", "\(describe(node.inode)) needs \(growth) more byte(s) on Drive, which has \(free) free: "
                            + "it is kept here, not uploaded (its close answered ENOSPC); truncate or remove it, "
                            + "or make room on Drive and close or fsync it again")
@@ -378,20 +396,19 @@ extension DriveFilesystem {
     /// stays: until the node shows Drive's new version, opens and reads must come here.
     private func closeLocal(_ inode: Inode, _ content: LocalContent) {
         commits.submit { [self] in
-            content.lock.lock()
-            defer { content.lock.unlock() }
-            guard content.handles == 0 && content.writers == 0 else { return }
+            let closed = { (content: LocalContent) in content.handles == 0 && content.writers == 0 }
             do throws(FilesystemError) {
-                if content.isDirty || content.hasUnreadyCommit {
-                    try commitLocked(inode, content, ready: true, cancellation: nil)
-                }
+                try commit(inode, content, ready: true, cancellation: nil,
+                           when: { closed($0) && ($0.isDirty || $0.hasUnreadyCommit) })
             } catch where error.errno == ENOSPC && heldForRoom.withLock({ $0.contains(inode) }) {
                 // No room on Drive: journaled and kept (fitsOnDrive logged why).
             } catch {
                 Log.shared.error("write", "\(describe(inode)): the last close could not keep what was written (\(error)); "
                                  + "the local copy stays at \(content.path)")
             }
-            forgetIfDone(inode, content)
+            content.lock.lock()
+            defer { content.lock.unlock() }
+            if closed(content) { forgetIfDone(inode, content) }
         }
     }
 
@@ -493,7 +510,7 @@ extension DriveFilesystem {
             // The target is also the file's content: links too long for a property keep it there.
             content.lock.lock()
             do throws(FilesystemError) {
-                try content.write(offset: 0, data: Array(target.utf8), cancellation: nil)
+                try content.write(offset: 0, data: Array(target.utf8))  // a new file: nothing to fetch
                 content.lock.unlock()
             } catch {
                 content.lock.unlock()
@@ -855,10 +872,9 @@ extension DriveFilesystem {
                 let changes = content.size != size
                 try content.truncate(to: size)
                 if changes { noteLocal(inode, size: size) }
-                // truncate(2) without an open file: it is a whole change of its own.
-                guard viaHandle == nil, content.writers == 0 else { return false }
-                try commitLocked(inode, content, ready: true, cancellation: cancellation)
-                return true
+                // truncate(2) without an open file: it is a whole change of its own (committed
+                // once the copy's lock is let go: completing it may fetch from Drive).
+                return viaHandle == nil && content.writers == 0
             }
             if let viaHandle {
                 viaHandle.lock.lock()
@@ -871,7 +887,10 @@ extension DriveFilesystem {
                     return true
                 }
                 guard done != nil else { throw .ioError }
-                if let committed { closeLocal(inode, committed) }
+                if let committed {
+                    try commit(inode, committed, ready: true, cancellation: cancellation, when: { $0.writers == 0 })
+                    closeLocal(inode, committed)
+                }
             }
         }
         guard changes.permissions != nil || changes.modified != nil || changes.userID != nil || changes.groupID != nil else { return }
@@ -954,19 +973,27 @@ extension DriveFilesystem {
         guard let file = handles.withLock({ $0.files[handle] }), file.inode == inode else { return reply.fail(.badHandle) }
         guard file.writable, let content = file.local else { return reply.fail(.badHandle) }
         guard let node = table.node(inode) else { return reply.fail(.stale) }
+        // Drive's bytes the write leaves standing in its edge blocks are fetched first, with the
+        // copy's lock released; the write itself is made under the lock.
         let work = { @Sendable [self] (cancellation: CancellationFlag?) throws(FilesystemError) -> Int in
-            content.lock.lock()
-            defer { content.lock.unlock() }
-            try content.makeWritable(reclaim: { uploads.reclaim(node.file.id)?.contentPath },
-                                     newPath: { newStagingPath(for: node.file.id) })
-            try content.write(offset: offset, data: data, cancellation: cancellation)
-            noteLocal(inode, size: content.size)
-            if content.wantsEarlyUpload(threshold: configuration.earlyUploadThreshold), node.local?.isNew == true,
-               let now = table.node(inode) {
-                content.earlyAsked = true
-                content.early = uploads.beginEarlyUpload(uploadRequest(now, content), contentPath: content.path, size: content.size)
+            for _ in 0..<1_000 {
+                try content.fetchForWrite(offset: offset, length: Int64(data.count), cancellation: cancellation)
+                content.lock.lock()
+                defer { content.lock.unlock() }
+                guard content.writeNeedsNoFetch(offset: offset, length: Int64(data.count)) else { continue }
+                try content.makeWritable(reclaim: { uploads.reclaim(node.file.id)?.contentPath },
+                                         newPath: { newStagingPath(for: node.file.id) })
+                try content.write(offset: offset, data: data)
+                noteLocal(inode, size: content.size)
+                if content.wantsEarlyUpload(threshold: configuration.earlyUploadThreshold), node.local?.isNew == true,
+                   let now = table.node(inode) {
+                    content.earlyAsked = true
+                    content.early = uploads.beginEarlyUpload(uploadRequest(now, content), contentPath: content.path,
+                                                             size: content.size)
+                }
+                return data.count
             }
-            return data.count
+            throw .ioError
         }
         content.lock.lock()
         let quick = !content.sealed && content.needsNoFetch(offset: offset, length: 1)

@@ -22,8 +22,9 @@ import Glibc
 ///
 /// Lock order, written once: `LocalContent.lock` → `DriveFilesystem.handles` → `NodeTable.state`;
 /// `locals`, `FolderLister.state`, `BlockCache.condition`, the upload queue's and `Invalidator`'s
-/// locks are leaves taken alone. No lock but one file's `LocalContent.lock` (which serialises that
-/// file's writes, fills and commits) is held while calling Drive, waiting, or replying.
+/// locks are leaves taken alone. No lock is held while calling Drive or replying; a
+/// `LocalContent.lock` is held for local work only (its fills download with it released, under
+/// per-block claims), and waited on only by the condition of a claimed block.
 public final class DriveFilesystem: FilesystemOperations {
     public let configuration: DriveFSConfiguration
     let backend: any DriveBackend
@@ -631,11 +632,12 @@ public final class DriveFilesystem: FilesystemOperations {
     /// knows it: the answer `df` uses, asked again by a close at most every
     /// `quotaRefreshInterval` seconds (one request, its deadline short: a close does not wait
     /// long for Drive). nil: no limit (an unlimited account), or not known (Drive did not answer).
-    func freeSpaceOnDrive() -> Int64? {
+    /// `ask`: false answers from what is known, never asking Drive (a caller holding a lock).
+    func freeSpaceOnDrive(ask mayAsk: Bool = true) -> Int64? {
         let now = time.now()
         var known = about.withLock { $0 }
         let stale = known.value == nil || now - known.fetchedAt >= configuration.quotaRefreshInterval
-        let ask = stale && quotaAskedAt.withLock { asked -> Bool in
+        let ask = mayAsk && stale && quotaAskedAt.withLock { asked -> Bool in
             guard now - asked >= configuration.quotaRefreshInterval || known.value == nil && asked == -Double.infinity else {
                 return false
             }
