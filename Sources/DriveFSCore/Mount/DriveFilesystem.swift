@@ -61,10 +61,8 @@ public final class DriveFilesystem: FilesystemOperations {
     let idPoolStarted = Locked(false)
 
     let handles = Locked(Handles())
-    private let about = Locked<(value: DriveAbout?, fetchedAt: Double)>((nil, 0))
-    /// When a close last asked Drive for its quota (successful or not): at most one about.get per
-    /// `quotaRefreshInterval` for closes, whatever Drive answers.
-    private let quotaAskedAt = Locked<Double>(-Double.infinity)
+    /// Drive's space: `statfs` and the free space a close checks against.
+    let space: DriveSpace
     /// Files whose last close answered ENOSPC (their growth does not fit in Drive's free space):
     /// journaled but not ready, kept until a truncate, a removal or a later close that fits.
     let heldForRoom = Locked<Set<Inode>>([])
@@ -146,6 +144,7 @@ public final class DriveFilesystem: FilesystemOperations {
             restoredIndex = false
             table = NodeTable(root: root, configuration: configuration, time: time, offline: offline)
         }
+        space = DriveSpace(backend: backend, time: time, configuration: configuration, itemCount: { [table] in table.count })
         lister = FolderLister(backend: backend, table: table, invalidator: invalidator, configuration: configuration,
                               background: backgroundListing, time: time)
         poller = ChangePoller(backend: backend, table: table, invalidator: invalidator, index: index, token: token,
@@ -613,59 +612,12 @@ public final class DriveFilesystem: FilesystemOperations {
     // MARK: Statistics
 
     public func statistics(reply: Reply<FilesystemStatistics>) {
-        let cached = about.withLock { $0 }
-        if let value = cached.value, time.now() - cached.fetchedAt < 60 { return reply.succeed(statistics(value)) }
-        onIOThread(reply) { [self] () throws(FilesystemError) in
-            do {
-                let value = try backend.about()
-                about.withLock { $0 = (value, time.now()) }
-                return statistics(value)
-            } catch {
-                // df should not fail because Drive is slow: an older answer is better than none.
-                if let value = cached.value { return statistics(value) }
-                throw FilesystemError.from(error)
-            }
-        }
+        if let recent = space.recentStatistics { return reply.succeed(recent) }
+        onIOThread(reply) { [space] () throws(FilesystemError) in try space.fetchStatistics() }
     }
 
-    /// Bytes Drive has free for this account (`about.storageQuota`: limit − usage), as the mount
-    /// knows it: the answer `df` uses, asked again by a close at most every
-    /// `quotaRefreshInterval` seconds (one request, its deadline short: a close does not wait
-    /// long for Drive). nil: no limit (an unlimited account), or not known (Drive did not answer).
-    /// `ask`: false answers from what is known, never asking Drive (a caller holding a lock).
-    func freeSpaceOnDrive(ask mayAsk: Bool = true) -> Int64? {
-        let now = time.now()
-        var known = about.withLock { $0 }
-        let stale = known.value == nil || now - known.fetchedAt >= configuration.quotaRefreshInterval
-        let ask = mayAsk && stale && quotaAskedAt.withLock { asked -> Bool in
-            guard now - asked >= configuration.quotaRefreshInterval || known.value == nil && asked == -Double.infinity else {
-                return false
-            }
-            asked = now
-            return true
-        }
-        if ask {
-            let context = RequestContext(priority: .interactive, deadline: now + min(10, configuration.requestDeadline))
-            if let fresh = context.scope({ try? backend.about() }) {
-                known = (fresh, time.now())
-                about.withLock { $0 = known }
-            }
-        }
-        guard let value = known.value, let limit = value.storageLimit else { return nil }
-        return max(0, limit - max(0, value.storageUsage ?? 0))
-    }
-
-    private func statistics(_ about: DriveAbout) -> FilesystemStatistics {
-        let blockSize: UInt64 = 4096
-        let used = UInt64(max(0, about.storageUsage ?? 0))
-        // Unlimited storage (no limit): show a petabyte, so that df and tools that check room work.
-        let limit = about.storageLimit.map { UInt64(max(0, $0)) } ?? max(used, 1 << 50)
-        let free = limit > used ? limit - used : 0
-        let files = UInt64(table.count)
-        return FilesystemStatistics(blockSize: blockSize, totalBlocks: limit / blockSize, freeBlocks: free / blockSize,
-                                    totalFiles: files + 1_000_000, freeFiles: 1_000_000,
-                                    maximumNameLength: UInt64(NameMapper.maximumNameBytes))
-    }
+    /// Drive's free space as the mount knows it (`DriveSpace.freeSpace`).
+    func freeSpaceOnDrive(ask: Bool = true) -> Int64? { space.freeSpace(ask: ask) }
 
     // MARK: Introspection (tests)
 
