@@ -20,11 +20,18 @@ import Glibc
 /// - Writes go to a local copy (`LocalContent`) and reach Drive through the upload queue when the
 ///   file is closed (`DriveFilesystem+Write.swift`).
 ///
-/// Lock order, written once: `LocalContent.lock` → `DriveFilesystem.handles` → `NodeTable.state`;
-/// `locals`, `FolderLister.state`, `BlockCache.condition`, the upload queue's and `Invalidator`'s
-/// locks are leaves taken alone. No lock is held while calling Drive or replying; a
-/// `LocalContent.lock` is held for local work only (its fills download with it released, under
-/// per-block claims), and waited on only by the condition of a claimed block.
+/// Lock order, written once (docs/architecture.md, "Lock-order policy", gives the same):
+/// `ChangesInFlight` (a rename's Drive requests) → `LocalContent.lock` (one file's; an editor's
+/// save takes two, the new file's first) → `UploadQueue.lock` → `NodeTable.state`, `locals` and
+/// `handles`; `handles` → `NodeTable.state`. `FolderLister.state`, `BlockCache.condition`,
+/// `Invalidator`'s, `ContentReader`'s and `DriveSpace`'s locks are leaves taken alone. No lock is
+/// held while calling Drive or replying; a `LocalContent.lock` is held for local work only (its
+/// fills download with it released, under per-block claims).
+///
+/// The rooms, assembled in `init` one line each: `RequestRunner` (the interactive threads),
+/// `ContentReader` (the read path of Drive's content), `DriveSpace` (statfs and Drive's free
+/// space); the write-back of local copies and the namespace operations are this type's
+/// `+Write` extension.
 public final class DriveFilesystem: FilesystemOperations {
     public let configuration: DriveFSConfiguration
     let backend: any DriveBackend
@@ -42,8 +49,12 @@ public final class DriveFilesystem: FilesystemOperations {
     /// Held for the life of the filesystem: two mounts must not share a cache directory.
     public let cacheLock: CacheDirectoryLock
 
-    let interactive: WorkPool
-    let readAhead: WorkPool
+    /// The interactive threads: requests that cannot be answered from memory.
+    let runner: RequestRunner
+    var interactive: WorkPool { runner.pool }
+    /// The read path of Drive's content: read-ahead, background fills.
+    let reader: ContentReader
+    var readAhead: WorkPool { reader.pool }
     let backgroundListing: WorkPool
     let notifications: WorkPool
     /// Commits of closed files (they fsync, so not on the kernel's threads).
@@ -79,9 +90,6 @@ public final class DriveFilesystem: FilesystemOperations {
         let content: BlockCache.Handle?
         var local: LocalContent? = nil
         var writable = false
-        var readAhead = ReadAheadState()
-        /// Reads of this handle that missed the cache and were not sequential.
-        var randomMisses = 0
     }
 
     struct OpenDirectory {
@@ -111,8 +119,6 @@ public final class DriveFilesystem: FilesystemOperations {
         cache = try BlockCache(directory: cacheDirectory.appendingPathComponent("blocks"), capacity: configuration.cacheSize,
                                blockSize: configuration.blockSize)
         index = IndexStore(path: cacheDirectory.appendingPathComponent(IndexStore.fileName).path)
-        interactive = WorkPool(name: "drivefs-io", threads: configuration.interactiveThreads)
-        readAhead = WorkPool(name: "drivefs-readahead", threads: configuration.readAheadStreams)
         backgroundListing = WorkPool(name: "drivefs-prefetch", threads: configuration.backgroundListingThreads)
         notifications = WorkPool(name: "drivefs-notify", threads: 1)
         commits = WorkPool(name: "drivefs-commit", threads: 2)
@@ -144,11 +150,19 @@ public final class DriveFilesystem: FilesystemOperations {
             restoredIndex = false
             table = NodeTable(root: root, configuration: configuration, time: time, offline: offline)
         }
-        space = DriveSpace(backend: backend, time: time, configuration: configuration, itemCount: { [table] in table.count })
         lister = FolderLister(backend: backend, table: table, invalidator: invalidator, configuration: configuration,
                               background: backgroundListing, time: time)
         poller = ChangePoller(backend: backend, table: table, invalidator: invalidator, index: index, token: token,
                               interval: configuration.pollInterval)
+        // The rooms, one line each: the request threads, the read path of Drive's content, Drive's space.
+        runner = RequestRunner(pool: WorkPool(name: "drivefs-io", threads: configuration.interactiveThreads), backend: backend,
+                               configuration: configuration, time: time,
+                               describe: InodeNamer(backend: backend, table: table, lister: lister))
+        reader = ContentReader(cache: cache, backend: backend, configuration: configuration, time: time,
+                               pool: WorkPool(name: "drivefs-readahead", threads: configuration.readAheadStreams),
+                               describe: { [runner] in runner.describe($0) },
+                               onIOThread: { [runner] reply, inode, body in runner.answer(reply, "reading", inode, body) })
+        space = DriveSpace(backend: backend, time: time, configuration: configuration, itemCount: { [table] in table.count })
         // A built index is saved at once: a daemon killed later does not list the drive again.
         lister.whenIndexBuilt { [poller] in poller.saveIndex() }
         // The IDs for new items, kept across restarts (issue 17): this drive's only (`root.id`).
@@ -239,56 +253,23 @@ public final class DriveFilesystem: FilesystemOperations {
     }
 
     /// Where `inode` shows in the mount (`/Projects/plan.txt`), for log lines.
-    func describe(_ inode: Inode) -> String {
-        guard let names = ShortcutResolver(backend: backend, table: table, lister: lister).path(of: inode) else {
-            return table.node(inode).map { "'\($0.name)' (\($0.file.id))" } ?? "\(inode)"
-        }
-        return "/" + names.joined(separator: "/")
-    }
+    func describe(_ inode: Inode) -> String { runner.describe(inode) }
 
-    /// Says once per path and errno why a request failed, with Drive's reason (never for the
-    /// everyday ENOENT, or an interrupt the user asked for).
     func logFailure(_ what: String, _ inode: Inode, _ error: Error, _ mapped: FilesystemError) {
-        guard mapped.errno != ENOENT, mapped.errno != EINTR else { return }
-        if mapped.errno == EIO, backend.reachability?.isOffline == true {
-            return Log.shared.once(.warning, "fs", "\(what) \(describe(inode)): not available offline (\(mapped))")
-        }
-        Log.shared.once(.warning, "fs", "\(what) \(describe(inode)): \(mapped) (\(error))")
+        runner.logFailure(what, inode, error, mapped)
     }
 
     /// Runs `body` on an interactive thread, with the request's cancellation and deadline.
     func onIOThread<T: Sendable>(_ reply: Reply<T>, _ what: String = "request", _ inode: Inode = .root,
-                                         _ body: @escaping @Sendable () throws(FilesystemError) -> T) {
-        runOnIOThread(reply.cancellation, what, inode, body) { result in reply.complete(result) }
+                                 _ body: @escaping @Sendable () throws(FilesystemError) -> T) {
+        runner.answer(reply, what, inode, body)
     }
 
-    /// Runs `body` on an interactive thread, with the request's cancellation and deadline, and
-    /// hands its result to `then` on that thread (which answers the request, or arranges for it
-    /// to be answered later without holding the thread).
+    /// As `onIOThread`, handing the result to `then` (`RequestRunner.run`).
     func runOnIOThread<T: Sendable>(_ cancellation: CancellationFlag?, _ what: String, _ inode: Inode,
                                     _ body: @escaping @Sendable () throws(FilesystemError) -> T,
                                     then: @escaping @Sendable (Result<T, FilesystemError>) -> Void) {
-        let deadline = time.now() + configuration.requestDeadline
-        interactive.submit {
-            let context = RequestContext(priority: .interactive, deadline: deadline, cancellation: cancellation)
-            let result: Result<T, FilesystemError>
-            do {
-                result = .success(try context.scope { () throws -> T in try body() })
-            } catch {
-                let mapped = FilesystemError.from(error)
-                // Cancelled without an interrupt: the request's deadline passed. That is a
-                // failure of Drive, not something the caller asked for.
-                if mapped.errno == EINTR && cancellation?.isCancelled != true {
-                    Log.shared.warning("fs", "\(what) \(self.describe(inode)) gave up after "
-                                       + "\(Int(self.configuration.requestDeadline)) s: \(error)")
-                    result = .failure(.ioError)
-                } else {
-                    self.logFailure(what, inode, error, mapped)
-                    result = .failure(mapped)
-                }
-            }
-            then(result)
-        }
+        runner.run(cancellation, what, inode, body, then: then)
     }
 
     // MARK: Names
@@ -465,6 +446,7 @@ public final class DriveFilesystem: FilesystemOperations {
             h.files[handle] = OpenFile(inode: inode, content: content)
             return handle
         }
+        reader.opened(handle)
         // The change feed invalidates the inode when a new version comes; `noteOpen` makes sure
         // of it at the next open even if that notification was lost.
         return OpenedFile(handle: handle, keepCache: keepCache, directIO: directIO)
@@ -476,115 +458,19 @@ public final class DriveFilesystem: FilesystemOperations {
         if let local = localForReading(inode, handle: open) {
             return readLocal(inode, local, offset: offset, size: size, reply: reply)
         }
-        guard let plan = handles.withLock({ h -> (BlockCache.Handle, [ReadAheadState.Span], Bool)? in
-            guard var file = h.files[handle], file.inode == inode, let content = file.content else { return nil }
-            let spans = file.readAhead.advance(offset: offset, size: Int64(size), fileSize: content.size,
-                                               maximum: readAheadMaximum, chunk: configuration.readAheadChunk,
-                                               maxChunk: configuration.maxReadAheadChunk, streams: configuration.readAheadStreams)
-            h.files[handle] = file
-            return (content, spans, file.readAhead.isSequential)
-        }) else { return reply.fail(.badHandle) }
-        let (content, spans, sequential) = plan
-        // Read-ahead claims its blocks now, before this read looks for them: a reader never
-        // fetches on its own what a read-ahead stream is about to fetch.
-        for span in spans { scheduleReadAhead(content, span) }
-        let length = Int(max(0, min(Int64(size), content.size - offset)))
-        guard length > 0 else { return reply.succeed(.bytes([])) }
-        if cache.isPresent(content, offset: offset, length: length) {
-            return reply.succeed(.file(descriptor: content.descriptor, offset: offset, length: length))
-        }
-        if !sequential { noteRandomMiss(inode, handle: handle, content) }
-        onIOThread(reply, "reading", inode) { [self] () throws(FilesystemError) in
-            // A sequential reader's miss streams on past the read (one chunk), so the next reads
-            // find their blocks arriving instead of each paying a request.
-            try cache.ensure(content, offset: offset, length: length,
-                             extend: sequential ? configuration.readAheadChunk : 0,
-                             cancellation: reply.cancellation, fetch: fetcher(for: content.key))
-            return .file(descriptor: content.descriptor, offset: offset, length: length)
-        }
+        guard let content = open.content else { return reply.fail(.badHandle) }
+        reader.read(inode, handle: handle, content: content, offset: offset, size: size, reply: reply)
     }
 
-    /// The read-ahead window's cap: `maxReadAhead`, but never more than a quarter of the cache (open
-    /// content is not evicted, so a window past the cap would hold the cache over it).
-    private var readAheadMaximum: Int64 { max(configuration.readAheadChunk, min(configuration.maxReadAhead, configuration.cacheSize / 4)) }
-
-    /// Downloads of one content version: pinned to its revision when Drive gave one.
-    func fetcher(for key: ContentKey) -> BlockCache.Fetcher {
-        { [backend] offset, length, sink in
-            try backend.download(key.fileID, revision: key.revision, offset: offset, length: length, to: sink)
-        }
-    }
-
-    /// Claims the missing blocks of `span` (on the caller's thread) and downloads each run of
-    /// them, one range stream per run, on the read-ahead threads.
-    private func scheduleReadAhead(_ content: BlockCache.Handle, _ span: ReadAheadState.Span) {
-        while let run = cache.claim(content, offset: span.offset, length: span.length, maxBytes: span.length) {
-            readAhead.submit { [self] in
-                do {
-                    try download(content, run, priority: .readAhead)
-                } catch {
-                    Log.shared.debug("readahead", "\(content.key) at block \(run.lowerBound): \(error)")
-                }
-            }
-        }
-    }
-
-    /// Downloads a claimed run of `content` at `priority`, with a user request's deadline (on a
-    /// read-ahead thread: read-ahead and background fills).
-    private func download(_ content: BlockCache.Handle, _ run: ClosedRange<Int>, priority: RequestPriority) throws {
-        let context = RequestContext(priority: priority, deadline: time.now() + configuration.requestDeadline)
-        try context.scope { () throws -> Void in
-            try cache.download(content, blocks: run, fetch: fetcher(for: content.key))
-        }
-    }
-
-    /// Counts a handle's miss that was not sequential. At the `randomReadFillAfter`th, a file no
-    /// larger than `randomReadFillLimit` (nor a quarter of the cache) is filled in the background,
-    /// once per version at a time: a reader at random then pays a request per miss only until the
-    /// fill reaches its blocks, and the whole file costs size / `randomReadFillChunk` requests
-    /// (1 GiB: 128 downloads, 25,600 of Google's quota units, where 1,000 misses cost 1,000 and
-    /// 200,000). Runs on the kernel's thread: it only counts and claims (the cache's leaf lock).
-    private func noteRandomMiss(_ inode: Inode, handle: UInt64, _ content: BlockCache.Handle) {
-        let limit = min(configuration.randomReadFillLimit, configuration.cacheSize / 4)
-        guard configuration.randomReadFillAfter > 0, content.size > 0, content.size <= limit else { return }
-        let due = handles.withLock { h -> Bool in
-            guard var file = h.files[handle] else { return false }
-            file.randomMisses += 1
-            h.files[handle] = file
-            return file.randomMisses == configuration.randomReadFillAfter
-        }
-        guard due, cache.beginFill(content) else { return }
-        Log.shared.info("readahead", "\(describe(inode)): read at random; filling its \(content.size) bytes in the background")
-        let streams = max(1, configuration.randomReadFillStreams)
-        let running = Locked(streams)
-        for _ in 0..<streams { continueFill(content, running: running) }
-    }
-
-    /// One stream of a background fill: claims the next run of missing blocks (at most a fill
-    /// chunk; blocks a reader is fetching are skipped), downloads it on a read-ahead thread at
-    /// `.background` priority (behind what users wait on and read-ahead, in the pacer's order),
-    /// then goes on with the next. A stream ends when nothing is left to claim (the version is
-    /// complete, or no handle holds it any more) or a download fails (a failing Drive is not
-    /// pressed further); the last stream to end ends the fill.
-    private func continueFill(_ content: BlockCache.Handle, running: Locked<Int>) {
-        @Sendable func endStream() { if running.withLock({ n -> Bool in n -= 1; return n == 0 }) { cache.endFill(content) } }
-        guard let run = cache.claim(content, offset: 0, length: content.size, maxBytes: configuration.randomReadFillChunk) else {
-            return endStream()
-        }
-        readAhead.submit { [self] in
-            do {
-                try download(content, run, priority: .background)
-            } catch {
-                Log.shared.debug("readahead", "background fill of \(content.key) stopped at block \(run.lowerBound): \(error)")
-                return endStream()
-            }
-            continueFill(content, running: running)
-        }
-    }
+    /// Downloads of one content version (`ContentReader.fetcher`).
+    func fetcher(for key: ContentKey) -> BlockCache.Fetcher { reader.fetcher(for: key) }
 
     public func release(_ inode: Inode, handle: UInt64) {
         guard let file = handles.withLock({ $0.files.removeValue(forKey: handle) }) else { return }
-        if let content = file.content { cache.release(content) }
+        if let content = file.content {
+            reader.released(handle)
+            cache.release(content)
+        }
         releaseLocal(inode, file)
         table.closeHandle(inode)
     }
