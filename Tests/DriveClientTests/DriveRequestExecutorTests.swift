@@ -1,4 +1,4 @@
-import DriveClient
+@testable import DriveClient
 import DriveSupport
 import XCTest
 
@@ -195,5 +195,14 @@ final class DriveRequestExecutorTests: XCTestCase {
         XCTAssertEqual(c.bytesOut, 100)
         XCTAssertEqual(c.bytesIn, 10)
         XCTAssertEqual(exec.stats.total().requests, 1)
+    }
+
+    /// The debug trace of write requests names the path only: no host, no query (a resumable
+    /// session's `upload_id` is a credential).
+    func testTheRequestTraceKeepsThePathOnly() {
+        XCTAssertEqual(DriveRequestExecutor.tracePath("https://www.googleapis.com/drive/v3/files/abc?fields=id&x=1"), "/drive/v3/files/abc")
+        XCTAssertEqual(DriveRequestExecutor.tracePath("http://127.0.0.1:4000/upload/drive/v3/files?uploadType=resumable&upload_id=SECRET"),
+                       "/upload/drive/v3/files")
+        XCTAssertEqual(DriveRequestExecutor.tracePath("http://127.0.0.1:4000"), "/")
     }
 }

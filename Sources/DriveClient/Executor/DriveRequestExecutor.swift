@@ -157,9 +157,14 @@ public final class DriveRequestExecutor: Sendable {
             }
             stats.update(method) { $0.requests += 1; $0.bytesOut += request.body.length }
             let response: TransportResponse
+            // At debug level, every write request and how it ended: what a chaos run's log needs to
+            // tell a lost answer from a request never sent. The path names the file; no query, no
+            // header, no body is logged (a resumable session's URI is a credential: its query stays out).
+            let traced = request.method != "GET" && Log.shared.isEnabled(.debug)
             do {
                 response = try transport.perform(sent)
             } catch let error as TransportError {
+                if traced { Log.shared.debug("client", "\(method) \(request.method) \(Self.tracePath(request.url)): \(error)") }
                 switch error {
                 case .couldNotConnect(let message):
                     reached = false
@@ -176,6 +181,7 @@ public final class DriveRequestExecutor: Sendable {
             }
             reached = true
             reachability?.recordReached()
+            if traced { Log.shared.debug("client", "\(method) \(request.method) \(Self.tracePath(request.url)): HTTP \(response.status)") }
             stats.update(method) { $0.bytesIn += max(response.bodyBytes, Int64(response.body.count)) }
             if (200..<300).contains(response.status) || accept.contains(response.status) {
                 pacer?.recordSuccess(charge)
@@ -195,6 +201,15 @@ public final class DriveRequestExecutor: Sendable {
             }
             throw error
         }
+    }
+
+    /// A request URL's path for a log line: no scheme, host or query.
+    static func tracePath(_ url: String) -> String {
+        var rest = Substring(url)
+        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+        if let slash = rest.firstIndex(of: "/") { rest = rest[slash...] } else { return "/" }
+        if let query = rest.firstIndex(of: "?") { rest = rest[..<query] }
+        return String(rest)
     }
 
     /// The pacer lane an answer slows, if any (the one place refusals are classified):

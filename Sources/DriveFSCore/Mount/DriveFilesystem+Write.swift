@@ -581,11 +581,13 @@ extension DriveFilesystem {
             let landedMeanwhile = table.node(node.inode).map { $0.local?.isNew != true && $0.file.id == node.file.id } ?? false
             guard landedMeanwhile, removedHere.withLock({ $0.remove(node.file.id) != nil }) else { return }
         }
+        // Made again under a new ID by an upload the node may not show yet: that file goes.
+        let driveID = uploads.currentID(of: node.file.id)
         do {
             if configuration.deletePermanently {
-                try backend.delete(node.file.id)
+                try backend.delete(driveID)
             } else {
-                _ = try backend.trash(node.file.id)
+                _ = try backend.trash(driveID)
             }
         } catch DriveError.notFound {
             // Gone already (removed elsewhere): what the caller wanted.
@@ -812,11 +814,13 @@ extension DriveFilesystem {
             return !c.sealed && c.committed == 0
         } ?? false
         if source.local?.isNew == true && (queued || unsent) { return nil }
+        // Made again under a new ID by an upload the node may not show yet: the rename goes there.
+        let driveID = uploads.currentID(of: source.file.id)
         do {
             if oldParentID == parentID || oldParentID == nil {
-                return try backend.updateMetadata(source.file.id, name: name, mimeType: nil, modifiedTime: nil, appProperties: ctime)
+                return try backend.updateMetadata(driveID, name: name, mimeType: nil, modifiedTime: nil, appProperties: ctime)
             }
-            return try backend.move(source.file.id, addParent: parentID, removeParent: oldParentID,
+            return try backend.move(driveID, addParent: parentID, removeParent: oldParentID,
                                     newName: name == currentName ? nil : name, appProperties: ctime)
         } catch { throw FilesystemError.from(error) }
     }
@@ -945,7 +949,7 @@ extension DriveFilesystem {
         if let modeText { properties[AppPropertyKeys.mode] = modeText }
         let updated: DriveFile
         do {
-            updated = try backend.updateMetadata(current.file.id, name: nil, mimeType: nil, modifiedTime: modified,
+            updated = try backend.updateMetadata(uploads.currentID(of: current.file.id), name: nil, mimeType: nil, modifiedTime: modified,
                                                  appProperties: properties.isEmpty ? nil : properties)
         } catch { throw FilesystemError.from(error) }
         table.update(inode) { node in
@@ -1179,6 +1183,9 @@ extension DriveFilesystem {
                 if !kept.isEmpty { node.file.appProperties = (node.file.appProperties ?? [:]).merging(kept) { _, new in new } }
             }
             if !pendingNewer && !heldCopy { node.local = nil }
+            // On Drive now, whatever waits to follow: never again "not on Drive yet", or a removal
+            // or a rename over it would send nothing and leave it there (chaos finding 14).
+            node.local?.isNew = false
         }
         trashIfRemoved(outcome)
     }

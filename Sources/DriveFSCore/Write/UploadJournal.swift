@@ -58,6 +58,9 @@ final class UploadJournal {
         case job(UploadJob)
         /// A file's last landing as compaction writes it (`UploadJob.LastLanded`).
         case landedEarlier(fileID: String, UploadJob.LastLanded)
+        /// A file made again under a new ID as compaction writes it (`UploadQueueState.movedTo`);
+        /// `seq`: the job whose landing moved it.
+        case movedEarlier(from: String, to: String, seq: UInt64)
     }
 
     /// What opening found.

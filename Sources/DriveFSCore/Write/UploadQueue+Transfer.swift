@@ -60,7 +60,7 @@ extension UploadQueue {
 
     func transferLoop() {
         while let (job, running) = nextJob() {
-            let waited = withLock { s in s.waiters.values.contains { $0.fileID == job.fileID } }
+            let waited = withLock { s in s.waiters.values.contains { s.state.currentID($0.fileID) == job.fileID } }
             let priority: RequestPriority = waited ? .interactive : .background
             RequestContext(priority: priority, cancellation: running.flag).scope {
                 switch job.kind {
@@ -70,7 +70,11 @@ extension UploadQueue {
                 }
             }
             withLock { s in
-                if s.running[job.fileID] === running { s.running[job.fileID] = nil }
+                // Under its file's ID, and the new one when it made the file again (`finishLanded`).
+                for key in [job.fileID, s.state.currentID(job.fileID)] where s.running[key] === running {
+                    s.running[key] = nil
+                    s.held[key] = nil
+                }
                 s.held[job.fileID] = nil
             }
             lock.broadcast()
@@ -89,7 +93,7 @@ extension UploadQueue {
             if shared.stopping || shared.crashed { return nil }
             // A file someone waits for (fsync, --sync-close) goes first; then commit order.
             let ready = shared.state.heads.filter { $0.ready && shared.running[$0.fileID] == nil }
-            let waited = Set(shared.waiters.values.map(\.fileID))
+            let waited = Set(shared.waiters.values.map { shared.state.currentID($0.fileID) })
             // A new file just closed settles first (`newFileSettle`), unless someone waits for it.
             let now = Self.uptime
             let hurried = draining.withLock { $0 > 0 }
@@ -425,11 +429,16 @@ extension UploadQueue {
                 do throws(FilesystemError) { try Self.record(.done(seq: seq, landed: result), &s) } catch {
                     throw JobFailure(message: "cannot journal the upload's end: \(error)", permanent: false, error: error)
                 }
-                s.settled[now.fileID] = (seq, nil)
+                // Made again under a new ID: from this record on, the file's jobs are that ID's
+                // (`UploadQueueState.movedTo`). This job still counts as running there, so that
+                // none of them starts before the core heard of this landing.
+                let key = s.state.currentID(now.fileID)
+                if key != now.fileID { s.running[key] = running }
+                s.settled[key] = (seq, nil)
                 let size = running.size
                 // A copy made from it now is written on what it landed as (a conflict: on what it was written on).
                 let base = wasConflict ? (now.request.baseRevision, now.request.baseMD5) : (file.headRevisionId, file.md5Checksum)
-                s.landing[now.fileID] = (now.contentPath, UploadProgress(path: now.request.displayPath, size: size, bytesDone: size), base)
+                s.landing[key] = (now.contentPath, UploadProgress(path: now.request.displayPath, size: size, bytesDone: size), base)
                 s.digests[seq] = nil
                 if crashes(at: .done(now.fileID), &s) { throw Interruption.crashed }
                 compactIfWanted(&s)
@@ -441,7 +450,8 @@ extension UploadQueue {
             log.debug("uploads", "\(outcome.request.displayPath): job \(seq) landed as \(file.id) revision \(file.headRevisionId ?? "?")")
             withLock { $0.onFinished }?(outcome)
             withLock { s in
-                if s.landing[outcome.request.fileID]?.contentPath == outcome.contentPath { s.landing[outcome.request.fileID] = nil }
+                let key = s.state.currentID(outcome.request.fileID)
+                if s.landing[key]?.contentPath == outcome.contentPath { s.landing[key] = nil }
             }
             lock.broadcast()
             removeContent(outcome.contentPath)
@@ -555,9 +565,10 @@ extension UploadQueue {
                 var dropped: [String] = []
                 let removal: UploadJob? = try withLock { (s: inout Shared) throws -> UploadJob? in
                     if s.crashed { throw Interruption.crashed }
-                    let runningSeq = s.running[job.request.fileID]?.seq
+                    let replaced = s.state.currentID(job.request.fileID)
+                    let runningSeq = s.running[replaced]?.seq
                     if isPlaced == true {
-                        dropped = s.state.jobs(of: job.request.fileID)
+                        dropped = s.state.jobs(of: replaced)
                             .filter { $0.kind == .upload && $0.ready && $0.seq != runningSeq }.map(\.contentPath)
                     }
                     var records: [UploadJournal.Record] = []
@@ -568,10 +579,10 @@ extension UploadQueue {
                             throw JobFailure(message: "cannot journal the end of a rename: \(error)", permanent: false, error: error)
                         }
                     }
-                    if let running = s.running[job.request.fileID], isPlaced == true { running.flag.cancel() }
+                    if let running = s.running[replaced], isPlaced == true { running.flag.cancel() }
                     if crashes(at: .replaced(job.request.fileID), &s) { throw Interruption.crashed }
                     lock.broadcast()
-                    return isPlaced == true ? s.state.jobs(of: job.request.fileID).last : nil
+                    return isPlaced == true ? s.state.jobs(of: replaced).last : nil
                 }
                 dropped.forEach(removeContent)
                 log.info("uploads", "\(job.request.displayPath): a rename over it was cut short by the last run's end; "

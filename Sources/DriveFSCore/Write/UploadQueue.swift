@@ -228,7 +228,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// Whether the rename `placement` took effect, as the queue's own jobs of the renamed file say
     /// (their request is what Drive will be told); nil when the queue holds none (Drive says).
     static func placed(_ placement: UploadJob.Placement, _ state: UploadQueueState) -> Bool? {
-        guard let last = state.jobs(of: placement.fileID).last(where: { $0.kind == .upload }) else { return nil }
+        guard let last = state.jobs(of: state.currentID(placement.fileID)).last(where: { $0.kind == .upload }) else { return nil }
         return last.request.name == placement.name && last.request.parentID == placement.parentID
     }
 
@@ -236,9 +236,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// copy trashed after a running one), or Drive's copy trashed when the queue holds none. A
     /// recovered job may have sent its request before the crash: Drive may hold the file.
     static func removalRecord(of replacement: UploadJob, _ state: UploadQueueState, deletes: Bool) -> UploadJournal.Record {
-        let jobs = state.jobs(of: replacement.request.fileID).filter { $0.kind == .upload }
-        let target = jobs.first?.target ?? replacement.target
-        return .cancel(fileID: replacement.request.fileID,
+        let fileID = state.currentID(replacement.request.fileID)
+        let jobs = state.jobs(of: fileID).filter { $0.kind == .upload }
+        let target = jobs.first?.target ?? (fileID != replacement.request.fileID ? fileID : replacement.target)
+        return .cancel(fileID: fileID,
                        removal: .removal(seq: state.nextSeq, request: jobs.last?.request ?? replacement.request, target: target, deletes: deletes))
     }
 
@@ -259,10 +260,11 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// request that names it) is to go once the file `fileID` holds `name` in `parentID`. Until
     /// `endReplacement`, a crash leaves it to the next start to finish. Throws (nothing changed)
     /// when the journal cannot take it: the rename must then fail.
-    public func beginReplacement(of replaced: UploadRequest, by fileID: String, name: String, parentID: String) throws(FilesystemError) -> UInt64 {
-        let placement = UploadJob.Placement(fileID: fileID, name: name, parentID: parentID)
+    public func beginReplacement(of asked: UploadRequest, by source: String, name: String, parentID: String) throws(FilesystemError) -> UInt64 {
         return try withLock { (s: inout Shared) throws(FilesystemError) -> UInt64 in
             guard !s.crashed else { throw FilesystemError(errno: EIO) }
+            let replaced = Self.current(asked, s.state)
+            let placement = UploadJob.Placement(fileID: s.state.currentID(source), name: name, parentID: parentID)
             let job = UploadJob.replacement(seq: s.state.nextSeq, request: replaced, target: replaced.fileID, by: placement,
                                             deletes: deletePermanently)
             do throws(FilesystemError) { try Self.record(.job(job), &s) } catch {
@@ -289,6 +291,17 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     }
 
     deinit { shared.journal.close() }
+
+    /// `request` naming the file by the ID it has now (`UploadQueueState.currentID`): a file made
+    /// again under a new ID is on Drive, so no longer new.
+    static func current(_ request: UploadRequest, _ state: UploadQueueState) -> UploadRequest {
+        let id = state.currentID(request.fileID)
+        guard id != request.fileID else { return request }
+        var moved = request
+        moved.fileID = id
+        moved.isNew = false
+        return moved
+    }
 
     // MARK: Under the lock
 
@@ -338,7 +351,9 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
 
     // MARK: UploadQueueing
 
-    public func commit(_ request: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError) {
+    public func currentID(of fileID: String) -> String { withLock { $0.state.currentID(fileID) } }
+
+    public func commit(_ asked: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError) {
         try LocalFiles.syncFile(contentPath)
         try LocalFiles.syncDirectory((contentPath as NSString).deletingLastPathComponent)
         var superseded: String?
@@ -348,6 +363,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             if let superseded { removeContent(superseded) }
         }
         guard !shared.crashed else { throw FilesystemError(errno: EIO) }
+        let request = Self.current(asked, shared.state)
         let jobs = shared.state.jobs(of: request.fileID)
         let runningSeq = shared.running[request.fileID]?.seq
         var replaces: UploadJob?
@@ -372,10 +388,12 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         lock.broadcast()
     }
 
-    public func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool {
+    public func retarget(_ newFile: String, to asked: UploadRequest) throws(FilesystemError) -> Bool {
         var superseded: [String] = []
         defer { superseded.forEach(removeContent) }
         return try withLock { (s: inout Shared) throws(FilesystemError) -> Bool in
+            let fileID = s.state.currentID(newFile)
+            let request = Self.current(asked, s.state)
             let target = request.fileID
             guard !s.crashed, !request.isNew, target != fileID, s.running[fileID] == nil, s.landing[fileID] == nil,
                   s.earlies[fileID] == nil, s.running[target] == nil, s.landing[target] == nil, s.earlies[target] == nil
@@ -408,8 +426,9 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         }
     }
 
-    public func reclaim(_ fileID: String) -> (request: UploadRequest, contentPath: String)? {
+    public func reclaim(_ asked: String) -> (request: UploadRequest, contentPath: String)? {
         withLock { s in
+            let fileID = s.state.currentID(asked)
             guard let last = s.state.jobs(of: fileID).last, last.kind == .upload, last.ready,
                   s.running[fileID]?.seq != last.seq, !s.pinned.contains(last.seq) else { return nil }
             do { try Self.record(.reclaim(seq: last.seq), &s) } catch {
@@ -422,11 +441,12 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     }
 
     public func isWhole(_ fileID: String) -> Bool {
-        withLock { s in s.state.jobs(of: fileID).last { $0.kind == .upload && $0.ready }?.request.missing?.isEmpty ?? true }
+        withLock { s in s.state.jobs(of: s.state.currentID(fileID)).last { $0.kind == .upload && $0.ready }?.request.missing?.isEmpty ?? true }
     }
 
-    public func queuedBase(of fileID: String) -> (revision: String?, md5: String?) {
+    public func queuedBase(of asked: String) -> (revision: String?, md5: String?) {
         withLock { s in
+            let fileID = s.state.currentID(asked)
             if let job = s.state.jobs(of: fileID).last(where: { $0.kind == .upload && $0.ready }) {
                 return (job.request.baseRevision, job.request.baseMD5)
             }
@@ -434,12 +454,15 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         }
     }
 
-    public func contentPath(of fileID: String) -> String? {
-        withLock { s in s.state.jobs(of: fileID).last { $0.kind == .upload && $0.ready }?.contentPath ?? s.landing[fileID]?.contentPath }
+    public func contentPath(of asked: String) -> String? {
+        withLock { s in
+            let fileID = s.state.currentID(asked)
+            return s.state.jobs(of: fileID).last { $0.kind == .upload && $0.ready }?.contentPath ?? s.landing[fileID]?.contentPath }
     }
 
-    public func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) throws(FilesystemError) -> Bool {
+    public func updateMetadata(of asked: String, _ change: @Sendable (inout UploadRequest) -> Void) throws(FilesystemError) -> Bool {
         try withLock { (s: inout Shared) throws(FilesystemError) -> Bool in
+            let fileID = s.state.currentID(asked)
             let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
             guard !jobs.isEmpty, !s.crashed else { return false }
             for job in jobs {
@@ -461,7 +484,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         }
     }
 
-    public func cancel(_ fileID: String) throws(FilesystemError) -> Bool {
+    public func cancel(_ asked: String) throws(FilesystemError) -> Bool {
         var dropped: [String] = []
         defer {
             dropped.forEach(removeContent)
@@ -470,6 +493,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             resolveWaiters()
         }
         return try withLock { (s: inout Shared) throws(FilesystemError) -> Bool in
+            let fileID = s.state.currentID(asked)
             let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
             guard let first = jobs.first, !s.crashed else {
                 s.earlies.removeValue(forKey: fileID)?.abandon("the file was removed")
@@ -509,10 +533,11 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
 
     /// Registers a waiter (or answers it at once); its number while it waits.
     @discardableResult
-    func addWaiter(_ fileID: String, cancellation: CancellationFlag?,
+    func addWaiter(_ asked: String, cancellation: CancellationFlag?,
                    _ done: @escaping @Sendable (Result<Void, FilesystemError>) -> Void) -> UInt64? {
         var now: Result<Void, FilesystemError>?
         let number: UInt64? = withLock { s in
+            let fileID = s.state.currentID(asked)
             if s.crashed {
                 now = .failure(.ioError)
                 return nil
@@ -554,11 +579,13 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// the file has no upload left (cancelled: removed); an answer Drive gave that holds the upload.
     static func answer(for waiter: Waiter, _ s: Shared) -> Result<Void, FilesystemError>? {
         if s.crashed { return .failure(.ioError) }
-        if let settled = s.settled[waiter.fileID], settled.seq >= waiter.awaited {
+        // The file may have been made again under a new ID since the waiter came: its jobs are there.
+        let fileID = s.state.currentID(waiter.fileID)
+        if let settled = s.settled[fileID], settled.seq >= waiter.awaited {
             return settled.error.map { .failure($0) } ?? .success(())
         }
-        if !s.state.jobs(of: waiter.fileID).contains(where: { $0.kind == .upload }) { return .success(()) }
-        if let held = s.held[waiter.fileID] { return .failure(held) }
+        if !s.state.jobs(of: fileID).contains(where: { $0.kind == .upload }) { return .success(()) }
+        if let held = s.held[fileID] { return .failure(held) }
         return nil
     }
 

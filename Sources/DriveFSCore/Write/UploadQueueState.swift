@@ -136,6 +136,15 @@ struct UploadQueueState: Equatable {
 
     /// The last landing of each file (see `UploadJob.LastLanded`).
     private(set) var landed: [String: UploadJob.LastLanded] = [:]
+    /// Files made again under a new ID because Drive's copy was gone (a job's `retarget`): the
+    /// old ID → the new one, and the seq of the landing that made it. From that landing on, the
+    /// file's jobs are the new ID's: the ones queued behind it move there (their request names the
+    /// new ID), and a call naming the old ID (the core may not have heard of the landing yet)
+    /// means the new one (`currentID`). Without this the file's later edits ran as another file's
+    /// jobs, beside the earlier ones and in no order (chaos finding 13).
+    private(set) var movedTo: [String: (to: String, seq: UInt64)] = [:]
+    /// How many moves a snapshot keeps (the most recent), as for `landed`.
+    static let movedKept = 1024
     /// How many landings a snapshot keeps (the most recent).
     static let landedKept = 1024
 
@@ -155,6 +164,18 @@ struct UploadQueueState: Equatable {
 
     static func == (a: UploadQueueState, b: UploadQueueState) -> Bool {
         a.jobs == b.jobs && a.byFile == b.byFile && a.nextSeq == b.nextSeq && a.landed == b.landed
+            && a.movedTo.mapValues(\.to) == b.movedTo.mapValues(\.to) && a.movedTo.mapValues(\.seq) == b.movedTo.mapValues(\.seq)
+    }
+
+    /// The ID the file `fileID` has now: itself, or where it was made again (followed through
+    /// repeated moves; a bound guards against a cycle, which no journal makes).
+    func currentID(_ fileID: String) -> String {
+        var id = fileID
+        for _ in 0..<16 {
+            guard let next = movedTo[id]?.to, next != id else { return id }
+            id = next
+        }
+        return id
     }
 
     init() {}
@@ -175,7 +196,9 @@ struct UploadQueueState: Equatable {
     /// Records whose replay gives this state (compaction).
     var snapshot: [UploadJournal.Record] {
         let recent = landed.sorted { $0.value.seq > $1.value.seq }.prefix(Self.landedKept).sorted { $0.value.seq < $1.value.seq }
-        return recent.map { .landedEarlier(fileID: $0.key, $0.value) } + ordered.map { .job($0) }
+        let moves = movedTo.sorted { $0.value.seq > $1.value.seq }.prefix(Self.movedKept).sorted { $0.value.seq < $1.value.seq }
+        return recent.map { .landedEarlier(fileID: $0.key, $0.value) }
+            + moves.map { .movedEarlier(from: $0.key, to: $0.value.to, seq: $0.value.seq) } + ordered.map { .job($0) }
     }
 
     mutating func apply(_ record: UploadJournal.Record) {
@@ -241,6 +264,9 @@ struct UploadQueueState: Equatable {
                     superseded: Array(superseded.suffix(UploadJob.LastLanded.supersededKept)), landed: landed, seq: seq)
             }
             for later in byFile[job.fileID] ?? [] where later > seq { jobs[later]?.rebase(on: landed) }
+            if job.kind == .upload, !landed.wasConflict, job.landsBeside != true, landed.id != job.fileID {
+                move(job.fileID, to: landed.id, at: seq)
+            }
         case .failed(let seq, let preservedAt, _):
             if let job = remove(seq), let preservedAt, !job.contentPath.isEmpty {
                 failedMoves.append((job.contentPath, preservedAt))
@@ -250,7 +276,22 @@ struct UploadQueueState: Equatable {
         case .landedEarlier(let fileID, let last):
             landed[fileID] = last
             nextSeq = max(nextSeq, last.seq + 1)
+        case .movedEarlier(let from, let to, let seq):
+            movedTo[from] = (to, seq)
+            nextSeq = max(nextSeq, seq + 1)
         }
+    }
+
+    /// The file `from` was made again as `to` by the landing of job `seq`: its queued jobs
+    /// (rebased on that landing already) and its last landing become `to`'s.
+    private mutating func move(_ from: String, to: String, at seq: UInt64) {
+        movedTo[from] = (to, seq)
+        for later in byFile[from] ?? [] {
+            guard var job = remove(later) else { continue }
+            if job.kind == .upload || job.kind == .removal { job.request.fileID = to }
+            insert(job)
+        }
+        if let last = landed.removeValue(forKey: from) { landed[to] = last }
     }
 
     /// Marks every job ready (a restart: no file is open for writing any more).

@@ -243,6 +243,12 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// holds a job of the file already, enough early uploads run, or the backend cannot).
     func beginEarlyUpload(_ request: UploadRequest, contentPath: String, size: Int64) -> EarlyUpload?
 
+    /// The Drive ID the file `fileID` has now: `fileID`, unless an upload of it found Drive's copy
+    /// gone and made the file again under a new ID, which it then is (also before the core heard
+    /// of that landing). Every call of this protocol that names a file takes either ID; a request
+    /// the core sends Drive itself (a rename, a trash) goes to this one.
+    func currentID(of fileID: String) -> String
+
     var status: UploadQueueStatus { get }
 
     /// Starts the transfer threads (after daemonizing). `onFinished` is called on a queue thread
@@ -253,6 +259,7 @@ public protocol UploadQueueing: AnyObject, Sendable {
 }
 
 extension UploadQueueing {
+    public func currentID(of fileID: String) -> String { fileID }
     public func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool { false }
     public func beginEarlyUpload(_ request: UploadRequest, contentPath: String, size: Int64) -> EarlyUpload? { nil }
 }

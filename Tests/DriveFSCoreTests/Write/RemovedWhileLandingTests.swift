@@ -50,4 +50,42 @@ final class RemovedWhileLandingTests: XCTestCase {
         let replaced = h.backend.children(of: h.backend.rootID, includingTrashed: true).filter { $0.id != source }
         XCTAssertEqual(replaced.map(\.trashed), [true], "the replaced new file went to the trash")
     }
+
+    /// Chaos finding 14: a new file's create lands while the file is open and written again (its
+    /// copy is newer than the upload), so the node keeps its local state; it was left marked new
+    /// ("not on Drive yet"), and a removal or a rename over it then sent nothing: the file stayed
+    /// on Drive, under its name, beside the one renamed over it.
+    func testANewFileWhoseCreateLandedWhileItWasWrittenAgainIsTrashedWhenRemoved() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let gate = Locked(false)
+        let reached = Locked(false)
+        h.backend.writeHook = { method, phase, _ in
+            guard method == "files.create.upload", phase == .before else { return }
+            reached.withLock { $0 = true }
+            let end = Date(timeIntervalSinceNow: 30)
+            while !gate.withLock({ $0 }) && Date() < end { usleep(500) }
+        }
+        try h.mount()
+        let inode = try h.writeFile(.root, "notes.txt", Array("first\n".utf8))
+        let started = Date(timeIntervalSinceNow: 30)
+        while !reached.withLock({ $0 }) && Date() < started { usleep(1_000) }
+        XCTAssertTrue(reached.withLock { $0 }, "the create is on its way")
+        // Opened again and written while its create is held.
+        let handle = try h.open(inode, O_WRONLY)
+        try h.write(inode, handle, Array("second, longer\n".utf8), at: 0)
+        gate.withLock { $0 = true }
+        let end = Date(timeIntervalSinceNow: 30)
+        while h.backend.children(of: h.backend.rootID).isEmpty && Date() < end { usleep(1_000) }
+        XCTAssertEqual(h.backend.children(of: h.backend.rootID).map(\.name), ["notes.txt"], "the first version landed")
+        // The landing is applied to the node (the queue tells the core after its record).
+        let applied = Date(timeIntervalSinceNow: 30)
+        while h.fs.table.node(inode)?.local?.isNew == true && Date() < applied { usleep(1_000) }
+        XCTAssertNotEqual(h.fs.table.node(inode)?.local?.isNew, true, "a file whose create landed is not new any more")
+        try BlockingCall.wait { h.fs.removeFile(parent: .root, name: "notes.txt", reply: $0) }
+        h.fs.release(inode, handle: handle)
+        let idle = Date(timeIntervalSinceNow: 30)
+        while (!h.fs.uploadStatus.isIdle || !h.backend.children(of: h.backend.rootID).isEmpty) && Date() < idle { usleep(1_000) }
+        XCTAssertEqual(h.backend.children(of: h.backend.rootID).map(\.name), [], "the removed file is not left on Drive")
+    }
 }

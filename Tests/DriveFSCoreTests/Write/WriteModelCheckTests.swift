@@ -28,6 +28,7 @@ final class LandingGate: UploadQueueing, @unchecked Sendable {
     }
     func reclaim(_ fileID: String) -> (request: UploadRequest, contentPath: String)? { inner.reclaim(fileID) }
     func contentPath(of fileID: String) -> String? { inner.contentPath(of: fileID) }
+    func currentID(of fileID: String) -> String { inner.currentID(of: fileID) }
     func queuedBase(of fileID: String) -> (revision: String?, md5: String?) { inner.queuedBase(of: fileID) }
     func isWhole(_ fileID: String) -> Bool { inner.isWhole(fileID) }
     func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) throws(FilesystemError) -> Bool {
