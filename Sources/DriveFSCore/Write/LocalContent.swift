@@ -25,8 +25,9 @@ import Glibc
 ///   (`reclaim`) or moves to a copy.
 final class LocalContent: @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock`.
-    /// The state's lock, and the condition a fill's end is broadcast on.
-    let lock = NSCondition()
+    /// The state's lock, and the condition a fill's end is broadcast on (its place in the lock
+    /// order is checked in debug builds).
+    let lock = RankedCondition(.localContent)
     private(set) var path: String
     private(set) var descriptor: Int32
     /// Descriptors of files this content moved away from: closed when it dies, so a read reply in
@@ -234,6 +235,7 @@ final class LocalContent: @unchecked Sendable {
                 let start = Int64(run.lowerBound) * Int64(blockSize)
                 let end = min(Int64(run.upperBound + 1) * Int64(blockSize), remoteLimit)
                 lock.unlock()
+                LockOrder.assertNoneHeld("a local copy's fetch from Drive")
                 var failure: FillFailure?
                 do throws(FilesystemError) {
                     try ensureRemote(remote, start, Int(end - start), cancellation)
