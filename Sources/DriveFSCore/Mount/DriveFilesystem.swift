@@ -29,9 +29,9 @@ import Glibc
 /// fills download with it released, under per-block claims).
 ///
 /// The rooms, assembled in `init` one line each: `RequestRunner` (the interactive threads),
-/// `ContentReader` (the read path of Drive's content), `DriveSpace` (statfs and Drive's free
-/// space); the write-back of local copies and the namespace operations are this type's
-/// `+Write` extension.
+/// `ContentReader` (the read path of Drive's content), `LocalCopies` (the local copies and their
+/// staging files), `DriveSpace` (statfs and Drive's free space); the commits, upload landings and
+/// the namespace operations are still this type's `+Write` extension.
 public final class DriveFilesystem: FilesystemOperations {
     public let configuration: DriveFSConfiguration
     let backend: any DriveBackend
@@ -61,12 +61,11 @@ public final class DriveFilesystem: FilesystemOperations {
     let commits: WorkPool
 
     let uploads: any UploadQueueing
-    /// Files with a local copy (being written, or uploaded and still open), by inode.
-    let locals = Locked<[Inode: LocalContent]>([:])
+    /// The local copies of files' content and their staging files.
+    let copies: LocalCopies
+    var locals: Locked<[Inode: LocalContent]> { copies.locals }
     /// New files removed while their upload may be landing: trashed once it landed.
     let removedHere = Locked<Set<String>>([])
-    let stagingDirectory: URL
-    let stagingCounter = Locked<UInt64>(0)
     /// Whether the ID pool's refill thread runs (from the first create on: a mount that writes
     /// nothing costs no request for IDs). Its reserve (`<cache>/file-ids`) is attached at `init`.
     let idPoolStarted = Locked(false)
@@ -122,7 +121,7 @@ public final class DriveFilesystem: FilesystemOperations {
         backgroundListing = WorkPool(name: "drivefs-prefetch", threads: configuration.backgroundListingThreads)
         notifications = WorkPool(name: "drivefs-notify", threads: 1)
         commits = WorkPool(name: "drivefs-commit", threads: 2)
-        stagingDirectory = cacheDirectory.appendingPathComponent("staging")
+        let stagingDirectory = cacheDirectory.appendingPathComponent("staging")
         do {
             try FileManager.default.createDirectory(at: stagingDirectory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
@@ -154,7 +153,7 @@ public final class DriveFilesystem: FilesystemOperations {
                               background: backgroundListing, time: time)
         poller = ChangePoller(backend: backend, table: table, invalidator: invalidator, index: index, token: token,
                               interval: configuration.pollInterval)
-        // The rooms, one line each: the request threads, the read path of Drive's content, Drive's space.
+        // The rooms, one line each: the request threads, the read path of Drive's content, the local copies, Drive's space.
         runner = RequestRunner(pool: WorkPool(name: "drivefs-io", threads: configuration.interactiveThreads), backend: backend,
                                configuration: configuration, time: time,
                                describe: InodeNamer(backend: backend, table: table, lister: lister))
@@ -162,6 +161,8 @@ public final class DriveFilesystem: FilesystemOperations {
                                pool: WorkPool(name: "drivefs-readahead", threads: configuration.readAheadStreams),
                                describe: { [runner] in runner.describe($0) },
                                onIOThread: { [runner] reply, inode, body in runner.answer(reply, "reading", inode, body) })
+        copies = LocalCopies(stagingDirectory: stagingDirectory, table: table, uploads: self.uploads, cache: cache,
+                             configuration: configuration, reader: reader, describe: runner.describe)
         space = DriveSpace(backend: backend, time: time, configuration: configuration, itemCount: { [table] in table.count })
         // A built index is saved at once: a daemon killed later does not list the drive again.
         lister.whenIndexBuilt { [poller] in poller.saveIndex() }
@@ -172,32 +173,17 @@ public final class DriveFilesystem: FilesystemOperations {
         }
         UnfinishedUploads.write(0, cacheDirectory: cacheDirectory.path)
         restoreUploads()
-        sweepStaging()
+        copies.sweepStaging(keeping: Set(self.uploads.recovered.map(\.contentPath)))
     }
 
-    /// At start nothing is open: a staging file the journal does not name is a copy that was open
-    /// (never closed, so nothing was promised of it) or half made when the last run ended. Removed,
-    /// or the cache disk fills with them over crashes.
-    private func sweepStaging() {
-        let referenced = Set(uploads.recovered.map(\.contentPath))
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: stagingDirectory.path) else { return }
-        var removed = 0
-        var bytes: Int64 = 0
-        for name in names {
-            let path = stagingDirectory.appendingPathComponent(name).path
-            guard !referenced.contains(path) else { continue }
-            var info = stat()
-            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
-            if unlink(path) == 0 {
-                removed += 1
-                bytes += Int64(info.st_size)
-            }
-        }
-        if removed > 0 {
-            Log.shared.info("write", "removed \(removed) staging file(s) of \(bytes) bytes left by the last run (files open when it ended, "
-                            + "never closed: nothing of them was promised)")
-        }
+    /// Runs `body` with the local copy of `inode`'s content locked (`LocalCopies.withLocalContent`).
+    func withLocalContent<T>(_ inode: Inode, create: Bool,
+                             _ body: (LocalContent) throws(FilesystemError) -> T) throws(FilesystemError) -> T? {
+        try copies.withLocalContent(inode, create: create, body)
     }
+
+    /// A fresh path for a local copy.
+    func newStagingPath(for fileID: String) -> String { copies.newStagingPath(for: fileID) }
 
     // MARK: Lifecycle
 
