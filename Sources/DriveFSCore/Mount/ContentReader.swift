@@ -128,7 +128,7 @@ final class ContentReader: Sendable {
         Log.shared.info("readahead", "\(describe(inode)): read at random; filling its \(content.size) bytes in the background")
         let streams = max(1, configuration.randomReadFillStreams)
         let running = Locked(streams)
-        for _ in 0..<streams { continueFill(content, running: running) }
+        for _ in 0..<streams { continueFill(content, running: running, then: nil) }
     }
 
     /// One stream of a background fill: claims the next run of missing blocks (at most a fill
@@ -136,9 +136,13 @@ final class ContentReader: Sendable {
     /// `.background` priority (behind what users wait on and read-ahead, in the pacer's order),
     /// then goes on with the next. A stream ends when nothing is left to claim (the version is
     /// complete, or no handle holds it any more) or a download fails (a failing Drive is not
-    /// pressed further); the last stream to end ends the fill.
-    private func continueFill(_ content: BlockCache.Handle, running: Locked<Int>) {
-        @Sendable func endStream() { if running.withLock({ n -> Bool in n -= 1; return n == 0 }) { cache.endFill(content) } }
+    /// pressed further); the last stream to end ends the fill, then calls `then`.
+    func continueFill(_ content: BlockCache.Handle, running: Locked<Int>, then: (@Sendable () -> Void)?) {
+        @Sendable func endStream() {
+            guard running.withLock({ n -> Bool in n -= 1; return n == 0 }) else { return }
+            cache.endFill(content)
+            then?()
+        }
         guard let run = cache.claim(content, offset: 0, length: content.size, maxBytes: configuration.randomReadFillChunk) else {
             return endStream()
         }
@@ -149,7 +153,7 @@ final class ContentReader: Sendable {
                 Log.shared.debug("readahead", "background fill of \(content.key) stopped at block \(run.lowerBound): \(error)")
                 return endStream()
             }
-            continueFill(content, running: running)
+            continueFill(content, running: running, then: then)
         }
     }
 }

@@ -18,6 +18,9 @@ public struct DriveFSConfiguration: Sendable {
     public var cacheDirectory: URL
     /// The block cache's cap in bytes (least recently used blocks of closed files go first).
     public var cacheSize: Int64
+    /// Bytes the cache's filesystem keeps free (`--cache-min-free`): the block cache evicts below its
+    /// cap to keep them (0: only the cap counts).
+    public var cacheMinimumFree: Int64 = 0
     /// A folder's listing is trusted this long (seconds), then listed again when next used.
     public var directoryCacheTTL: Double
     /// Seconds between two reads of the change feed.

@@ -456,8 +456,9 @@ extension DriveFilesystem {
         let content = locals.withLock { $0[node.inode] }
         content?.lock.lock()
         if isNew { removedHere.withLock { _ = $0.insert(node.file.id) } }
+        let cancelled: Bool
         do {
-            _ = try uploads.cancel(node.file.id)
+            cancelled = try uploads.cancel(node.file.id)
         } catch {
             if isNew { removedHere.withLock { _ = $0.remove(node.file.id) } }
             content?.lock.unlock()
@@ -476,7 +477,14 @@ extension DriveFilesystem {
             // no job left to cancel): the file is on Drive now and goes to the trash here. Whoever
             // takes its ID out of `removedHere` (this, or a landing applied after the insert) trashes it.
             let landedMeanwhile = table.node(node.inode).map { $0.local?.isNew != true && $0.file.id == node.file.id } ?? false
-            guard landedMeanwhile, removedHere.withLock({ $0.remove(node.file.id) != nil }) else { return }
+            guard landedMeanwhile else {
+                // No landing can follow to take the mark (the queue removes what it sent, or it
+                // sent nothing and holds nothing): dropped, so that the set does not grow with
+                // every temporary file made and removed.
+                if cancelled || uploads.contentPath(of: node.file.id) == nil { removedHere.withLock { _ = $0.remove(node.file.id) } }
+                return
+            }
+            guard removedHere.withLock({ $0.remove(node.file.id) != nil }) else { return }
         }
         // Made again under a new ID by an upload the node may not show yet: that file goes.
         let driveID = uploads.currentID(of: node.file.id)
@@ -997,6 +1005,9 @@ extension DriveFilesystem {
     /// An upload ended: the node shows Drive's new version (unless newer content waits), a
     /// conflicted copy appears beside it, a failure is logged.
     func uploadFinished(_ outcome: UploadOutcome) {
+        verdicts.note(outcome)
+        // A landing in a pinned folder is content to keep (and the cache adopts it below).
+        defer { pins.requestSweep() }
         let id = outcome.request.fileID
         if (uploads.contentPath(of: id) ?? outcome.contentPath) == outcome.contentPath {
             let landed = outcome.error == nil && !outcome.wasConflict ? outcome.file : nil

@@ -76,6 +76,9 @@ public final class DriveFilesystem: FilesystemOperations {
     /// Files whose last close answered ENOSPC (their growth does not fit in Drive's free space):
     /// journaled but not ready, kept until a truncate, a removal or a later close that fits.
     let heldForRoom = Locked<Set<Inode>>([])
+    /// What is kept offline (`DriveFilesystem+Pins.swift`), and how uploads last ended (`SyncState`).
+    let pins: PinKeeper
+    let verdicts = UploadVerdicts()
 
     struct Handles {
         var next: UInt64 = 1
@@ -115,8 +118,9 @@ public final class DriveFilesystem: FilesystemOperations {
         self.time = time
         let cacheDirectory = configuration.cacheDirectory
         cacheLock = try CacheDirectoryLock(directory: cacheDirectory)
+        let pinSet = PinSet(path: cacheDirectory.appendingPathComponent(PinSet.fileName).path)
         cache = try BlockCache(directory: cacheDirectory.appendingPathComponent("blocks"), capacity: configuration.cacheSize,
-                               blockSize: configuration.blockSize)
+                               blockSize: configuration.blockSize, kept: pinSet.kept, minimumFree: configuration.cacheMinimumFree)
         index = IndexStore(path: cacheDirectory.appendingPathComponent(IndexStore.fileName).path)
         backgroundListing = WorkPool(name: "drivefs-prefetch", threads: configuration.backgroundListingThreads)
         notifications = WorkPool(name: "drivefs-notify", threads: 1)
@@ -164,6 +168,7 @@ public final class DriveFilesystem: FilesystemOperations {
         copies = LocalCopies(stagingDirectory: stagingDirectory, table: table, uploads: self.uploads, cache: cache,
                              configuration: configuration, reader: reader, describe: runner.describe)
         space = DriveSpace(backend: backend, time: time, configuration: configuration, itemCount: { [table] in table.count })
+        pins = PinKeeper(set: pinSet, table: table, lister: lister, cache: cache, configuration: configuration, time: time)
         // A built index is saved at once: a daemon killed later does not list the drive again.
         lister.whenIndexBuilt { [poller] in poller.saveIndex() }
         // The IDs for new items, kept across restarts (issue 17): this drive's only (`root.id`).
@@ -196,6 +201,9 @@ public final class DriveFilesystem: FilesystemOperations {
         let caughtUp = restoredIndex && poller.catchUp(within: Self.catchUpSeconds)
         poller.start(pollFirst: !caughtUp)
         if configuration.indexWholeDrive { lister.indexWholeDrive() }
+        poller.whenPolled { [pins] in pins.requestSweep() }
+        pins.start(fill: { [weak self] key, size in self?.fillPinned(key, size: size) },
+                   describe: { [weak self] inode in self?.describe(inode) ?? "\(inode)" })
         cache.startFlushing(interval: BlockCache.flushInterval)
     }
 
@@ -213,6 +221,7 @@ public final class DriveFilesystem: FilesystemOperations {
         }
         UnfinishedUploads.write(drained && left == 0 ? 0 : max(1, left), cacheDirectory: configuration.cacheDirectory.path)
         poller.stop()
+        pins.stop()
         for pool in [interactive, readAhead, backgroundListing] { pool.stop() }
         // Closed files still being committed reach the journal before the queue stops.
         commits.stop()
@@ -232,6 +241,7 @@ public final class DriveFilesystem: FilesystemOperations {
     /// The cache directory's lock is let go, as the kernel lets a dead process's lock go.
     func abandonAsCrashed() {
         poller.stop()
+        pins.stop()
         for pool in [interactive, readAhead, backgroundListing, commits, notifications] { pool.stop() }
         uploads.stop()
         cache.stopFlushing()
@@ -450,6 +460,11 @@ public final class DriveFilesystem: FilesystemOperations {
 
     /// Downloads of one content version (`ContentReader.fetcher`).
     func fetcher(for key: ContentKey) -> BlockCache.Fetcher { reader.fetcher(for: key) }
+
+    /// A background fill of `content` (`ContentReader.continueFill`); `then` runs once it ended.
+    func continueFill(_ content: BlockCache.Handle, running: Locked<Int>, then: (@Sendable () -> Void)?) {
+        reader.continueFill(content, running: running, then: then)
+    }
 
     public func release(_ inode: Inode, handle: UInt64) {
         guard let file = handles.withLock({ $0.files.removeValue(forKey: handle) }) else { return }

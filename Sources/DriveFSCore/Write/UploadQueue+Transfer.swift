@@ -434,7 +434,14 @@ extension UploadQueue {
                 // none of them starts before the core heard of this landing.
                 let key = s.state.currentID(now.fileID)
                 if key != now.fileID { s.running[key] = running }
-                s.settled[key] = (seq, nil)
+                // A success is kept only for a waiter of the file (answered below): anyone asking
+                // later finds no job left, which means the same. One entry per file uploaded in the
+                // process's life would only grow.
+                if s.waiters.values.contains(where: { s.state.currentID($0.fileID) == key }) {
+                    s.settled[key] = (seq, nil)
+                } else {
+                    s.settled[key] = nil
+                }
                 let size = running.size
                 // A copy made from it now is written on what it landed as (a conflict: on what it was written on).
                 let base = wasConflict ? (now.request.baseRevision, now.request.baseMD5) : (file.headRevisionId, file.md5Checksum)
@@ -495,6 +502,7 @@ extension UploadQueue {
             s.failedCount += 1
             s.lastError = "\(job.request.displayPath): \(failure.message)"
             s.settled[job.fileID] = (seq, failure.error)
+            Self.boundSettled(&s)
             s.digests[seq] = nil
             if crashes(at: .failed(job.fileID), &s) { throw Interruption.crashed }
             compactIfWanted(&s)
@@ -799,9 +807,14 @@ extension UploadQueue {
     /// Waits `seconds` on the queue's clock in short steps, stopping when the job must stop.
     private func wait(_ seconds: Double, seq: UInt64) throws(Interruption) {
         var left = seconds
+        // Drive coming back (the poller's probe got an answer) ends a backoff at once: what was
+        // held while offline goes now, not up to `maximumBackoff` later.
+        let reachability = backend.reachability
+        let comebacks = reachability?.comebacks
         while left > 0 {
             _ = try current(seq)
             if seconds - left >= Self.drainingBackoff && draining.withLock({ $0 > 0 }) { break }
+            if let reachability, reachability.comebacks != comebacks { break }
             let slice = min(left, 0.1)
             time.sleep(slice)
             left -= slice

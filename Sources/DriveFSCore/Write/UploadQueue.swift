@@ -79,7 +79,9 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         /// Jobs replayed from the journal: they may have started before the restart, so they
         /// are never superseded or reclaimed (a later job of the file waits for them).
         var pinned: Set<UInt64> = []
-        /// The last job of each file that ended (landed or failed for good), for `waitUntilUploaded`.
+        /// The last job of each file that ended, for `whenUploaded`: a failure for good (what a
+        /// later fsync of the file still hears; at most `settledKept`, the most recent), or a
+        /// landing while someone waited for the file (dropped when the next waiter is answered).
         var settled: [String: (seq: UInt64, error: FilesystemError?)] = [:]
         /// Content files of jobs that landed, by file, from their `done` record until the core
         /// heard of the landing (`onFinished` returned): `contentPath(of:)` still gives them, so a
@@ -590,6 +592,16 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     }
 
     /// Answers every waiter whose answer is known now (never under the lock: the callbacks reply).
+    /// How many failures for good `settled` keeps (the most recent).
+    static let settledKept = 1024
+
+    /// Keeps `settled` within twice `settledKept` entries (under the lock): the oldest go.
+    static func boundSettled(_ s: inout Shared) {
+        guard s.settled.count > settledKept * 2 else { return }
+        let kept = s.settled.sorted { $0.value.seq > $1.value.seq }.prefix(settledKept)
+        s.settled = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
+    }
+
     func resolveWaiters() {
         let answered: [(Waiter, Result<Void, FilesystemError>)] = withLock { s in
             guard !s.waiters.isEmpty else { return [] }
@@ -598,6 +610,14 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
                 if let result = Self.answer(for: waiter, s) { answered.append((number, waiter, result)) }
             }
             for (number, _, _) in answered { s.waiters[number] = nil }
+            // Landings kept for the waiters just answered: nobody else needs them.
+            for (_, waiter, _) in answered {
+                let key = s.state.currentID(waiter.fileID)
+                if let kept = s.settled[key], kept.error == nil,
+                   !s.waiters.values.contains(where: { s.state.currentID($0.fileID) == key }) {
+                    s.settled[key] = nil
+                }
+            }
             return answered.sorted { $0.0 < $1.0 }.map { ($0.1, $0.2) }
         }
         for (waiter, result) in answered { waiter.done(result) }
@@ -680,6 +700,16 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         }
         let size = Int64(info.st_size)
         return early.adopt(size: size, cancellation: running.flag).map { ($0, size) }
+    }
+
+    public func phase(of asked: String) -> UploadFilePhase {
+        withLock { s -> UploadFilePhase in
+            let fileID = s.state.currentID(asked)
+            if s.running[fileID] != nil || s.landing[fileID] != nil { return .uploading }
+            let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
+            if jobs.isEmpty { return .none }
+            return jobs.contains(where: \.ready) ? .queued : .notReady
+        }
     }
 
     public var status: UploadQueueStatus {

@@ -272,6 +272,7 @@ final class HeldUploadQueue: UploadQueueing, @unchecked Sendable {
     }
     func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool { inner.drain(timeout: timeout, progress: progress) }
     var status: UploadQueueStatus { inner.status }
+    func phase(of fileID: String) -> UploadFilePhase { inner.phase(of: fileID) }
     func start(onFinished: @escaping @Sendable (UploadOutcome) -> Void) { self.onFinished.withLock { $0 = onFinished } }
     func stop() { inner.stop() }
 }

@@ -88,4 +88,23 @@ final class RemovedWhileLandingTests: XCTestCase {
         while (!h.fs.uploadStatus.isIdle || !h.backend.children(of: h.backend.rootID).isEmpty) && Date() < idle { usleep(1_000) }
         XCTAssertEqual(h.backend.children(of: h.backend.rootID).map(\.name), [], "the removed file is not left on Drive")
     }
+
+    /// The marks of new files removed before their landing do not outlive the removal when no
+    /// landing can follow: made and removed without a close, or closed and removed before the
+    /// upload started, they leave nothing behind (the set grew by one per temporary file before).
+    func testNewFilesRemovedBeforeTheyLandLeaveNoMark() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        try h.mount()
+        h.backend.failNext(method: "files.create.upload", count: 1_000_000)
+        for i in 0..<10 {
+            let created = try h.create(.root, "open-\(i).tmp")
+            try BlockingCall.wait { h.fs.removeFile(parent: .root, name: "open-\(i).tmp", reply: $0) }
+            h.fs.release(created.attributes.inode, handle: created.opened.handle)
+            try h.writeFile(.root, "closed-\(i).tmp", Array("temporary \(i)\n".utf8))
+            try BlockingCall.wait { h.fs.removeFile(parent: .root, name: "closed-\(i).tmp", reply: $0) }
+        }
+        XCTAssertEqual(h.fs.removedHere.withLock { $0.count }, 0, "no mark left for files no landing will follow")
+        XCTAssertEqual(h.backend.children(of: h.backend.rootID, includingTrashed: true).map(\.name), [], "nothing on Drive")
+    }
 }
