@@ -34,7 +34,8 @@ extension DriveFilesystem {
         }
         let held = locals.withLock { $0[inode] }
         if let held {
-            guard held.lock.try() else { return (.local, nil) }
+            // The copy's lock is held for local work only (never across a fetch): a short wait.
+            held.lock.lock()
             let written = held.isDirty || held.hasUnreadyCommit
             held.lock.unlock()
             if written { return (.local, nil) }

@@ -27,13 +27,6 @@ extension DriveFilesystem {
         if name.isEmpty || name == "." || name == ".." || name.contains("/") { throw .invalidArgument }
     }
 
-    /// A fresh path for a local copy.
-    func newStagingPath(for fileID: String) -> String {
-        let n = stagingCounter.withLock { c -> UInt64 in c += 1; return c }
-        let suffix = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
-        return stagingDirectory.appendingPathComponent("\(fileID).\(n).\(suffix)").path
-    }
-
     private func nowMillis() -> Int64 { Int64((time.now() * 1000).rounded()) }
 
     /// An ID for a new item, from the pool (whose refill thread starts with the first create,
@@ -130,102 +123,6 @@ extension DriveFilesystem {
         }
     }
 
-    /// Runs `body` with the local copy of `inode`'s content locked: the one `locals` holds (being
-    /// written, open, or not yet on Drive), else the queue's (a closed file not uploaded yet, after
-    /// a restart), else, with `create`, a new lazy copy of Drive's version as the node shows it now.
-    /// nil when there is none and `create` is false.
-    ///
-    /// Contract: a copy is forgotten from `locals` only under its own lock, and only once the node
-    /// shows Drive's version of the same bytes (`LocalContent.forgettable`). So an open that finds
-    /// its copy forgotten by the time it holds the lock looks again, and what it then builds from
-    /// the node is current: an upload landing while the file is opened again never rolls it back.
-    func withLocalContent<T>(_ inode: Inode, create: Bool,
-                             _ body: (LocalContent) throws(FilesystemError) -> T) throws(FilesystemError) -> T? {
-        for _ in 0..<1_000 {
-            guard let node = table.node(inode) else { throw .stale }
-            let content: LocalContent
-            switch try localContent(node, create: create) {
-            case .none: return nil
-            case .again: continue
-            case .found(let found): content = found
-            }
-            content.lock.lock()
-            guard locals.withLock({ $0[inode] === content }) else {
-                content.lock.unlock()
-                continue
-            }
-            defer { content.lock.unlock() }
-            return try body(content)
-        }
-        Log.shared.error("write", "\(describe(inode)): its local copy kept changing under an open")
-        throw .ioError
-    }
-
-    private enum FoundContent {
-        case found(LocalContent)
-        case none
-        /// What was found went away meanwhile: look again.
-        case again
-    }
-
-    /// The local copy of `node`'s content, unlocked (see `withLocalContent`, the only caller).
-    private func localContent(_ node: Node, create: Bool) throws(FilesystemError) -> FoundContent {
-        if let held = locals.withLock({ $0[node.inode] }) { return .found(held) }
-        var made: LocalContent?
-        if let queued = uploads.contentPath(of: node.file.id) {
-            guard uploads.isWhole(node.file.id) else {
-                // Neither Drive's old version nor the queue's partial file is the content: it can
-                // be read once the upload filled in what Drive could not give at its close.
-                Log.shared.once(.warning, "write", "\(describe(node.inode)) cannot be opened until Drive gives the rest of "
-                                + "the content it had when it was last closed (it is queued for upload)")
-                throw .ioError
-            }
-            do throws(FilesystemError) {
-                // Written on what the queued content was written on: a colleague's change on
-                // Drive since is a conflict for this copy too.
-                let base = uploads.queuedBase(of: node.file.id)
-                made = try LocalContent(queuedAt: queued, blockSize: configuration.blockSize, baseRevision: base.revision,
-                                        baseMD5: base.md5)
-            } catch where error.errno == ENOENT {
-                // The queue ended that job meanwhile (landed, or replaced by a newer one).
-                return .again
-            }
-        } else if create {
-            if node.local?.isNew == true {
-                // A new file whose content nobody holds (an earlier run's upload failed for good).
-                made = try LocalContent(newAt: newStagingPath(for: node.file.id), blockSize: configuration.blockSize)
-            } else {
-                guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats), key.exportMimeType == nil else {
-                    throw .accessDenied
-                }
-                let remote = try cache.open(key, size: max(0, node.file.size ?? 0))
-                let fetch = SendableFetcher(fetcher(for: key))
-                let cache = self.cache
-                do throws(FilesystemError) {
-                    made = try LocalContent(copying: remote, at: newStagingPath(for: node.file.id), blockSize: configuration.blockSize,
-                                            baseRevision: node.file.headRevisionId, baseMD5: node.file.md5Checksum,
-                                            ensure: { handle, offset, length, cancellation throws(FilesystemError) in
-                                                try cache.ensure(handle, offset: offset, length: length, cancellation: cancellation,
-                                                                 fetch: fetch.value)
-                                            },
-                                            release: { cache.release($0) })
-                } catch {
-                    cache.release(remote)
-                    throw error
-                }
-            }
-        }
-        guard let made else { return .none }
-        // Two opens racing: the first one's copy wins.
-        let winner = locals.withLock { l -> LocalContent in
-            if let other = l[node.inode] { return other }
-            l[node.inode] = made
-            return made
-        }
-        if winner !== made { made.discardFile() }
-        return .found(winner)
-    }
-
     private func registerLocal(_ inode: Inode, _ content: LocalContent, writable: Bool) -> OpenedFile {
         table.openHandle(inode)
         let handle = handles.withLock { h -> UInt64 in
@@ -276,27 +173,22 @@ extension DriveFilesystem {
         handle.local ?? locals.withLock { $0[inode] }
     }
 
+    /// A read of a local copy: answered on the caller's thread when the copy holds the bytes
+    /// (another range may be downloading meanwhile), else fetched on an I/O thread.
     func readLocal(_ inode: Inode, _ content: LocalContent, offset: Int64, size: Int, reply: Reply<ReadData>) {
         content.lock.lock()
-        if content.needsNoFetch(offset: offset, length: Int64(size)) {
-            let answer = Result { () throws(FilesystemError) in try content.read(offset: offset, length: size, cancellation: nil) }
-            content.lock.unlock()
-            return reply.complete(answer)
-        }
+        let answer = content.readPresent(offset: offset, length: size)
         content.lock.unlock()
+        if let answer { return reply.succeed(answer) }
         onIOThread(reply, "reading", inode) { () throws(FilesystemError) in
-            content.lock.lock()
-            defer { content.lock.unlock() }
-            return try content.read(offset: offset, length: size, cancellation: reply.cancellation)
+            try content.read(offset: offset, length: size, cancellation: reply.cancellation)
         }
     }
 
     /// The content of a link made here whose target did not fit in its property (at most 4 KiB).
     func linkContent(_ node: Node, cancellation: CancellationFlag?) throws(FilesystemError) -> [UInt8] {
-        if let data = try withLocalContent(node.inode, create: false, { content throws(FilesystemError) in
-            Self.bytes(try content.read(offset: 0, length: 4096, cancellation: cancellation))
-        }) {
-            return data
+        if let content = try withLocalContent(node.inode, create: false, { $0 }) {
+            return Self.bytes(try content.read(offset: 0, length: 4096, cancellation: cancellation))
         }
         guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats) else { throw .ioError }
         let handle = try cache.open(key, size: max(0, node.file.size ?? 0))
@@ -318,25 +210,43 @@ extension DriveFilesystem {
 
     // MARK: Commit
 
-    /// Completes the copy and hands it to the queue (`ready`: for upload now). Durable when it returns.
-    private func commit(_ inode: Inode, _ content: LocalContent, ready: Bool,
-                        cancellation: CancellationFlag?) throws(FilesystemError) {
+    /// Completes the copy and hands it to the queue (`ready`: for upload now). Durable when it
+    /// returns. `when` (under the copy's lock): whether the commit is still wanted once the copy
+    /// was completed (a writer may have opened it meanwhile).
+    ///
+    /// Drive's missing bytes are fetched first with the copy's lock released (`fetchForCommit`):
+    /// reads, writes and releases of the file go on meanwhile. The commit itself (the journal's
+    /// record) is made under the lock, of the copy as it is then.
+    private func commit(_ inode: Inode, _ content: LocalContent, ready: Bool, cancellation: CancellationFlag?,
+                        when wanted: (LocalContent) -> Bool = { _ in true }) throws(FilesystemError) {
+        content.lock.lock()
+        let fetch = wanted(content) && wantsCommit(content, ready: ready)
+        let grows = fetch && ready && table.node(inode).map { growthOnDrive($0, content) > 0 } == true
+        content.lock.unlock()
+        if fetch { try content.fetchForCommit(cancellation: cancellation) }
+        // Drive's free space, asked now if it is stale: the check under the lock uses what is known.
+        if grows { _ = freeSpaceOnDrive() }
         content.lock.lock()
         defer { content.lock.unlock() }
-        try commitLocked(inode, content, ready: ready, cancellation: cancellation)
+        guard wanted(content) else { return }
+        try commitLocked(inode, content, ready: ready)
     }
 
-    private func commitLocked(_ inode: Inode, _ content: LocalContent, ready: Bool,
-                              cancellation: CancellationFlag?) throws(FilesystemError) {
-        guard !content.removed, !content.sealed else { return }
-        guard content.isDirty || content.hasUnreadyCommit || ready && content.committed != 0 else { return }
+    /// Whether `commitLocked` would hand the copy to the queue (lock held).
+    private func wantsCommit(_ content: LocalContent, ready: Bool) -> Bool {
+        !content.removed && !content.sealed && (content.isDirty || content.hasUnreadyCommit || ready && content.committed != 0)
+    }
+
+    /// Hands the copy to the queue as it is (lock held; `commit` fetched what Drive would give).
+    private func commitLocked(_ inode: Inode, _ content: LocalContent, ready: Bool) throws(FilesystemError) {
+        guard wantsCommit(content, ready: ready) else { return }
         guard let node = table.node(inode) else { return }
         // Decision: what close(2) accepted is journaled whatever the network does. Drive's bytes
-        // the copy never needed are fetched now when Drive gives them; when it does not (it is
-        // away, or failing), the copy is committed as it is with those spans listed, and the upload
-        // fills them from the revision it was based on before it sends anything. A crash after
-        // the commit finds the spans in the journal (UploadQueue's fill step).
-        let missing = try content.completeOrListMissing(cancellation: cancellation)
+        // the copy never needed are fetched before (`commit`) when Drive gives them; when it does
+        // not (it is away, or failing), the copy is committed as it is with those spans listed,
+        // and the upload fills them from the revision it was based on before it sends anything. A
+        // crash after the commit finds the spans in the journal (UploadQueue's fill step).
+        let missing = content.missingSpans
         var request = uploadRequest(node, content)
         if !missing.isEmpty {
             request.missing = missing
@@ -361,12 +271,17 @@ extension DriveFilesystem {
         throw .noSpace
     }
 
+    /// How many bytes the copy is larger than what Drive holds of the file.
+    private func growthOnDrive(_ node: Node, _ content: LocalContent) -> Int64 {
+        content.size - (node.local?.isNew == true ? 0 : max(0, node.file.size ?? 0))
+    }
+
     /// Whether the file's growth over what Drive holds of it fits in Drive's free space (an
     /// unlimited account, or a quota not known, always fits).
+    /// The copy's lock is held: Drive's free space is the one known (`commit` asked Drive before).
     private func fitsOnDrive(_ node: Node, _ content: LocalContent) -> Bool {
-        let onDrive = node.local?.isNew == true ? 0 : max(0, node.file.size ?? 0)
-        let growth = content.size - onDrive
-        guard growth > 0, let free = freeSpaceOnDrive(), growth > free else { return true }
+        let growth = growthOnDrive(node, content)
+        guard growth > 0, let free = freeSpaceOnDrive(ask: false), growth > free else { return true }
         Log.shared.warning("write", "\(describe(node.inode)) needs \(growth) more byte(s) on Drive, which has \(free) free: "
                            + "it is kept here, not uploaded (its close answered ENOSPC); truncate or remove it, "
                            + "or make room on Drive and close or fsync it again")
@@ -378,20 +293,19 @@ extension DriveFilesystem {
     /// stays: until the node shows Drive's new version, opens and reads must come here.
     private func closeLocal(_ inode: Inode, _ content: LocalContent) {
         commits.submit { [self] in
-            content.lock.lock()
-            defer { content.lock.unlock() }
-            guard content.handles == 0 && content.writers == 0 else { return }
+            let closed = { (content: LocalContent) in content.handles == 0 && content.writers == 0 }
             do throws(FilesystemError) {
-                if content.isDirty || content.hasUnreadyCommit {
-                    try commitLocked(inode, content, ready: true, cancellation: nil)
-                }
+                try commit(inode, content, ready: true, cancellation: nil,
+                           when: { closed($0) && ($0.isDirty || $0.hasUnreadyCommit) })
             } catch where error.errno == ENOSPC && heldForRoom.withLock({ $0.contains(inode) }) {
                 // No room on Drive: journaled and kept (fitsOnDrive logged why).
             } catch {
                 Log.shared.error("write", "\(describe(inode)): the last close could not keep what was written (\(error)); "
                                  + "the local copy stays at \(content.path)")
             }
-            forgetIfDone(inode, content)
+            content.lock.lock()
+            defer { content.lock.unlock() }
+            if closed(content) { forgetIfDone(inode, content) }
         }
     }
 
@@ -493,7 +407,7 @@ extension DriveFilesystem {
             // The target is also the file's content: links too long for a property keep it there.
             content.lock.lock()
             do throws(FilesystemError) {
-                try content.write(offset: 0, data: Array(target.utf8), cancellation: nil)
+                try content.write(offset: 0, data: Array(target.utf8))  // a new file: nothing to fetch
                 content.lock.unlock()
             } catch {
                 content.lock.unlock()
@@ -872,10 +786,9 @@ extension DriveFilesystem {
                 let changes = content.size != size
                 try content.truncate(to: size)
                 if changes { noteLocal(inode, size: size) }
-                // truncate(2) without an open file: it is a whole change of its own.
-                guard viaHandle == nil, content.writers == 0 else { return false }
-                try commitLocked(inode, content, ready: true, cancellation: cancellation)
-                return true
+                // truncate(2) without an open file: it is a whole change of its own (committed
+                // once the copy's lock is let go: completing it may fetch from Drive).
+                return viaHandle == nil && content.writers == 0
             }
             if let viaHandle {
                 viaHandle.lock.lock()
@@ -888,7 +801,10 @@ extension DriveFilesystem {
                     return true
                 }
                 guard done != nil else { throw .ioError }
-                if let committed { closeLocal(inode, committed) }
+                if let committed {
+                    try commit(inode, committed, ready: true, cancellation: cancellation, when: { $0.writers == 0 })
+                    closeLocal(inode, committed)
+                }
             }
         }
         guard changes.permissions != nil || changes.modified != nil || changes.userID != nil || changes.groupID != nil else { return }
@@ -975,19 +891,27 @@ extension DriveFilesystem {
         guard let file = handles.withLock({ $0.files[handle] }), file.inode == inode else { return reply.fail(.badHandle) }
         guard file.writable, let content = file.local else { return reply.fail(.badHandle) }
         guard let node = table.node(inode) else { return reply.fail(.stale) }
+        // Drive's bytes the write leaves standing in its edge blocks are fetched first, with the
+        // copy's lock released; the write itself is made under the lock.
         let work = { @Sendable [self] (cancellation: CancellationFlag?) throws(FilesystemError) -> Int in
-            content.lock.lock()
-            defer { content.lock.unlock() }
-            try content.makeWritable(reclaim: { uploads.reclaim(node.file.id)?.contentPath },
-                                     newPath: { newStagingPath(for: node.file.id) })
-            try content.write(offset: offset, data: data, cancellation: cancellation)
-            noteLocal(inode, size: content.size)
-            if content.wantsEarlyUpload(threshold: configuration.earlyUploadThreshold), node.local?.isNew == true,
-               let now = table.node(inode) {
-                content.earlyAsked = true
-                content.early = uploads.beginEarlyUpload(uploadRequest(now, content), contentPath: content.path, size: content.size)
+            for _ in 0..<1_000 {
+                try content.fetchForWrite(offset: offset, length: Int64(data.count), cancellation: cancellation)
+                content.lock.lock()
+                defer { content.lock.unlock() }
+                guard content.writeNeedsNoFetch(offset: offset, length: Int64(data.count)) else { continue }
+                try content.makeWritable(reclaim: { uploads.reclaim(node.file.id)?.contentPath },
+                                         newPath: { newStagingPath(for: node.file.id) })
+                try content.write(offset: offset, data: data)
+                noteLocal(inode, size: content.size)
+                if content.wantsEarlyUpload(threshold: configuration.earlyUploadThreshold), node.local?.isNew == true,
+                   let now = table.node(inode) {
+                    content.earlyAsked = true
+                    content.early = uploads.beginEarlyUpload(uploadRequest(now, content), contentPath: content.path,
+                                                             size: content.size)
+                }
+                return data.count
             }
-            return data.count
+            throw .ioError
         }
         content.lock.lock()
         let quick = !content.sealed && content.needsNoFetch(offset: offset, length: 1)

@@ -20,10 +20,18 @@ import Glibc
 /// - Writes go to a local copy (`LocalContent`) and reach Drive through the upload queue when the
 ///   file is closed (`DriveFilesystem+Write.swift`).
 ///
-/// Lock order, written once: `LocalContent.lock` → `DriveFilesystem.handles` → `NodeTable.state`;
-/// `locals`, `FolderLister.state`, `BlockCache.condition`, the upload queue's and `Invalidator`'s
-/// locks are leaves taken alone. No lock but one file's `LocalContent.lock` (which serialises that
-/// file's writes, fills and commits) is held while calling Drive, waiting, or replying.
+/// Lock order, written once (docs/architecture.md, "Lock-order policy", gives the same):
+/// `ChangesInFlight` (a rename's Drive requests) → `LocalContent.lock` (one file's; an editor's
+/// save takes two, the new file's first) → `UploadQueue.lock` → `NodeTable.state`, `locals` and
+/// `handles`; `handles` → `NodeTable.state`. `FolderLister.state`, `BlockCache.condition`,
+/// `Invalidator`'s, `ContentReader`'s and `DriveSpace`'s locks are leaves taken alone. No lock is
+/// held while calling Drive or replying; a `LocalContent.lock` is held for local work only (its
+/// fills download with it released, under per-block claims).
+///
+/// The rooms, assembled in `init` one line each: `RequestRunner` (the interactive threads),
+/// `ContentReader` (the read path of Drive's content), `LocalCopies` (the local copies and their
+/// staging files), `DriveSpace` (statfs and Drive's free space); the commits, upload landings and
+/// the namespace operations are still this type's `+Write` extension.
 public final class DriveFilesystem: FilesystemOperations {
     public let configuration: DriveFSConfiguration
     let backend: any DriveBackend
@@ -42,29 +50,30 @@ public final class DriveFilesystem: FilesystemOperations {
     /// Held for the life of the filesystem: two mounts must not share a cache directory.
     public let cacheLock: CacheDirectoryLock
 
-    let interactive: WorkPool
-    let readAhead: WorkPool
+    /// The interactive threads: requests that cannot be answered from memory.
+    let runner: RequestRunner
+    var interactive: WorkPool { runner.pool }
+    /// The read path of Drive's content: read-ahead, background fills.
+    let reader: ContentReader
+    var readAhead: WorkPool { reader.pool }
     let backgroundListing: WorkPool
     let notifications: WorkPool
     /// Commits of closed files (they fsync, so not on the kernel's threads).
     let commits: WorkPool
 
     let uploads: any UploadQueueing
-    /// Files with a local copy (being written, or uploaded and still open), by inode.
-    let locals = Locked<[Inode: LocalContent]>([:])
+    /// The local copies of files' content and their staging files.
+    let copies: LocalCopies
+    var locals: Locked<[Inode: LocalContent]> { copies.locals }
     /// New files removed while their upload may be landing: trashed once it landed.
     let removedHere = Locked<Set<String>>([])
-    let stagingDirectory: URL
-    let stagingCounter = Locked<UInt64>(0)
     /// Whether the ID pool's refill thread runs (from the first create on: a mount that writes
     /// nothing costs no request for IDs). Its reserve (`<cache>/file-ids`) is attached at `init`.
     let idPoolStarted = Locked(false)
 
     let handles = Locked(Handles())
-    private let about = Locked<(value: DriveAbout?, fetchedAt: Double)>((nil, 0))
-    /// When a close last asked Drive for its quota (successful or not): at most one about.get per
-    /// `quotaRefreshInterval` for closes, whatever Drive answers.
-    private let quotaAskedAt = Locked<Double>(-Double.infinity)
+    /// Drive's space: `statfs` and the free space a close checks against.
+    let space: DriveSpace
     /// Files whose last close answered ENOSPC (their growth does not fit in Drive's free space):
     /// journaled but not ready, kept until a truncate, a removal or a later close that fits.
     let heldForRoom = Locked<Set<Inode>>([])
@@ -84,9 +93,6 @@ public final class DriveFilesystem: FilesystemOperations {
         let content: BlockCache.Handle?
         var local: LocalContent? = nil
         var writable = false
-        var readAhead = ReadAheadState()
-        /// Reads of this handle that missed the cache and were not sequential.
-        var randomMisses = 0
     }
 
     struct OpenDirectory {
@@ -117,12 +123,10 @@ public final class DriveFilesystem: FilesystemOperations {
         cache = try BlockCache(directory: cacheDirectory.appendingPathComponent("blocks"), capacity: configuration.cacheSize,
                                blockSize: configuration.blockSize, kept: pinSet.kept, minimumFree: configuration.cacheMinimumFree)
         index = IndexStore(path: cacheDirectory.appendingPathComponent(IndexStore.fileName).path)
-        interactive = WorkPool(name: "drivefs-io", threads: configuration.interactiveThreads)
-        readAhead = WorkPool(name: "drivefs-readahead", threads: configuration.readAheadStreams)
         backgroundListing = WorkPool(name: "drivefs-prefetch", threads: configuration.backgroundListingThreads)
         notifications = WorkPool(name: "drivefs-notify", threads: 1)
         commits = WorkPool(name: "drivefs-commit", threads: 2)
-        stagingDirectory = cacheDirectory.appendingPathComponent("staging")
+        let stagingDirectory = cacheDirectory.appendingPathComponent("staging")
         do {
             try FileManager.default.createDirectory(at: stagingDirectory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
@@ -154,6 +158,17 @@ public final class DriveFilesystem: FilesystemOperations {
                               background: backgroundListing, time: time)
         poller = ChangePoller(backend: backend, table: table, invalidator: invalidator, index: index, token: token,
                               interval: configuration.pollInterval)
+        // The rooms, one line each: the request threads, the read path of Drive's content, the local copies, Drive's space.
+        runner = RequestRunner(pool: WorkPool(name: "drivefs-io", threads: configuration.interactiveThreads), backend: backend,
+                               configuration: configuration, time: time,
+                               describe: InodeNamer(backend: backend, table: table, lister: lister))
+        reader = ContentReader(cache: cache, backend: backend, configuration: configuration, time: time,
+                               pool: WorkPool(name: "drivefs-readahead", threads: configuration.readAheadStreams),
+                               describe: { [runner] in runner.describe($0) },
+                               onIOThread: { [runner] reply, inode, body in runner.answer(reply, "reading", inode, body) })
+        copies = LocalCopies(stagingDirectory: stagingDirectory, table: table, uploads: self.uploads, cache: cache,
+                             configuration: configuration, reader: reader, describe: runner.describe)
+        space = DriveSpace(backend: backend, time: time, configuration: configuration, itemCount: { [table] in table.count })
         pins = PinKeeper(set: pinSet, table: table, lister: lister, cache: cache, configuration: configuration, time: time)
         shedder = IdleFolderShedder(table: table, invalidator: invalidator, idleFor: configuration.releaseIdleAfter)
         // A built index is saved at once: a daemon killed later does not list the drive again.
@@ -165,32 +180,17 @@ public final class DriveFilesystem: FilesystemOperations {
         }
         UnfinishedUploads.write(0, cacheDirectory: cacheDirectory.path)
         restoreUploads()
-        sweepStaging()
+        copies.sweepStaging(keeping: Set(self.uploads.recovered.map(\.contentPath)))
     }
 
-    /// At start nothing is open: a staging file the journal does not name is a copy that was open
-    /// (never closed, so nothing was promised of it) or half made when the last run ended. Removed,
-    /// or the cache disk fills with them over crashes.
-    private func sweepStaging() {
-        let referenced = Set(uploads.recovered.map(\.contentPath))
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: stagingDirectory.path) else { return }
-        var removed = 0
-        var bytes: Int64 = 0
-        for name in names {
-            let path = stagingDirectory.appendingPathComponent(name).path
-            guard !referenced.contains(path) else { continue }
-            var info = stat()
-            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
-            if unlink(path) == 0 {
-                removed += 1
-                bytes += Int64(info.st_size)
-            }
-        }
-        if removed > 0 {
-            Log.shared.info("write", "removed \(removed) staging file(s) of \(bytes) bytes left by the last run (files open when it ended, "
-                            + "never closed: nothing of them was promised)")
-        }
+    /// Runs `body` with the local copy of `inode`'s content locked (`LocalCopies.withLocalContent`).
+    func withLocalContent<T>(_ inode: Inode, create: Bool,
+                             _ body: (LocalContent) throws(FilesystemError) -> T) throws(FilesystemError) -> T? {
+        try copies.withLocalContent(inode, create: create, body)
     }
+
+    /// A fresh path for a local copy.
+    func newStagingPath(for fileID: String) -> String { copies.newStagingPath(for: fileID) }
 
     // MARK: Lifecycle
 
@@ -254,56 +254,23 @@ public final class DriveFilesystem: FilesystemOperations {
     }
 
     /// Where `inode` shows in the mount (`/Projects/plan.txt`), for log lines.
-    func describe(_ inode: Inode) -> String {
-        guard let names = ShortcutResolver(backend: backend, table: table, lister: lister).path(of: inode) else {
-            return table.node(inode).map { "'\($0.name)' (\($0.file.id))" } ?? "\(inode)"
-        }
-        return "/" + names.joined(separator: "/")
-    }
+    func describe(_ inode: Inode) -> String { runner.describe(inode) }
 
-    /// Says once per path and errno why a request failed, with Drive's reason (never for the
-    /// everyday ENOENT, or an interrupt the user asked for).
     func logFailure(_ what: String, _ inode: Inode, _ error: Error, _ mapped: FilesystemError) {
-        guard mapped.errno != ENOENT, mapped.errno != EINTR else { return }
-        if mapped.errno == EIO, backend.reachability?.isOffline == true {
-            return Log.shared.once(.warning, "fs", "\(what) \(describe(inode)): not available offline (\(mapped))")
-        }
-        Log.shared.once(.warning, "fs", "\(what) \(describe(inode)): \(mapped) (\(error))")
+        runner.logFailure(what, inode, error, mapped)
     }
 
     /// Runs `body` on an interactive thread, with the request's cancellation and deadline.
     func onIOThread<T: Sendable>(_ reply: Reply<T>, _ what: String = "request", _ inode: Inode = .root,
-                                         _ body: @escaping @Sendable () throws(FilesystemError) -> T) {
-        runOnIOThread(reply.cancellation, what, inode, body) { result in reply.complete(result) }
+                                 _ body: @escaping @Sendable () throws(FilesystemError) -> T) {
+        runner.answer(reply, what, inode, body)
     }
 
-    /// Runs `body` on an interactive thread, with the request's cancellation and deadline, and
-    /// hands its result to `then` on that thread (which answers the request, or arranges for it
-    /// to be answered later without holding the thread).
+    /// As `onIOThread`, handing the result to `then` (`RequestRunner.run`).
     func runOnIOThread<T: Sendable>(_ cancellation: CancellationFlag?, _ what: String, _ inode: Inode,
                                     _ body: @escaping @Sendable () throws(FilesystemError) -> T,
                                     then: @escaping @Sendable (Result<T, FilesystemError>) -> Void) {
-        let deadline = time.now() + configuration.requestDeadline
-        interactive.submit {
-            let context = RequestContext(priority: .interactive, deadline: deadline, cancellation: cancellation)
-            let result: Result<T, FilesystemError>
-            do {
-                result = .success(try context.scope { () throws -> T in try body() })
-            } catch {
-                let mapped = FilesystemError.from(error)
-                // Cancelled without an interrupt: the request's deadline passed. That is a
-                // failure of Drive, not something the caller asked for.
-                if mapped.errno == EINTR && cancellation?.isCancelled != true {
-                    Log.shared.warning("fs", "\(what) \(self.describe(inode)) gave up after "
-                                       + "\(Int(self.configuration.requestDeadline)) s: \(error)")
-                    result = .failure(.ioError)
-                } else {
-                    self.logFailure(what, inode, error, mapped)
-                    result = .failure(mapped)
-                }
-            }
-            then(result)
-        }
+        runner.run(cancellation, what, inode, body, then: then)
     }
 
     // MARK: Names
@@ -480,6 +447,7 @@ public final class DriveFilesystem: FilesystemOperations {
             h.files[handle] = OpenFile(inode: inode, content: content)
             return handle
         }
+        reader.opened(handle)
         // The change feed invalidates the inode when a new version comes; `noteOpen` makes sure
         // of it at the next open even if that notification was lost.
         return OpenedFile(handle: handle, keepCache: keepCache, directIO: directIO)
@@ -491,119 +459,24 @@ public final class DriveFilesystem: FilesystemOperations {
         if let local = localForReading(inode, handle: open) {
             return readLocal(inode, local, offset: offset, size: size, reply: reply)
         }
-        guard let plan = handles.withLock({ h -> (BlockCache.Handle, [ReadAheadState.Span], Bool)? in
-            guard var file = h.files[handle], file.inode == inode, let content = file.content else { return nil }
-            let spans = file.readAhead.advance(offset: offset, size: Int64(size), fileSize: content.size,
-                                               maximum: readAheadMaximum, chunk: configuration.readAheadChunk,
-                                               maxChunk: configuration.maxReadAheadChunk, streams: configuration.readAheadStreams)
-            h.files[handle] = file
-            return (content, spans, file.readAhead.isSequential)
-        }) else { return reply.fail(.badHandle) }
-        let (content, spans, sequential) = plan
-        // Read-ahead claims its blocks now, before this read looks for them: a reader never
-        // fetches on its own what a read-ahead stream is about to fetch.
-        for span in spans { scheduleReadAhead(content, span) }
-        let length = Int(max(0, min(Int64(size), content.size - offset)))
-        guard length > 0 else { return reply.succeed(.bytes([])) }
-        if cache.isPresent(content, offset: offset, length: length) {
-            return reply.succeed(.file(descriptor: content.descriptor, offset: offset, length: length))
-        }
-        if !sequential { noteRandomMiss(inode, handle: handle, content) }
-        onIOThread(reply, "reading", inode) { [self] () throws(FilesystemError) in
-            // A sequential reader's miss streams on past the read (one chunk), so the next reads
-            // find their blocks arriving instead of each paying a request.
-            try cache.ensure(content, offset: offset, length: length,
-                             extend: sequential ? configuration.readAheadChunk : 0,
-                             cancellation: reply.cancellation, fetch: fetcher(for: content.key))
-            return .file(descriptor: content.descriptor, offset: offset, length: length)
-        }
+        guard let content = open.content else { return reply.fail(.badHandle) }
+        reader.read(inode, handle: handle, content: content, offset: offset, size: size, reply: reply)
     }
 
-    /// The read-ahead window's cap: `maxReadAhead`, but never more than a quarter of the cache (open
-    /// content is not evicted, so a window past the cap would hold the cache over it).
-    private var readAheadMaximum: Int64 { max(configuration.readAheadChunk, min(configuration.maxReadAhead, configuration.cacheSize / 4)) }
+    /// Downloads of one content version (`ContentReader.fetcher`).
+    func fetcher(for key: ContentKey) -> BlockCache.Fetcher { reader.fetcher(for: key) }
 
-    /// Downloads of one content version: pinned to its revision when Drive gave one.
-    func fetcher(for key: ContentKey) -> BlockCache.Fetcher {
-        { [backend] offset, length, sink in
-            try backend.download(key.fileID, revision: key.revision, offset: offset, length: length, to: sink)
-        }
-    }
-
-    /// Claims the missing blocks of `span` (on the caller's thread) and downloads each run of
-    /// them, one range stream per run, on the read-ahead threads.
-    private func scheduleReadAhead(_ content: BlockCache.Handle, _ span: ReadAheadState.Span) {
-        while let run = cache.claim(content, offset: span.offset, length: span.length, maxBytes: span.length) {
-            readAhead.submit { [self] in
-                do {
-                    try download(content, run, priority: .readAhead)
-                } catch {
-                    Log.shared.debug("readahead", "\(content.key) at block \(run.lowerBound): \(error)")
-                }
-            }
-        }
-    }
-
-    /// Downloads a claimed run of `content` at `priority`, with a user request's deadline (on a
-    /// read-ahead thread: read-ahead and background fills).
-    private func download(_ content: BlockCache.Handle, _ run: ClosedRange<Int>, priority: RequestPriority) throws {
-        let context = RequestContext(priority: priority, deadline: time.now() + configuration.requestDeadline)
-        try context.scope { () throws -> Void in
-            try cache.download(content, blocks: run, fetch: fetcher(for: content.key))
-        }
-    }
-
-    /// Counts a handle's miss that was not sequential. At the `randomReadFillAfter`th, a file no
-    /// larger than `randomReadFillLimit` (nor a quarter of the cache) is filled in the background,
-    /// once per version at a time: a reader at random then pays a request per miss only until the
-    /// fill reaches its blocks, and the whole file costs size / `randomReadFillChunk` requests
-    /// (1 GiB: 128 downloads, 25,600 of Google's quota units, where 1,000 misses cost 1,000 and
-    /// 200,000). Runs on the kernel's thread: it only counts and claims (the cache's leaf lock).
-    private func noteRandomMiss(_ inode: Inode, handle: UInt64, _ content: BlockCache.Handle) {
-        let limit = min(configuration.randomReadFillLimit, configuration.cacheSize / 4)
-        guard configuration.randomReadFillAfter > 0, content.size > 0, content.size <= limit else { return }
-        let due = handles.withLock { h -> Bool in
-            guard var file = h.files[handle] else { return false }
-            file.randomMisses += 1
-            h.files[handle] = file
-            return file.randomMisses == configuration.randomReadFillAfter
-        }
-        guard due, cache.beginFill(content) else { return }
-        Log.shared.info("readahead", "\(describe(inode)): read at random; filling its \(content.size) bytes in the background")
-        let streams = max(1, configuration.randomReadFillStreams)
-        let running = Locked(streams)
-        for _ in 0..<streams { continueFill(content, running: running, then: nil) }
-    }
-
-    /// One stream of a background fill: claims the next run of missing blocks (at most a fill
-    /// chunk; blocks a reader is fetching are skipped), downloads it on a read-ahead thread at
-    /// `.background` priority (behind what users wait on and read-ahead, in the pacer's order),
-    /// then goes on with the next. A stream ends when nothing is left to claim (the version is
-    /// complete, or no handle holds it any more) or a download fails (a failing Drive is not
-    /// pressed further); the last stream to end ends the fill, then calls `then`.
+    /// A background fill of `content` (`ContentReader.continueFill`); `then` runs once it ended.
     func continueFill(_ content: BlockCache.Handle, running: Locked<Int>, then: (@Sendable () -> Void)?) {
-        @Sendable func endStream() {
-            guard running.withLock({ n -> Bool in n -= 1; return n == 0 }) else { return }
-            cache.endFill(content)
-            then?()
-        }
-        guard let run = cache.claim(content, offset: 0, length: content.size, maxBytes: configuration.randomReadFillChunk) else {
-            return endStream()
-        }
-        readAhead.submit { [self] in
-            do {
-                try download(content, run, priority: .background)
-            } catch {
-                Log.shared.debug("readahead", "background fill of \(content.key) stopped at block \(run.lowerBound): \(error)")
-                return endStream()
-            }
-            continueFill(content, running: running, then: then)
-        }
+        reader.continueFill(content, running: running, then: then)
     }
 
     public func release(_ inode: Inode, handle: UInt64) {
         guard let file = handles.withLock({ $0.files.removeValue(forKey: handle) }) else { return }
-        if let content = file.content { cache.release(content) }
+        if let content = file.content {
+            reader.released(handle)
+            cache.release(content)
+        }
         releaseLocal(inode, file)
         table.closeHandle(inode)
     }
@@ -631,58 +504,12 @@ public final class DriveFilesystem: FilesystemOperations {
     // MARK: Statistics
 
     public func statistics(reply: Reply<FilesystemStatistics>) {
-        let cached = about.withLock { $0 }
-        if let value = cached.value, time.now() - cached.fetchedAt < 60 { return reply.succeed(statistics(value)) }
-        onIOThread(reply) { [self] () throws(FilesystemError) in
-            do {
-                let value = try backend.about()
-                about.withLock { $0 = (value, time.now()) }
-                return statistics(value)
-            } catch {
-                // df should not fail because Drive is slow: an older answer is better than none.
-                if let value = cached.value { return statistics(value) }
-                throw FilesystemError.from(error)
-            }
-        }
+        if let recent = space.recentStatistics { return reply.succeed(recent) }
+        onIOThread(reply) { [space] () throws(FilesystemError) in try space.fetchStatistics() }
     }
 
-    /// Bytes Drive has free for this account (`about.storageQuota`: limit − usage), as the mount
-    /// knows it: the answer `df` uses, asked again by a close at most every
-    /// `quotaRefreshInterval` seconds (one request, its deadline short: a close does not wait
-    /// long for Drive). nil: no limit (an unlimited account), or not known (Drive did not answer).
-    func freeSpaceOnDrive() -> Int64? {
-        let now = time.now()
-        var known = about.withLock { $0 }
-        let stale = known.value == nil || now - known.fetchedAt >= configuration.quotaRefreshInterval
-        let ask = stale && quotaAskedAt.withLock { asked -> Bool in
-            guard now - asked >= configuration.quotaRefreshInterval || known.value == nil && asked == -Double.infinity else {
-                return false
-            }
-            asked = now
-            return true
-        }
-        if ask {
-            let context = RequestContext(priority: .interactive, deadline: now + min(10, configuration.requestDeadline))
-            if let fresh = context.scope({ try? backend.about() }) {
-                known = (fresh, time.now())
-                about.withLock { $0 = known }
-            }
-        }
-        guard let value = known.value, let limit = value.storageLimit else { return nil }
-        return max(0, limit - max(0, value.storageUsage ?? 0))
-    }
-
-    private func statistics(_ about: DriveAbout) -> FilesystemStatistics {
-        let blockSize: UInt64 = 4096
-        let used = UInt64(max(0, about.storageUsage ?? 0))
-        // Unlimited storage (no limit): show a petabyte, so that df and tools that check room work.
-        let limit = about.storageLimit.map { UInt64(max(0, $0)) } ?? max(used, 1 << 50)
-        let free = limit > used ? limit - used : 0
-        let files = UInt64(table.count)
-        return FilesystemStatistics(blockSize: blockSize, totalBlocks: limit / blockSize, freeBlocks: free / blockSize,
-                                    totalFiles: files + 1_000_000, freeFiles: 1_000_000,
-                                    maximumNameLength: UInt64(NameMapper.maximumNameBytes))
-    }
+    /// Drive's free space as the mount knows it (`DriveSpace.freeSpace`).
+    func freeSpaceOnDrive(ask: Bool = true) -> Int64? { space.freeSpace(ask: ask) }
 
     // MARK: Introspection (tests)
 

@@ -7,17 +7,27 @@ import Glibc
 /// bytes only where they were needed, copied block by block from the block cache (a partial
 /// write's edge blocks, reads, and everything at commit), and what was written.
 ///
-/// Invariants (under `lock`, which is held across fills, so writes and commits of one file are
-/// serialised while other files go on):
+/// Contract: `lock` guards the state and is held only for local work (a copy of one block, a
+/// write, a truncate, a commit's journal record): never across a request to Drive. A fill claims
+/// the blocks it fetches (`fetching`), downloads them with the lock released, and copies each in
+/// under the lock only if it is still not present; others wait for a claimed block (off the
+/// kernel's threads) instead of fetching it twice. So a read of bytes the copy holds, a write, a
+/// flush that has nothing to fetch, or a release answers while another range is downloaded.
+///
+/// Invariants (under `lock`):
 /// - A block below `remoteLimit` that is not `present` holds no written byte: a write that only
-///   partly covers such a block fetches it first; one that covers it whole marks it present.
+///   partly covers such a block waits until it is fetched (`writeNeedsNoFetch`); one that covers
+///   it whole marks it present, and a fetch landing after that leaves it as written.
 /// - Bytes at or past `remoteLimit` never come from Drive (they were written, or are zeros of a
-///   truncate that grew the file).
+///   truncate that grew the file). `present` only grows and `remoteLimit` only shrinks: a range
+///   that needs no fetch keeps needing none.
 /// - Once `sealed` (committed ready), the queue owns the file: a write first takes it back
 ///   (`reclaim`) or moves to a copy.
 final class LocalContent: @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock`.
-    let lock = NSLock()
+    /// The state's lock, and the condition a fill's end is broadcast on (its place in the lock
+    /// order is checked in debug builds).
+    let lock = RankedCondition(.localContent)
     private(set) var path: String
     private(set) var descriptor: Int32
     /// Descriptors of files this content moved away from: closed when it dies, so a read reply in
@@ -26,6 +36,8 @@ final class LocalContent: @unchecked Sendable {
     private(set) var size: Int64
     private var remoteLimit: Int64
     private var present: [UInt64]
+    /// Blocks a fill downloads now (its claim): nobody else fetches them meanwhile.
+    private var fetching = Set<Int>()
     let blockSize: Int
     /// Drive's version this copy started from (nil: a new file, or content the queue held).
     let remote: BlockCache.Handle?
@@ -175,47 +187,160 @@ final class LocalContent: @unchecked Sendable {
         return (first...last).allSatisfy(isPresent)
     }
 
-    /// Copies Drive's bytes of the missing blocks in `first...last` into the staging file.
-    private func fill(_ first: Int, _ last: Int, cancellation: CancellationFlag?) throws(FilesystemError) {
+    /// The blocks a write of `[offset, offset + length)` must have from Drive first: its edge
+    /// blocks that it covers only in part and that are not here yet.
+    private func edgesToFetch(offset: Int64, length: Int64) -> [Int] {
+        guard length > 0 else { return [] }
+        let end = offset + length
+        let B = Int64(blockSize)
+        let first = Int(offset / B), last = Int((end - 1) / B)
+        return Set([first, last]).sorted().filter { b in
+            guard b <= lastRemoteBlock, !isPresent(b) else { return false }
+            return !(Int64(b) * B >= offset && min(Int64(b + 1) * B, remoteLimit) <= end)
+        }
+    }
+
+    /// Whether a write of `[offset, offset + length)` may go ahead now (lock held): none of Drive's
+    /// bytes it leaves standing is still to be fetched.
+    func writeNeedsNoFetch(offset: Int64, length: Int64) -> Bool { edgesToFetch(offset: offset, length: length).isEmpty }
+
+    // MARK: Fills (the lock NOT held)
+
+    /// A fill's failure: Drive's (the fetch), or the local copy's.
+    private struct FillFailure: Error {
+        let error: FilesystemError
+        let fromDrive: Bool
+    }
+
+    /// Makes Drive's bytes of the blocks in `first...last` present: fetches the missing ones nobody
+    /// fetches (claimed, with the lock released), waits for those others fetch. Called without the
+    /// lock; takes it only to claim, to copy one fetched block in, and to wait.
+    private func fill(_ first: Int, _ last: Int, cancellation: CancellationFlag?) throws(FillFailure) {
         guard let remote, let ensureRemote else { return }
-        let hi = min(last, lastRemoteBlock)
-        var b = max(0, first)
-        while b <= hi {
-            if isPresent(b) { b += 1; continue }
-            var e = b
-            while e + 1 <= hi && !isPresent(e + 1) { e += 1 }
-            let start = Int64(b) * Int64(blockSize)
-            let end = min(Int64(e + 1) * Int64(blockSize), remoteLimit)
-            do throws(FilesystemError) { try ensureRemote(remote, start, Int(end - start), cancellation) } catch {
-                fetchFailed = true
-                throw error
+        lock.lock()
+        while true {
+            let hi = min(last, lastRemoteBlock)
+            var claim: ClosedRange<Int>?
+            var othersFetch = false
+            var b = max(0, first)
+            while b <= hi && claim == nil {
+                if isPresent(b) { b += 1; continue }
+                if fetching.contains(b) { othersFetch = true; b += 1; continue }
+                var e = b
+                while e + 1 <= hi && !isPresent(e + 1) && !fetching.contains(e + 1) { e += 1 }
+                claim = b...e
             }
-            try FileRanges.copy(from: remote.descriptor, to: descriptor, offset: start, length: end - start)
-            for x in b...e { setPresent(x) }
-            b = e + 1
+            if let run = claim {
+                for x in run { fetching.insert(x) }
+                let start = Int64(run.lowerBound) * Int64(blockSize)
+                let end = min(Int64(run.upperBound + 1) * Int64(blockSize), remoteLimit)
+                lock.unlock()
+                LockOrder.assertNoneHeld("a local copy's fetch from Drive")
+                var failure: FillFailure?
+                do throws(FilesystemError) {
+                    try ensureRemote(remote, start, Int(end - start), cancellation)
+                } catch { failure = FillFailure(error: error, fromDrive: true) }
+                lock.lock()
+                if failure == nil {
+                    for x in run {
+                        do throws(FilesystemError) { try land(x, from: remote.descriptor) } catch {
+                            failure = FillFailure(error: error, fromDrive: false)
+                            break
+                        }
+                    }
+                }
+                for x in run { fetching.remove(x) }
+                lock.broadcast()
+                if let failure {
+                    lock.unlock()
+                    throw failure
+                }
+                continue
+            }
+            guard othersFetch else { break }
+            if cancellation?.isCancelled == true {
+                lock.unlock()
+                throw FillFailure(error: FilesystemError(errno: EINTR), fromDrive: false)
+            }
+            _ = lock.wait(until: Date().addingTimeInterval(0.2))
+        }
+        lock.unlock()
+    }
+
+    /// Copies Drive's bytes of block `b` (fetched into the cache's `source`) into the staging
+    /// file, unless it is here already: written whole since the fetch began, or past what is left
+    /// of Drive's bytes. Lock held: a write of the block comes wholly before or after.
+    private func land(_ b: Int, from source: Int32) throws(FilesystemError) {
+        guard !isPresent(b), b <= lastRemoteBlock else { return }
+        let start = Int64(b) * Int64(blockSize)
+        let end = min(Int64(b + 1) * Int64(blockSize), remoteLimit)
+        try FileRanges.copy(from: source, to: descriptor, offset: start, length: end - start)
+        setPresent(b)
+    }
+
+    /// Fetches what `[offset, offset + length)` misses of Drive's bytes (the lock NOT held).
+    func fetch(offset: Int64, length: Int64, cancellation: CancellationFlag?) throws(FilesystemError) {
+        guard length > 0 else { return }
+        do throws(FillFailure) {
+            try fill(Int(offset / Int64(blockSize)), Int((offset + length - 1) / Int64(blockSize)), cancellation: cancellation)
+        } catch { throw error.error }
+    }
+
+    /// Fetches the edge blocks a write of `[offset, offset + length)` needs first (the lock NOT held).
+    func fetchForWrite(offset: Int64, length: Int64, cancellation: CancellationFlag?) throws(FilesystemError) {
+        lock.lock()
+        let edges = edgesToFetch(offset: offset, length: length)
+        lock.unlock()
+        for b in edges {
+            do throws(FillFailure) { try fill(b, b, cancellation: cancellation) } catch { throw error.error }
+        }
+    }
+
+    /// Fetches everything still missing, so that a commit holds the whole content (the lock NOT
+    /// held). When Drive cannot give it now (it is unreachable, or answers errors), what is missing
+    /// stays missing and is listed at the commit (`missingSpans`, `UploadRequest.missing`): what
+    /// was written never waits on Drive to be kept. A local failure (the disk) or a cancellation
+    /// still throws.
+    func fetchForCommit(cancellation: CancellationFlag?) throws(FilesystemError) {
+        do throws(FillFailure) { try fill(0, Int.max, cancellation: cancellation) } catch {
+            if !error.fromDrive || cancellation?.isCancelled == true { throw error.error }
         }
     }
 
     // MARK: Operations (the caller holds `lock`)
 
-    /// `[offset, offset + length)` as a reply from the staging file, fetching what is missing.
-    func read(offset: Int64, length: Int, cancellation: CancellationFlag?) throws(FilesystemError) -> ReadData {
+    /// `[offset, offset + length)` as a reply from the staging file when it needs no fetch; nil
+    /// when some of Drive's bytes are still to be fetched (`read` fetches them).
+    func readPresent(offset: Int64, length: Int) -> ReadData? {
         let count = Int(max(0, min(Int64(length), size - offset)))
         guard count > 0 else { return .bytes([]) }
-        try fill(Int(offset / Int64(blockSize)), Int((offset + Int64(count) - 1) / Int64(blockSize)), cancellation: cancellation)
+        guard needsNoFetch(offset: offset, length: Int64(count)) else { return nil }
         return .file(descriptor: descriptor, offset: offset, length: count)
     }
 
-    func write(offset: Int64, data: [UInt8], cancellation: CancellationFlag?) throws(FilesystemError) {
+    /// `[offset, offset + length)` as a reply, fetched first where needed (the lock NOT held).
+    func read(offset: Int64, length: Int, cancellation: CancellationFlag?) throws(FilesystemError) -> ReadData {
+        for _ in 0..<1_000 {
+            lock.lock()
+            let answer = readPresent(offset: offset, length: length)
+            lock.unlock()
+            if let answer { return answer }
+            try fetch(offset: offset, length: Int64(length), cancellation: cancellation)
+        }
+        throw .ioError
+    }
+
+    /// Writes `data` at `offset` (lock held); the caller made sure first that nothing it needs
+    /// from Drive is missing (`writeNeedsNoFetch`, `fetchForWrite`).
+    func write(offset: Int64, data: [UInt8]) throws(FilesystemError) {
         precondition(!sealed, "a write to content the queue owns")
         guard !data.isEmpty else { return }
         let end = offset + Int64(data.count)
         let B = Int64(blockSize)
         let first = Int(offset / B), last = Int((end - 1) / B)
-        // Edge blocks only partly covered keep Drive's other bytes: fetched first.
-        for b in Set([first, last]) where b <= lastRemoteBlock && !isPresent(b) {
-            let covered = Int64(b) * B >= offset && min(Int64(b + 1) * B, remoteLimit) <= end
-            if !covered { try fill(b, b, cancellation: cancellation) }
+        guard writeNeedsNoFetch(offset: offset, length: Int64(data.count)) else {
+            Log.shared.error("write", "\(path): a write reached a block whose Drive bytes were not fetched")
+            throw .ioError
         }
         try FileRanges.writeAll(descriptor, data, count: data.count, at: offset)
         for b in first...last where Int64(b) * B >= offset && min(Int64(b + 1) * B, remoteLimit) <= end { setPresent(b) }
@@ -242,30 +367,6 @@ final class LocalContent: @unchecked Sendable {
         generation += 1
         early?.noteTruncate(to: length)
     }
-
-    /// Fetches everything still missing: the staging file then holds the whole content.
-    func complete(cancellation: CancellationFlag?) throws(FilesystemError) {
-        try fill(0, lastRemoteBlock, cancellation: cancellation)
-    }
-
-    /// As `complete`, but when Drive cannot give the missing bytes now (it is unreachable, or
-    /// answers errors) the content is kept as it is: the spans still holding nothing, to be filled
-    /// with Drive's bytes of `baseRevision` before it is uploaded (`UploadRequest.missing`). What
-    /// was written never waits on Drive to be kept. A local failure (the disk) still throws.
-    func completeOrListMissing(cancellation: CancellationFlag?) throws(FilesystemError) -> [ByteSpan] {
-        fetchFailed = false
-        do {
-            try complete(cancellation: cancellation)
-            return []
-        } catch where fetchFailed {
-            fetchFailed = false
-            if cancellation?.isCancelled == true { throw error }
-            return missingSpans
-        }
-    }
-
-    /// Set by `fill` when the failure was Drive's (the fetch), not the local copy's.
-    private var fetchFailed = false
 
     /// The spans below `remoteLimit` whose Drive bytes are not here.
     var missingSpans: [ByteSpan] {

@@ -68,7 +68,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// job fails for good: each time the corrupt revision is written over by the next try.
     static let maximumChecksumMismatches = 3
 
-    let lock = NSCondition()
+    let lock = RankedCondition(.uploadQueue)
     var shared: Shared
 
     struct Shared {

@@ -38,6 +38,9 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     var groupedQueriesAnswerNothing = false
     /// Media downloads wait for this semaphore first when set (a stalled connection).
     var downloadGate: DispatchSemaphore?
+    /// Signalled as each media download begins, before `downloadGate`: a test knows a fetch is in
+    /// flight (and held) without polling.
+    var downloadStarted: DispatchSemaphore?
     /// Called with the parents of every children listing before it is answered (outside the
     /// fake's lock): a test may hold a listing there.
     var listHook: (@Sendable ([String]) -> Void)? {
@@ -255,6 +258,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
 
     func download(_ id: String, revision: String?, offset: Int64, length: Int64?, to sink: ResponseSink) throws -> Int64 {
         try request(revision == nil ? "files.get.media" : "revisions.get.media")
+        downloadStarted?.signal()
         downloadGate?.wait()
         downloadGate?.signal()
         let bytes: [UInt8] = try {

@@ -1,0 +1,162 @@
+import DriveClient
+import DriveSupport
+import Foundation
+import Glibc
+
+/// The local copies of files' content (`LocalContent`), by inode: files being written, open with
+/// a copy, or not on Drive yet; and their staging files in `<cache>/staging/`. The write-back's
+/// first room: where a copy is found, made, and looked up under its lock.
+///
+/// Contract: a copy is forgotten from `locals` only under its own lock, and only once the node
+/// shows Drive's version of the same bytes (`LocalContent.forgettable`). So an open that finds
+/// its copy forgotten by the time it holds the lock looks again, and what it then builds from
+/// the node is current: an upload landing while the file is opened again never rolls it back.
+/// `locals` is a leaf lock.
+final class LocalCopies: Sendable {
+    /// Files with a local copy (being written, or uploaded and still open), by inode.
+    let locals = Locked<[Inode: LocalContent]>([:])
+    let stagingDirectory: URL
+    private let counter = Locked<UInt64>(0)
+    private let table: NodeTable
+    private let uploads: any UploadQueueing
+    private let cache: BlockCache
+    private let configuration: DriveFSConfiguration
+    private let reader: ContentReader
+    private let describe: InodeNamer
+
+    init(stagingDirectory: URL, table: NodeTable, uploads: any UploadQueueing, cache: BlockCache,
+         configuration: DriveFSConfiguration, reader: ContentReader, describe: InodeNamer) {
+        self.stagingDirectory = stagingDirectory
+        self.table = table
+        self.uploads = uploads
+        self.cache = cache
+        self.configuration = configuration
+        self.reader = reader
+        self.describe = describe
+    }
+
+    /// The copy `locals` holds for `inode`, unlocked.
+    func held(_ inode: Inode) -> LocalContent? { locals.withLock { $0[inode] } }
+
+    /// A fresh path for a local copy.
+    func newStagingPath(for fileID: String) -> String {
+        let n = counter.withLock { c -> UInt64 in c += 1; return c }
+        let suffix = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+        return stagingDirectory.appendingPathComponent("\(fileID).\(n).\(suffix)").path
+    }
+
+    /// At start nothing is open: a staging file the journal does not name (`referenced`) is a
+    /// copy that was open (never closed, so nothing was promised of it) or half made when the last
+    /// run ended. Removed, or the cache disk fills with them over crashes.
+    func sweepStaging(keeping referenced: Set<String>) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: stagingDirectory.path) else { return }
+        var removed = 0
+        var bytes: Int64 = 0
+        for name in names {
+            let path = stagingDirectory.appendingPathComponent(name).path
+            guard !referenced.contains(path) else { continue }
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            if unlink(path) == 0 {
+                removed += 1
+                bytes += Int64(info.st_size)
+            }
+        }
+        if removed > 0 {
+            Log.shared.info("write", "removed \(removed) staging file(s) of \(bytes) bytes left by the last run (files open when it ended, "
+                            + "never closed: nothing of them was promised)")
+        }
+    }
+
+    /// Runs `body` with the local copy of `inode`'s content locked: the one `locals` holds (being
+    /// written, open, or not yet on Drive), else the queue's (a closed file not uploaded yet, after
+    /// a restart), else, with `create`, a new lazy copy of Drive's version as the node shows it now.
+    /// nil when there is none and `create` is false.
+    /// (The contract on forgetting: the type's.)
+    func withLocalContent<T>(_ inode: Inode, create: Bool,
+                             _ body: (LocalContent) throws(FilesystemError) -> T) throws(FilesystemError) -> T? {
+        for _ in 0..<1_000 {
+            guard let node = table.node(inode) else { throw .stale }
+            let content: LocalContent
+            switch try localContent(node, create: create) {
+            case .none: return nil
+            case .again: continue
+            case .found(let found): content = found
+            }
+            content.lock.lock()
+            guard locals.withLock({ $0[inode] === content }) else {
+                content.lock.unlock()
+                continue
+            }
+            defer { content.lock.unlock() }
+            return try body(content)
+        }
+        Log.shared.error("write", "\(describe(inode)): its local copy kept changing under an open")
+        throw .ioError
+    }
+
+    private enum FoundContent {
+        case found(LocalContent)
+        case none
+        /// What was found went away meanwhile: look again.
+        case again
+    }
+
+    /// The local copy of `node`'s content, unlocked (see `withLocalContent`, the only caller).
+    private func localContent(_ node: Node, create: Bool) throws(FilesystemError) -> FoundContent {
+        if let held = locals.withLock({ $0[node.inode] }) { return .found(held) }
+        var made: LocalContent?
+        if let queued = uploads.contentPath(of: node.file.id) {
+            guard uploads.isWhole(node.file.id) else {
+                // Neither Drive's old version nor the queue's partial file is the content: it can
+                // be read once the upload filled in what Drive could not give at its close.
+                Log.shared.once(.warning, "write", "\(describe(node.inode)) cannot be opened until Drive gives the rest of "
+                                + "the content it had when it was last closed (it is queued for upload)")
+                throw .ioError
+            }
+            do throws(FilesystemError) {
+                // Written on what the queued content was written on: a colleague's change on
+                // Drive since is a conflict for this copy too.
+                let base = uploads.queuedBase(of: node.file.id)
+                made = try LocalContent(queuedAt: queued, blockSize: configuration.blockSize, baseRevision: base.revision,
+                                        baseMD5: base.md5)
+            } catch where error.errno == ENOENT {
+                // The queue ended that job meanwhile (landed, or replaced by a newer one).
+                return .again
+            }
+        } else if create {
+            if node.local?.isNew == true {
+                // A new file whose content nobody holds (an earlier run's upload failed for good).
+                made = try LocalContent(newAt: newStagingPath(for: node.file.id), blockSize: configuration.blockSize)
+            } else {
+                guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats), key.exportMimeType == nil else {
+                    throw .accessDenied
+                }
+                let remote = try cache.open(key, size: max(0, node.file.size ?? 0))
+                let fetch = SendableFetcher(reader.fetcher(for: key))
+                let cache = self.cache
+                do throws(FilesystemError) {
+                    made = try LocalContent(copying: remote, at: newStagingPath(for: node.file.id), blockSize: configuration.blockSize,
+                                            baseRevision: node.file.headRevisionId, baseMD5: node.file.md5Checksum,
+                                            ensure: { handle, offset, length, cancellation throws(FilesystemError) in
+                                                try cache.ensure(handle, offset: offset, length: length, cancellation: cancellation,
+                                                                 fetch: fetch.value)
+                                            },
+                                            release: { cache.release($0) })
+                } catch {
+                    cache.release(remote)
+                    throw error
+                }
+            }
+        }
+        guard let made else { return .none }
+        // Two opens racing: the first one's copy wins.
+        let winner = locals.withLock { l -> LocalContent in
+            if let other = l[node.inode] { return other }
+            l[node.inode] = made
+            return made
+        }
+        if winner !== made { made.discardFile() }
+        return .found(winner)
+    }
+}
