@@ -69,14 +69,19 @@ def scale_count(size):
     return top * sub * files
 
 
+def write_small_files(root, folder, pattern, count, seed):
+    """`count` files of 4 KiB of random bytes (random.Random(seed)), named pattern % i, in root/folder."""
+    d = os.path.join(root, folder)
+    os.makedirs(d)
+    rng = random.Random(seed)
+    for i in range(count):
+        with open(os.path.join(d, pattern % i), "wb") as f:
+            f.write(rng.randbytes(4096))
+
+
 def write_files_seed(root, size):
     """Workload 5's source: write_files files of 4 KiB of random bytes, in files/."""
-    d = os.path.join(root, "files")
-    os.makedirs(d)
-    rng = random.Random(5)
-    for i in range(size["write_files"]):
-        with open(os.path.join(d, "f%04d.bin" % i), "wb") as f:
-            f.write(rng.randbytes(4096))
+    write_small_files(root, "files", "f%04d.bin", size["write_files"], 5)
 
 
 def src_file_count(size):
@@ -107,12 +112,7 @@ def write_src_seed(root, size):
 
 def write_backlog_seed(root, size):
     """Workload 9's backlog: backlog_files files of 4 KiB of random bytes, in backlog/."""
-    d = os.path.join(root, "backlog")
-    os.makedirs(d)
-    rng = random.Random(9)
-    for i in range(size["backlog_files"]):
-        with open(os.path.join(d, "b%04d.bin" % i), "wb") as f:
-            f.write(rng.randbytes(4096))
+    write_small_files(root, "backlog", "b%04d.bin", size["backlog_files"], 9)
 
 
 def write_write_seed(root, size):
