@@ -243,13 +243,13 @@ def main():
                 statuses[profile].append(finish_lane(handle)[0])
         # The background lanes, once the foreground is done; then every profile's report.
         for profile, handle in lanes:
-            lane_status, summary = finish_lane(handle)
+            lane_status, lane_summary = finish_lane(handle)
             statuses[profile].append(lane_status)
-            if summary:
-                summary["measured"] = handle["only"]
-                ctxs[profile].lanes.append(summary)
+            if lane_summary:
+                lane_summary["measured"] = handle["only"]
+                ctxs[profile].lanes.append(lane_summary)
                 log("[%s] background lane %s: %s, %.0f s, CPU %.1f s" % (
-                    profile, summary["name"], lane_status, summary["wall"], summary["cpu"] or 0.0))
+                    profile, lane_summary["name"], lane_status, lane_summary["wall"], lane_summary["cpu"] or 0.0))
         reports = []
         for profile in profiles:
             ctx = ctxs[profile]
