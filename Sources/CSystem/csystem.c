@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <malloc.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "csystem.h"
 
@@ -19,3 +20,11 @@ int csystem_malloc_trim(void) {
 off_t csystem_seek_data(int fd, off_t offset) { return lseek(fd, offset, SEEK_DATA); }
 
 off_t csystem_seek_hole(int fd, off_t offset) { return lseek(fd, offset, SEEK_HOLE); }
+
+ssize_t csystem_getxattr(const char *path, const char *name, void *value, size_t size) {
+    return getxattr(path, name, value, size);
+}
+
+int csystem_setxattr(const char *path, const char *name, const void *value, size_t size, int flags) {
+    return setxattr(path, name, value, size, flags);
+}

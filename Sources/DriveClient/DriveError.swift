@@ -1,3 +1,4 @@
+import DriveSupport
 import Foundation
 
 /// What Google said about a failed request: HTTP status, the first `errors[].reason`, the top-level
@@ -60,6 +61,9 @@ public enum DriveError: Error, Sendable, Equatable, CustomStringConvertible {
     case malformedResponse(String)
     /// The caller gave up (sink returned false, or a cancellation check said stop).
     case cancelled
+    /// A local file an upload sends could not be opened, measured or read: the local disk's
+    /// failure (the call and its errno), not a bad request. Another try reads the same file.
+    case localFile(path: String, SystemCallError)
 
     public var info: GoogleErrorInfo? {
         switch self {
@@ -67,7 +71,7 @@ public enum DriveError: Error, Sendable, Equatable, CustomStringConvertible {
              .invalidArgument(let i), .conflict(let i), .unauthorized(let i), .preconditionFailed(let i),
              .rangeNotSatisfiable(let i), .server(let i), .unexpectedStatus(let i):
             return i
-        case .transport, .checksumMismatch, .malformedResponse, .cancelled:
+        case .transport, .checksumMismatch, .malformedResponse, .cancelled, .localFile:
             return nil
         }
     }
@@ -92,6 +96,7 @@ public enum DriveError: Error, Sendable, Equatable, CustomStringConvertible {
         case .checksumMismatch(let expected, let actual): return "checksum mismatch: sent md5 \(expected), Drive has \(actual)"
         case .malformedResponse(let what): return "malformed response: \(what)"
         case .cancelled: return "cancelled"
+        case .localFile(let path, let error): return "cannot read \(path): \(error)"
         }
     }
 

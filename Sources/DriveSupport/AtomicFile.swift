@@ -19,6 +19,14 @@ public enum AtomicFile {
     /// - Parameter durable: false skips both fsyncs, for files that mean nothing after a crash
     ///   (a daemon's status in a runtime directory): readers still never see a partial file.
     public static func write<C: ContiguousBytes>(_ bytes: C, to path: String, mode: mode_t = 0o600, durable: Bool = true) throws {
+        try write(to: path, mode: mode, durable: durable) { emit in try bytes.withUnsafeBytes { try emit($0) } }
+    }
+
+    /// The same replacement, for a file written in pieces (an index of hundreds of MB is never held
+    /// whole in memory): `produce` hands each piece to `emit`, in order. A failed `emit` throws
+    /// out of `produce`; an error `produce` throws leaves the old file as it was.
+    public static func write(to path: String, mode: mode_t = 0o600, durable: Bool = true,
+                             producing produce: (_ emit: (UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
         let temp = directory + "/.\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -26,10 +34,30 @@ public enum AtomicFile {
         guard fd >= 0 else { throw Failure(operation: "create", path: temp, errno: errno) }
         // The umask may have narrowed the mode at creation; set exactly what was asked.
         var failure: Failure? = fchmod(fd, mode) == 0 ? nil : Failure(operation: "chmod", path: temp, errno: errno)
+        var produced: Error?
         if failure == nil {
-            failure = bytes.withUnsafeBytes { writeAll(fd, $0) }.map { Failure(operation: "write", path: temp, errno: $0) }
+            do {
+                try produce { piece in
+                    do throws(SystemCallError) { try SystemCall.writeAll(fd, piece) } catch {
+                        throw Failure(operation: "write", path: temp, errno: error.errno)
+                    }
+                }
+            } catch let error as Failure {
+                failure = error
+            } catch {
+                produced = error
+            }
         }
-        if failure == nil, durable, fsync(fd) != 0 { failure = Failure(operation: "fsync", path: temp, errno: errno) }
+        if let produced {
+            close(fd)
+            unlink(temp)
+            throw produced
+        }
+        if failure == nil, durable {
+            do throws(SystemCallError) { try SystemCall.retrying("fsync") { fsync(fd) } } catch {
+                failure = Failure(operation: "fsync", path: temp, errno: error.errno)
+            }
+        }
         close(fd)
         if failure == nil, rename(temp, path) != 0 { failure = Failure(operation: "replace", path: path, errno: errno) }
         if let failure {
@@ -48,19 +76,11 @@ public enum AtomicFile {
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode)
         guard fd >= 0 else { throw Failure(operation: "open", path: path, errno: errno) }
         defer { close(fd) }
-        if let e = bytes.withUnsafeBytes({ writeAll(fd, $0) }) { throw Failure(operation: "append to", path: path, errno: e) }
-        if durable, fdatasync(fd) != 0 { throw Failure(operation: "fdatasync", path: path, errno: errno) }
-    }
-
-    /// Writes everything, retrying EINTR and short writes; returns the errno of a failure.
-    private static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Int32? {
-        var offset = 0
-        while offset < buffer.count {
-            let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return n < 0 ? errno : EIO }
-            offset += n
+        do throws(SystemCallError) {
+            try SystemCall.writeAll(fd, bytes)
+            if durable { try SystemCall.retrying("fdatasync") { fdatasync(fd) } }
+        } catch {
+            throw Failure(operation: error.call == "write" ? "append to" : error.call, path: path, errno: error.errno)
         }
-        return nil
     }
 }

@@ -168,15 +168,7 @@ public final class Log: Sendable {
         guard shown else { return }
         let stamp = RFC3339.format(millis: Self.nowMillis())
         let line = "\(stamp) \(level.tag) \(Self.escaped(area)): \(Self.escaped(text))\n"
-        var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { raw in
-            var done = 0
-            while done < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + done, raw.count - done)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return }
-                done += n
-            }
-        }
+        // A log that cannot be written has nowhere to say so.
+        try? SystemCall.writeAll(fd, Array(line.utf8))
     }
 }

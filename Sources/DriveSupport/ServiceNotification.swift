@@ -32,7 +32,9 @@ public enum ServiceNotification {
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
                 bytes.withUnsafeBytes { raw in
-                    retryingInterrupts { sendto(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), socketAddress, length) }
+                    try? SystemCall.retrying("sendto") {
+                        sendto(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), socketAddress, length)
+                    }
                 }
             }
         }
@@ -43,12 +45,5 @@ public enum ServiceNotification {
     @discardableResult
     public static func send(_ state: String, environment: [String: String]) -> Bool {
         send(state, socketName: environment["NOTIFY_SOCKET"])
-    }
-
-    private static func retryingInterrupts(_ call: () -> Int) -> Int {
-        while true {
-            let result = call()
-            if result >= 0 || errno != EINTR { return result }
-        }
     }
 }

@@ -68,6 +68,20 @@ final class AuthCredentialStoreTests: XCTestCase {
         XCTAssertFalse(try store.deleteCredential(profile: "p"))
     }
 
+    /// What `auth status` and `mount` read: the profile and its credential, or `notLoggedIn`.
+    func testSignedInReadsTheProfileAndItsCredential() throws {
+        XCTAssertThrowsError(try store.signedIn(profile: "none")) { error in
+            guard case .notLoggedIn(let profile)? = error as? OAuthError else { return XCTFail("\(error)") }
+            XCTAssertEqual(profile, "none")
+        }
+        try store.saveCredential(credential, profile: "p")
+        XCTAssertNil(try store.signedIn(profile: "p").profile)
+        try store.updateProfile("p", with: ProfileConfig(tokenURL: "http://127.0.0.1:9/token"))
+        let signedIn = try store.signedIn(profile: "p")
+        XCTAssertEqual(signedIn.credential, credential)
+        XCTAssertEqual(signedIn.profile?.tokenURL, "http://127.0.0.1:9/token")
+    }
+
     func testProfileNamesAreValidated() {
         for bad in ["", "../x", "a/b", ".hidden", String(repeating: "a", count: 65), "sp ace"] {
             XCTAssertThrowsError(try store.tokenFile(profile: bad), bad)

@@ -31,20 +31,22 @@ final class AuthLoginFlowTests: XCTestCase {
     private var browser: TestBrowser { TestBrowser(transport: transport) }
 
     /// `token` requests the emulator counted. Stats are counted once a response is written, so wait
-    /// (briefly) for the count to reach `expected` before reading it.
+    /// (bounded) for the count to reach `expected` before reading it.
     private func tokenRequests(expecting expected: Int = 0) -> Int {
-        let deadline = Date().addingTimeInterval(2)
-        while (emulator.stats().methods["token"]?.requests ?? 0) < expected && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        return emulator.stats().methods["token"]?.requests ?? 0
+        let count = { self.emulator.stats().methods["token"]?.requests ?? 0 }
+        waitUntil("\(expected) token requests, have \(count())", timeout: 10) { count() >= expected }
+        return count()
     }
 
     func testLoginEndToEndThenRefresh() throws {
         let page = Locked<(status: Int, body: String)?>(nil)
         let authURL = Locked<String?>(nil)
         let browser = self.browser
+        let browserDone = DispatchSemaphore(value: 0)
         let result = try login().run(announce: { url in
             authURL.withLock { $0 = url }
             Thread {
+                defer { browserDone.signal() }
                 do {
                     let location = try browser.consent(url)
                     // A stray request first (browsers ask for a favicon): answered 404, the listener stays open.
@@ -72,7 +74,7 @@ final class AuthLoginFlowTests: XCTestCase {
         XCTAssertEqual(params["scope"], "https://www.googleapis.com/auth/drive")
 
         // The browser got the closing page; the listener is gone (one-shot).
-        Thread.sleep(forTimeInterval: 0.05)
+        XCTAssertEqual(browserDone.wait(timeout: .now() + 20), .success, "the browser got its page")
         XCTAssertEqual(page.withLock { $0?.status }, 200)
         XCTAssertTrue(page.withLock { $0?.body ?? "" }.contains("You may close this tab"))
         let port = URLComponents(string: params["redirect_uri"]!)!.port!
@@ -87,8 +89,10 @@ final class AuthLoginFlowTests: XCTestCase {
     func testWrongStateIsRejectedAndNothingIsExchanged() throws {
         let page = Locked<Int?>(nil)
         let browser = self.browser
+        let browserDone = DispatchSemaphore(value: 0)
         XCTAssertThrowsError(try login().run(announce: { url in
             Thread {
+                defer { browserDone.signal() }
                 do {
                     let location = try browser.consent(url)
                     var c = URLComponents(string: location)!
@@ -100,7 +104,7 @@ final class AuthLoginFlowTests: XCTestCase {
         })) { error in
             XCTAssertEqual(error as? OAuthError, .stateMismatch)
         }
-        Thread.sleep(forTimeInterval: 0.05)
+        XCTAssertEqual(browserDone.wait(timeout: .now() + 20), .success, "the browser got its page")
         XCTAssertEqual(page.withLock { $0 }, 400, "the browser is told it failed")
         XCTAssertEqual(tokenRequests(), 0, "no code exchange after a state mismatch")
     }

@@ -35,6 +35,45 @@ final class BlockCacheTests: XCTestCase {
         return Array(buffer.prefix(max(0, n)))
     }
 
+    /// `--cache-min-free`: under the cap, content is evicted while the filesystem has less free than
+    /// asked, counting evicted blocks whose holes the next index write punches; kept content stays.
+    func testMinimumFreeEvictsBelowTheCapButNeverKeptContent() throws {
+        // A disk of 40 blocks holding only the cache: free = 40 blocks - cached + evicted-but-unpunched.
+        let disk = Int64(40 * blockSize)
+        let onDisk = Locked<Int64>(0)
+        let cache = try BlockCache(directory: directory, capacity: 1 << 30, blockSize: blockSize, minimumFree: Int64(20 * blockSize),
+                                   freeSpace: { disk - onDisk.withLock { $0 } })
+        let fetches = Locked(0)
+        func fill(_ id: String, blocks: Int) throws {
+            let content = CoreHarness.pattern(blocks * blockSize, seed: UInt64(id.utf8.first!))
+            let handle = try cache.open(ContentKey(fileID: id, version: "v1"), size: Int64(content.count))
+            // The bytes are on disk as they arrive: before the cache marks them present.
+            let fetch: BlockCache.Fetcher = { offset, length, sink in
+                onDisk.withLock { $0 += length }
+                return try self.fetcher(content, count: fetches)(offset, length, sink)
+            }
+            try cache.ensure(handle, offset: 0, length: content.count, cancellation: nil, fetch: fetch)
+            cache.release(handle)
+        }
+        cache.setKept(["kept"])
+        try fill("kept", blocks: 12)
+        try fill("a", blocks: 6)
+        XCTAssertEqual(cache.bytesUsed, Int64(18 * blockSize), "22 blocks free: nothing to evict")
+        try fill("b", blocks: 6)
+        // 16 free: 4 blocks more are wanted, and only unkept content may give them.
+        XCTAssertEqual(cache.keptBytes, Int64(12 * blockSize))
+        let used = cache.bytesUsed
+        XCTAssertLessThanOrEqual(used, Int64(20 * blockSize), "evicted below the cap (1 GiB) for free space")
+        XCTAssertGreaterThanOrEqual(used, Int64(12 * blockSize))
+        XCTAssertGreaterThan(cache.counterValues.blocksEvicted, 0)
+        // Asked for more free than unkept content can give: all of it goes, the kept stays whole.
+        try fill("c", blocks: 10)
+        try fill("d", blocks: 10)
+        XCTAssertEqual(cache.keptBytes, Int64(12 * blockSize))
+        let key = ContentKey(fileID: "kept", version: "v1")
+        XCTAssertEqual(cache.presentBytes(key, size: Int64(12 * blockSize)), Int64(12 * blockSize))
+    }
+
     func testBlocksArePersistedByTheIndexNotByClosing() throws {
         let content = CoreHarness.pattern(5 * blockSize + 100, seed: 4)
         let key = ContentKey(fileID: "f1", version: "v1", revision: "r1")

@@ -46,7 +46,7 @@ final class ExtendedAttributeTests: XCTestCase {
 
         let file = try harness.lookup(.root, "a.txt").inode
         XCTAssertEqual(try names(file), [ExtendedAttributes.id, ExtendedAttributes.md5, ExtendedAttributes.mimeType,
-                                         ExtendedAttributes.webViewLink, ExtendedAttributes.modifiedBy])
+                                         ExtendedAttributes.webViewLink, ExtendedAttributes.modifiedBy, ExtendedAttributes.state])
         XCTAssertEqual(try value(file, "user.drive.id"), fileID)
         XCTAssertEqual(try value(file, "user.drive.md5"), Digest.hex(.md5, of: content))
         XCTAssertEqual(try value(file, "user.drive.mime_type"), "text/plain")
@@ -54,7 +54,7 @@ final class ExtendedAttributeTests: XCTestCase {
         XCTAssertEqual(try value(file, "user.drive.modified_by"), "ada@example.com", "the address when Drive has one")
 
         let folder = try harness.lookup(.root, "Projects").inode
-        XCTAssertEqual(try names(folder), ["user.drive.id", "user.drive.mime_type", "user.drive.modified_by"])
+        XCTAssertEqual(try names(folder), ["user.drive.id", "user.drive.mime_type", "user.drive.modified_by", "user.drivefs.state"])
         XCTAssertEqual(try value(folder, "user.drive.mime_type"), DriveFile.folderMimeType)
         XCTAssertEqual(try value(folder, "user.drive.modified_by"), "Ada Lovelace", "the name when there is no address")
         assertErrno(ENODATA) { _ = try value(folder, "user.drive.md5") }
@@ -64,7 +64,8 @@ final class ExtendedAttributeTests: XCTestCase {
         XCTAssertFalse(try names(doc).contains("user.drive.md5"), "a Workspace document has no bytes, so no checksum")
 
         let shortcut = try harness.lookup(.root, "link").inode
-        XCTAssertEqual(try names(shortcut), ["user.drive.id", "user.drive.mime_type", "user.drive.shortcut_target_id"])
+        XCTAssertEqual(try names(shortcut), ["user.drive.id", "user.drive.mime_type", "user.drive.shortcut_target_id",
+                                             "user.drivefs.state"])
         XCTAssertEqual(try value(shortcut, "user.drive.id"), shortcutID)
         XCTAssertEqual(try value(shortcut, "user.drive.shortcut_target_id"), fileID)
 

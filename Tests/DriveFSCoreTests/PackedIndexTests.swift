@@ -209,9 +209,7 @@ final class PackedIndexTests: XCTestCase {
     // MARK: The whole-drive index
 
     private func waitForIndex(_ fs: DriveFilesystem) -> Bool {
-        let deadline = Date().addingTimeInterval(60)
-        while fs.lister.isIndexing && Date() < deadline { usleep(5_000) }
-        return !fs.lister.isIndexing && fs.waitForPrefetch()
+        waitUntil("the index crawl to end") { !fs.lister.isIndexing } && fs.waitForPrefetch()
     }
 
     /// Root → 10 folders → 24 subfolders each → 19 files each: 250 folders, 4,820 entries.
@@ -228,9 +226,7 @@ final class PackedIndexTests: XCTestCase {
 
         // Saved as soon as it is built (a daemon killed later keeps it), not only at unmount.
         let indexFile = harness.configuration.cacheDirectory.appendingPathComponent(IndexStore.fileName).path
-        let deadline = Date().addingTimeInterval(30)
-        while !FileManager.default.fileExists(atPath: indexFile) && Date() < deadline { usleep(5_000) }
-        XCTAssertTrue(FileManager.default.fileExists(atPath: indexFile), "the built index was not saved")
+        waitUntil("the built index to be saved") { FileManager.default.fileExists(atPath: indexFile) }
 
         harness.backend.resetCounters()
         XCTAssertEqual(try harness.walk().count, entries)

@@ -137,12 +137,9 @@ final class RepackTests: XCTestCase {
         XCTAssertNotNil(table.node(new)?.local)
 
         held.release()
-        let deadline = Date().addingTimeInterval(60)
-        func landed() -> Bool {
+        waitUntil("the uploads to land") {
             harness.fs.uploadStatus.isIdle && table.node(new)?.local == nil && table.node(rewritten)?.local == nil
         }
-        while !landed() && Date() < deadline { usleep(2_000) }
-        XCTAssertTrue(landed(), "the uploads did not land in time")
         // What the change poller does between polls.
         table.packUnneededFolders()
         XCTAssertEqual(materialized, 0)

@@ -84,6 +84,45 @@ final class SyntheticIndexTests: XCTestCase {
 
     /// What the debug command runs: the same file from the same shape, and a restore that decodes
     /// only the two listings it reads.
+    /// The file is mapped, not read: the listings are ranges of the mapping; a byte changed
+    /// anywhere (header, a listing's bytes, the trailer) or a cut file is refused by the checksum;
+    /// and a table restored from a mapping still reads its listings after the file was replaced
+    /// by a save (a rename: the mapping keeps the old file).
+    func testAMappedIndexIsRefusedWhenDamagedAndOutlivesItsReplacement() throws {
+        let configuration = SyntheticIndex.configuration(directory: directory)
+        let time = ManualTimeSource()
+        let table = SyntheticIndex.table(items: 2_000, folders: 20, configuration: configuration, time: time)
+        let path = directory + "/" + IndexStore.fileName
+        IndexStore(path: path).save(table, changeToken: SyntheticIndex.changeToken)
+        let saved = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        func load() -> IndexStore.Restored? {
+            IndexStore(path: path).load(root: SyntheticIndex.root, configuration: configuration, now: time.now())
+        }
+        let restored = try XCTUnwrap(load())
+        XCTAssertTrue(restored.state.packed.values.allSatisfy(\.isMapped), "every listing is a range of the mapping")
+
+        for at in [20, saved.count / 3, saved.count / 2, saved.count - 12, saved.count - 1] {
+            var damaged = saved
+            damaged[at] ^= 0x20
+            try Data(damaged).write(to: URL(fileURLWithPath: path))
+            XCTAssertNil(load(), "a byte changed at \(at) of \(saved.count)")
+        }
+        try Data(saved.prefix(saved.count - 100)).write(to: URL(fileURLWithPath: path))
+        XCTAssertNil(load(), "a cut file")
+
+        try Data(saved).write(to: URL(fileURLWithPath: path))
+        let mapped = NodeTable(restoring: try XCTUnwrap(load()).state, configuration: configuration, time: time)
+        let original = table.withState { $0.packed }
+        // Replaced by a save of another drive while mapped.
+        let other = SyntheticIndex.table(items: 500, folders: 5, configuration: configuration, time: time)
+        IndexStore(path: path).save(other, changeToken: "other")
+        XCTAssertEqual(load()?.items, 500)
+        for (id, listing) in original {
+            XCTAssertEqual(mapped.withState { $0.packed[id]?.bytes }, listing.bytes, "folder \(id) reads as saved")
+        }
+        XCTAssertEqual(try XCTUnwrap(mapped.entries(of: .root)).count, SyntheticIndex.topFolderCount(20))
+    }
+
     func testTheCommandsWriteIsDeterministicAndItsRestoreListsTheRootAndAFolder() throws {
         let written = SyntheticIndex.write(items: items, folders: folders, directory: directory)
         XCTAssertEqual(written.items, items)

@@ -25,6 +25,23 @@ final class AtomicFileTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["secret.json"])
     }
 
+    /// A file written in pieces is the pieces in order; a producer that fails leaves the old file
+    /// and no temporary.
+    func testAFileWrittenInPiecesAndAProducerThatFailsKeepsTheOldOne() throws {
+        struct Stop: Error {}
+        let path = dir.appendingPathComponent("index.bin").path
+        try AtomicFile.write(to: path) { emit in
+            for piece in ["one ", "two ", "three"] { try Array(piece.utf8).withUnsafeBytes { try emit($0) } }
+        }
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), "one two three")
+        XCTAssertThrowsError(try AtomicFile.write(to: path) { emit in
+            try Array("half".utf8).withUnsafeBytes { try emit($0) }
+            throw Stop()
+        }) { XCTAssertTrue($0 is Stop, "\($0)") }
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), "one two three")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["index.bin"])
+    }
+
     func testFailureNamesThePathAndKeepsTheOldFile() throws {
         let path = dir.appendingPathComponent("kept").path
         try AtomicFile.write(Array("kept".utf8), to: path)

@@ -58,4 +58,31 @@ final class DriveMountOfflineTests: XCTestCase {
         let onDrive = try drive.file(at: "docs/offline.txt")
         XCTAssertEqual(onDrive.size, 16)
     }
+
+    /// A shared drive mounted by name once is mounted by the same name offline: the name is
+    /// resolved from what the profile remembers, and the drive's saved index serves the mount
+    /// (before, the name needed Drive and the mount failed).
+    func testASharedDriveMountedByNameStartsOfflineByName() throws {
+        _ = try MountedDriveFS.requireFuse()
+        let drive = try EmulatedDrive { seed in
+            let team = seed.appendingPathComponent("@shared/Team files/plans")
+            try FileManager.default.createDirectory(at: team, withIntermediateDirectories: true)
+            try Data("the team's plan\n".utf8).write(to: team.appendingPathComponent("plan.txt"))
+        }
+        defer { drive.stop() }
+        var mount = try drive.mount(extraArguments: ["--shared-drive", "Team files"])
+        XCTAssertEqual(try ExternalCommand.tool("cat", [mount.path("plans/plan.txt")], timeout: 60).output, "the team's plan\n")
+        try drive.drivefsUnmount(mount)
+
+        drive.stopEmulator()
+        mount = try drive.mount(extraArguments: ["--shared-drive", "Team files"])
+        XCTAssertTrue(mount.log.contains("offline: Google Drive cannot be reached"), "the first line says it is offline:\n\(mount.log)")
+        XCTAssertTrue(mount.log.contains("shared drive 'Team files' mounted at"), mount.log)
+        XCTAssertEqual(try ExternalCommand.tool("ls", ["-A", mount.mountpoint], timeout: 60).output, "plans\n")
+        XCTAssertEqual(try ExternalCommand.tool("cat", [mount.path("plans/plan.txt")], timeout: 60).output, "the team's plan\n",
+                       "the cached file reads offline")
+        _ = try mount.unmount()
+        XCTAssertTrue(waitUntil(timeout: 30) { !mount.isMounted })
+
+    }
 }

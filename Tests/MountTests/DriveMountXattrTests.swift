@@ -45,7 +45,8 @@ final class DriveMountXattrTests: XCTestCase {
         XCTAssertEqual(shown["user.drive.web_view_link"], "https://drive.google.com/file/d/\(hello.id)/view?usp=drivesdk", file.output)
         XCTAssertEqual(shown["user.drive.modified_by"], "user@drivefs-emulator.test", file.output)
         XCTAssertEqual(Set(shown.keys), ["user.drive.id", "user.drive.md5", "user.drive.mime_type", "user.drive.web_view_link",
-                                         "user.drive.modified_by"], file.output)
+                                         "user.drive.modified_by", "user.drivefs.state"], file.output)
+        XCTAssertEqual(shown["user.drivefs.state"], "cloud", "nothing of it was read: \(file.output)")
 
         let folder = try ExternalCommand.tool("getfattr", ["-d", "--absolute-names", mount.path("docs")])
         XCTAssertEqual(attributes(folder.output)["user.drive.id"], docs.id, folder.summary)
@@ -82,5 +83,17 @@ final class DriveMountXattrTests: XCTestCase {
         XCTAssertTrue(remove.errorOutput.contains("Operation not permitted"), remove.summary)
         XCTAssertEqual(attributes(try ExternalCommand.tool("getfattr", ["-d", "--absolute-names", mount.path("hello.txt")]).output)["user.drive.id"],
                        hello.id)
+        // drivefs's own pin is the one attribute that can be set: 1 pins, 0 unpins.
+        func pinned() throws -> String {
+            try ExternalCommand.tool("getfattr", ["-n", "user.drivefs.pinned", "--only-values", mount.path("hello.txt")]).output
+        }
+        XCTAssertEqual(try pinned(), "0")
+        let pin = try ExternalCommand.tool("setfattr", ["-n", "user.drivefs.pinned", "-v", "1", mount.path("hello.txt")])
+        XCTAssertEqual(pin.status, 0, pin.summary)
+        XCTAssertEqual(try pinned(), "1")
+        let state = try ExternalCommand.tool("getfattr", ["-n", "user.drivefs.state", "--only-values", mount.path("hello.txt")])
+        XCTAssertTrue(["synced", "offline"].contains(state.output), "pinned, fetched or being fetched: \(state.summary)")
+        XCTAssertEqual(try ExternalCommand.tool("setfattr", ["-n", "user.drivefs.pinned", "-v", "0", mount.path("hello.txt")]).status, 0)
+        XCTAssertEqual(try pinned(), "0")
     }
 }

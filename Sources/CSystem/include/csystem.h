@@ -21,4 +21,9 @@ off_t csystem_seek_hole(int fd, off_t offset);
 // released memory, 0 when there was none to release.
 int csystem_malloc_trim(void);
 
+// getxattr(path, name, value, size) and setxattr(path, name, value, size, flags) (sys/xattr.h):
+// the value's length, or 0; -1 with errno set.
+ssize_t csystem_getxattr(const char *path, const char *name, void *value, size_t size);
+int csystem_setxattr(const char *path, const char *name, const void *value, size_t size, int flags);
+
 #endif

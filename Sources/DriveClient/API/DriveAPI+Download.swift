@@ -56,16 +56,9 @@ extension DriveAPI {
             counting = .callback { chunk in
                 guard let part = admit(chunk) else { return false }
                 let at = state.withLock { $0.received }
-                var done = 0
-                while done < part.count {
-                    let n = pwrite(fd, part.baseAddress! + done, part.count - done, off_t(base + at + Int64(done)))
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        let reason = String(cString: strerror(errno))
-                        writeError.withLock { $0 = reason }
-                        return false
-                    }
-                    done += n
+                do throws(SystemCallError) { try SystemCall.writeAll(fd, part, at: base + at) } catch {
+                    writeError.withLock { $0 = error.reason }
+                    return false
                 }
                 return state.withLock { s in
                     s.received += Int64(part.count)

@@ -179,12 +179,7 @@ final class FileIDPool: @unchecked Sendable {  // @unchecked: all state is guard
                 continue
             }
             // No thread and nothing in flight: this taker refills, the others wait for it.
-            refilling = true
-            condition.unlock()
-            let result = Result { try fetch(batchSize) }
-            if case .success(let fresh) = result { keep(fresh) }
-            condition.lock()
-            finishRefill(result)
+            refill(fetch)
         }
     }
 
@@ -195,12 +190,7 @@ final class FileIDPool: @unchecked Sendable {  // @unchecked: all state is guard
             while !stopping, !(wanted && !refilling) { condition.wait() }
             if stopping { return }
             wanted = false
-            refilling = true
-            condition.unlock()
-            let result = Result { try fetch(batchSize) }
-            if case .success(let fresh) = result { keep(fresh) }
-            condition.lock()
-            finishRefill(result)
+            refill(fetch)
         }
     }
 
@@ -277,6 +267,16 @@ final class FileIDPool: @unchecked Sendable {  // @unchecked: all state is guard
         precondition(Set(ready).isDisjoint(with: stored), "INVARIANT: an ID both claimed and in the reserve")
         precondition(Set(stored).count == stored.count, "INVARIANT: an ID twice in the reserve")
         #endif
+    }
+
+    /// One refill by this thread (condition held; released while `fetch` runs).
+    private func refill(_ fetch: (Int) throws -> [String]) {
+        refilling = true
+        condition.unlock()
+        let result = Result { try fetch(batchSize) }
+        if case .success(let fresh) = result { keep(fresh) }
+        condition.lock()
+        finishRefill(result)
     }
 
     /// Condition held.

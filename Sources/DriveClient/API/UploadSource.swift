@@ -51,26 +51,22 @@ struct PreparedSource {
 
     static func statFile(_ path: String) throws -> (size: Int64, mtimeNanos: Int64) {
         var info = Foundation.stat()
-        guard fstatat(AT_FDCWD, path, &info, 0) == 0 else {
-            throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceUnreadable",
-                                                             message: "cannot read \(path): \(String(cString: strerror(errno)))"))
-        }
+        guard fstatat(AT_FDCWD, path, &info, 0) == 0 else { throw DriveError.localFile(path: path, SystemCallError("stat", errno: errno)) }
         return (Int64(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
     }
 
     static func md5(path: String, size: Int64) throws -> String {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceUnreadable",
-                                                             message: "cannot open \(path): \(String(cString: strerror(errno)))"))
-        }
+        guard fd >= 0 else { throw DriveError.localFile(path: path, SystemCallError("open", errno: errno)) }
         defer { close(fd) }
         var digest = Digest(.md5)
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var total: Int64 = 0
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue }; throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceUnreadable", message: "cannot read \(path)")) }
+            let n: Int
+            do { n = try buffer.withUnsafeMutableBytes { try SystemCall.read(fd, into: $0) } } catch {
+                throw DriveError.localFile(path: path, error as? SystemCallError ?? SystemCallError("read", errno: EIO))
+            }
             if n == 0 { break }
             buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             total += Int64(n)

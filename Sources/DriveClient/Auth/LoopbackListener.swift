@@ -115,8 +115,8 @@ public final class LoopbackListener: @unchecked Sendable {
         var data = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while data.count < 16 * 1024 {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
+            let n = (try? buffer.withUnsafeMutableBytes { raw in try SystemCall.retrying("recv") { recv(fd, raw.baseAddress, raw.count, 0) } }) ?? 0
+            if n == 0 { break }
             data.append(contentsOf: buffer[0..<n])
             if data.count >= 4, data.suffix(from: max(0, data.count - n - 3)).containsCRLFCRLF { break }
         }
@@ -131,13 +131,8 @@ public final class LoopbackListener: @unchecked Sendable {
         let reason = status == 200 ? "OK" : status == 404 ? "Not Found" : "Bad Request"
         let body = Array(html.utf8)
         let head = "HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(body.count)\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n"
-        let bytes = Array(head.utf8) + body
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { return }
-            offset += n
-        }
+        // A browser that went away has nothing to be told.
+        try? SystemCall.sendAll(fd, Array(head.utf8) + body)
     }
 
     /// Query parameters of a URL or request-target, form-decoded (`+` is a space); the first of a repeated name wins.

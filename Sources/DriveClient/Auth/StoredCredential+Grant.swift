@@ -28,12 +28,13 @@ extension StoredCredential {
 }
 
 extension CredentialStore {
-    /// The grant for a profile's stored credential: what `drivefs mount` and `auth status` use.
-    /// Throws `OAuthError.notLoggedIn` when the profile has none, `.insecureCredentialFile` when the
-    /// token file is readable by others.
-    public func tokenGrant(profile: String, tokenURL: String?, transport: any HTTPTransport,
-                           clock: any TimeSource = SystemTimeSource()) throws -> any TokenGrant {
-        guard let credential = try loadCredential(profile: profile) else { throw OAuthError.notLoggedIn(profile: profile) }
-        return try credential.makeGrant(tokenURL: tokenURL, transport: transport, clock: clock)
+    /// A profile's configuration and its stored credential, for the commands that need a sign-in
+    /// (`drivefs mount`, `auth status`; the grant is then `credential.makeGrant`). Throws
+    /// `OAuthError.notLoggedIn` when the profile has no credential, `.insecureCredentialFile` when
+    /// the token file is readable by others.
+    public func signedIn(profile name: String) throws -> (profile: ProfileConfig?, credential: StoredCredential) {
+        let profile = try profile(name)
+        guard let credential = try loadCredential(profile: name) else { throw OAuthError.notLoggedIn(profile: name) }
+        return (profile, credential)
     }
 }

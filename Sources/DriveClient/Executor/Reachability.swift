@@ -28,6 +28,7 @@ public final class Reachability: Sendable {
         var backoff: Double
         var probing = false
         var lastFailure = ""
+        var comebacks = 0
     }
 
     public let offlineAfter: Double
@@ -48,6 +49,9 @@ public final class Reachability: Sendable {
     /// Since when the mount is offline (the table clock), or nil while online.
     public var offlineSince: Double? { state.withLock { $0.offlineSince } }
     public var isOffline: Bool { offlineSince != nil }
+    /// How many times the mount came back online: a wait that began offline (a backoff of the
+    /// upload queue) ends early when this moved, so queued uploads go as soon as Drive answers.
+    public var comebacks: Int { state.withLock { $0.comebacks } }
 
     /// Offline from now on (a mount that found Drive unreachable at start): the next request after
     /// `firstProbe` seconds is the first probe.
@@ -96,6 +100,7 @@ public final class Reachability: Sendable {
             s.backoff = firstProbe
             guard let since = s.offlineSince else { return nil }
             s.offlineSince = nil
+            s.comebacks += 1
             return now - since
         }
         if let back { Log.shared.info("client", "online: Google Drive answers again, after \(Int(back)) s offline") }

@@ -1,4 +1,5 @@
 import CCurl
+import DriveSupport
 import Foundation
 
 /// The state of one `curl_easy_perform`: the request body source, the response status and headers,
@@ -89,9 +90,14 @@ final class CurlTransfer {
                 bodySent += Int64(want)
                 return want
             case .file(_, let offset, _):
-                var n: Int
-                repeat { n = pread(partFDs[part], buffer.baseAddress, want, off_t(offset + partSent)) } while n < 0 && errno == EINTR
-                if n < 0 { readError = "cannot read upload source: \(String(cString: strerror(errno)))"; return nil }
+                let n: Int
+                do throws(SystemCallError) {
+                    n = try SystemCall.read(partFDs[part], into: UnsafeMutableRawBufferPointer(start: buffer.baseAddress, count: want),
+                                            at: offset + partSent)
+                } catch {
+                    readError = "cannot read upload source: \(error.reason)"
+                    return nil
+                }
                 if n == 0 {
                     readError = "upload source is shorter than announced (\(bodySent) of \(bodyLength) bytes)"
                     return nil
@@ -140,15 +146,9 @@ final class CurlTransfer {
             }
             body.append(contentsOf: chunk)
         case .fileDescriptor(let fd, let offset):
-            var done = 0
-            while done < chunk.count {
-                let n = pwrite(fd, chunk.baseAddress! + done, chunk.count - done, off_t(offset + delivered + Int64(done)))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    sinkError = "cannot write download: \(String(cString: strerror(errno)))"
-                    return false
-                }
-                done += n
+            do throws(SystemCallError) { try SystemCall.writeAll(fd, UnsafeRawBufferPointer(chunk), at: offset + delivered) } catch {
+                sinkError = "cannot write download: \(error.reason)"
+                return false
             }
         case .callback(let deliver):
             guard deliver(chunk) else { sinkAborted = true; return false }

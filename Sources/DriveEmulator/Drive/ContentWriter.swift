@@ -37,8 +37,10 @@ final class ContentHasher {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         while true {
-            let n = read(fd, buffer.baseAddress!, buffer.count)
-            if n < 0 { if errno == EINTR { continue }; throw DriveStore.StoreError.io("read \(path): errno \(errno)") }
+            let n: Int
+            do throws(SystemCallError) { n = try SystemCall.read(fd, into: buffer) } catch {
+                throw DriveStore.StoreError.io("read \(path): errno \(error.errno)")
+            }
             if n == 0 { break }
             hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         }
@@ -79,11 +81,8 @@ final class ContentWriter {
     func write(_ bytes: UnsafeRawBufferPointer) throws {
         hasher?.update(bytes)
         size += Int64(bytes.count)
-        var off = 0
-        while off < bytes.count {
-            let n = Foundation.write(fd, bytes.baseAddress! + off, bytes.count - off)
-            if n < 0 { if errno == EINTR { continue }; throw DriveStore.StoreError.io("write \(path): errno \(errno)") }
-            off += n
+        do throws(SystemCallError) { try SystemCall.writeAll(fd, bytes) } catch {
+            throw DriveStore.StoreError.io("write \(path): errno \(error.errno)")
         }
     }
 
@@ -109,9 +108,8 @@ final class ContentWriter {
     /// Makes the bytes written so far durable (fdatasync): before a resumable chunk is acknowledged.
     func sync() throws {
         guard fd >= 0 else { return }
-        while fdatasync(fd) != 0 {
-            if errno == EINTR { continue }
-            throw DriveStore.StoreError.io("fdatasync \(path): \(String(cString: strerror(errno))) (errno \(errno))")
+        do throws(SystemCallError) { try SystemCall.retrying("fdatasync") { fdatasync(fd) } } catch {
+            throw DriveStore.StoreError.io("fdatasync \(path): \(error.reason) (errno \(error.errno))")
         }
     }
 

@@ -137,6 +137,16 @@ extension DriveItem {
                       originalFilename: isBlob ? originalFilename : nil, contentFile: contentFile)
     }
 
+    /// Takes the size and checksums of new content, under a new head revision ID (a blob's; the
+    /// caller sets `contentFile` and appends the revision).
+    mutating func takeContent(_ summary: ContentSummary) {
+        size = summary.size
+        md5 = summary.md5
+        sha1 = summary.sha1
+        sha256 = summary.sha256
+        headRevisionId = DriveIDs.newRevisionID()
+    }
+
     /// Records the content the item now has (`contentFile`, size, checksums, `headRevisionId`) as
     /// its new head revision after `previous` (the history before the change). Returns the content
     /// files that no kept revision refers to any more, for the caller to release after the commit.

@@ -28,11 +28,7 @@ extension DriveService {
             "kind,nextPageToken,newStartPageToken,changes(kind,changeType,type,time,removed,fileId,file(kind,id,name,mimeType,resourceKey))")
         let sel = try selection(r, DriveSchema.changeList, defaults: defaults)
         guard let tokenText = r.param("pageToken"), !tokenText.isEmpty else { throw GoogleError.required("pageToken") }
-        var pageSize = 100
-        if let n = try intParam(r, "pageSize") {
-            guard n > 0 else { throw GoogleError.invalidValue(location: "pageSize") }
-            pageSize = min(n, 1000)
-        }
+        let pageSize = try pageSizeParam(r, default: 100, maximum: 1000)
         let includeRemoved = try boolParam(r, "includeRemoved", default: true)
         let restrictToMyDrive = try boolParam(r, "restrictToMyDrive", default: false)
         let driveId = DriveService.driveIdParam(r)

@@ -149,17 +149,10 @@ extension DriveService {
     func drivesList(_ r: HTTPRequest) throws -> HTTPResponse {
         let defaults = try! FieldSelection.parse("kind,nextPageToken,drives(kind,id,name)")
         let sel = try selection(r, DriveSchema.driveList, defaults: defaults)
-        var pageSize = 10
-        if let n = try intParam(r, "pageSize") {
-            guard n > 0 else { throw GoogleError.invalidValue(location: "pageSize") }
-            pageSize = min(n, 100)
-        }
+        let pageSize = try pageSizeParam(r, default: 10, maximum: 100)
         let qText = r.param("q") ?? ""
-        var query: DriveQuery?
-        if !qText.trimmingCharacters(in: .whitespaces).isEmpty {
-            do { query = try DriveQuery.parse(qText) } catch { throw GoogleError.invalidValue(location: "q") }
-            guard DriveService.onlyDriveTerms(query!) else { throw GoogleError.invalidValue(location: "q") }
-        }
+        let query = try queryParam(r)
+        if let query, !DriveService.onlyDriveTerms(query) { throw GoogleError.invalidValue(location: "q") }
         let binding = ListPageToken.binding(["drives", qText])
         var resume: ListPageToken?
         if let token = r.param("pageToken"), !token.isEmpty {

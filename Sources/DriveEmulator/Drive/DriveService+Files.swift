@@ -109,11 +109,7 @@ extension DriveService {
                 if let staged, let contentName {
                     item.contentFile = contentName
                     if item.isBlob {
-                        item.size = staged.summary.size
-                        item.md5 = staged.summary.md5
-                        item.sha1 = staged.summary.sha1
-                        item.sha256 = staged.summary.sha256
-                        item.headRevisionId = DriveIDs.newRevisionID()
+                        item.takeContent(staged.summary)
                         if item.originalFilename == nil { item.originalFilename = item.name }
                     }
                     _ = item.appendHeadRevision(after: [])
@@ -201,11 +197,7 @@ extension DriveService {
                     let previous = item.revisionHistory
                     item.contentFile = contentName
                     if item.isBlob {
-                        item.size = content.summary.size
-                        item.md5 = content.summary.md5
-                        item.sha1 = content.summary.sha1
-                        item.sha256 = content.summary.sha256
-                        item.headRevisionId = DriveIDs.newRevisionID()
+                        item.takeContent(content.summary)
                     }
                     if patch.modifiedTime == nil { item.modifiedTime = s.now }
                     released = item.appendHeadRevision(after: previous)

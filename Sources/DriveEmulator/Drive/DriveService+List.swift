@@ -91,16 +91,9 @@ extension DriveService {
     func filesList(_ r: HTTPRequest) throws -> HTTPResponse {
         let defaults = try! FieldSelection.parse("kind,nextPageToken,incompleteSearch,files(kind,id,name,mimeType,resourceKey)")
         let sel = try selection(r, DriveSchema.fileList, defaults: defaults)
-        var pageSize = 100
-        if let n = try intParam(r, "pageSize") {
-            guard n > 0 else { throw GoogleError.invalidValue(location: "pageSize") }
-            pageSize = min(n, 1000)
-        }
+        var pageSize = try pageSizeParam(r, default: 100, maximum: 1000)
         let qText = r.param("q") ?? ""
-        var query: DriveQuery?
-        if !qText.trimmingCharacters(in: .whitespaces).isEmpty {
-            do { query = try DriveQuery.parse(qText) } catch { throw GoogleError.invalidValue(location: "q") }
-        }
+        let query = try queryParam(r)
         let orderText = r.param("orderBy") ?? ""
         let order = orderText.isEmpty ? [] : try SortKey.parse(orderText)
         if !order.isEmpty, qText.contains("fullText") {

@@ -62,11 +62,7 @@ extension DriveService {
     func revisionsList(_ r: HTTPRequest) throws -> HTTPResponse {
         let (fileId, _) = DriveService.revisionIds(r)
         let sel = try selection(r, DriveSchema.revisionList, defaults: DriveService.revisionListDefaults)
-        var pageSize = 200
-        if let n = try intParam(r, "pageSize") {
-            guard n > 0 else { throw GoogleError.invalidValue(location: "pageSize") }
-            pageSize = min(n, 1000)
-        }
+        let pageSize = try pageSizeParam(r, default: 200, maximum: 1000)
         let (item, _) = try revisionFile(fileId)
         let history = item.revisionHistory
         let binding = ListPageToken.binding(["revisions", item.id])

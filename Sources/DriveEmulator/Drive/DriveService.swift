@@ -351,4 +351,19 @@ public final class DriveService: RouteProvider, @unchecked Sendable {
         guard let n = Int(v) else { throw GoogleError.invalidValue(location: name) }
         return n
     }
+
+    /// A list's `pageSize`: `defaultSize` when absent, larger than `maximum` coerced down, ≤ 0 a
+    /// 400 on `pageSize` (as Drive answers).
+    func pageSizeParam(_ r: HTTPRequest, default defaultSize: Int, maximum: Int) throws -> Int {
+        guard let n = try intParam(r, "pageSize") else { return defaultSize }
+        guard n > 0 else { throw GoogleError.invalidValue(location: "pageSize") }
+        return min(n, maximum)
+    }
+
+    /// A list's `q`, parsed; nil when absent or blank, a 400 on `q` when it does not parse.
+    func queryParam(_ r: HTTPRequest) throws -> DriveQuery? {
+        let text = r.param("q") ?? ""
+        guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { return nil }
+        do { return try DriveQuery.parse(text) } catch { throw GoogleError.invalidValue(location: "q") }
+    }
 }

@@ -534,16 +534,7 @@ final class DriveStore: @unchecked Sendable {
         let fault = journalFault.withLock({ $0 })?(line.count)
         let failure: Int32? = line.withUnsafeBytes { raw -> Int32? in
             let end = fault.map { min(max(0, $0.written), raw.count) } ?? raw.count
-            var off = 0
-            while off < end {
-                let n = write(fd, raw.baseAddress! + off, end - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                if n == 0 { return EIO }
-                off += n
-            }
+            do throws(SystemCallError) { try SystemCall.writeAll(fd, UnsafeRawBufferPointer(rebasing: raw[0..<end])) } catch { return error.errno }
             return fault?.errno
         }
         guard let failure else { return }
@@ -655,9 +646,8 @@ final class DriveStore: @unchecked Sendable {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw StoreError.io("open \(path): errno \(errno)") }
         defer { Foundation.close(fd) }
-        while fdatasync(fd) != 0 {
-            if errno == EINTR { continue }
-            throw StoreError.io("fdatasync \(path): \(String(cString: strerror(errno))) (errno \(errno))")
+        do throws(SystemCallError) { try SystemCall.retrying("fdatasync") { fdatasync(fd) } } catch {
+            throw StoreError.io("fdatasync \(path): \(error.reason) (errno \(error.errno))")
         }
     }
 
@@ -666,7 +656,7 @@ final class DriveStore: @unchecked Sendable {
     static func syncDirectory(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
-        while fsync(fd) != 0 && errno == EINTR {}
+        _ = try? SystemCall.retrying("fsync") { fsync(fd) }
         Foundation.close(fd)
     }
 

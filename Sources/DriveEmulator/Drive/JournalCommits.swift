@@ -65,11 +65,7 @@ final class JournalCommits: @unchecked Sendable {
             } else if fd < 0 {
                 failed = EBADF
             } else {
-                while fdatasync(fd) != 0 {
-                    if errno == EINTR { continue }
-                    failed = errno
-                    break
-                }
+                do throws(SystemCallError) { try SystemCall.retrying("fdatasync") { fdatasync(fd) } } catch { failed = error.errno }
             }
             if fd >= 0 { close(fd) }
             if failed == nil { onSynced.withLock { $0 }?(through) }

@@ -1,4 +1,5 @@
 import Foundation
+import DriveSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -360,9 +361,10 @@ final class HTTPConnection {
             var remaining = length
             while remaining > 0 {
                 let want = Int(min(Int64(chunk.count), remaining))
-                let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(position)) }
-                if n < 0 && errno == EINTR { continue }
-                // The file shrank under us: the promised length cannot be kept, so cut the connection.
+                let n = (try? chunk.withUnsafeMutableBytes {
+                    try SystemCall.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: position)
+                }) ?? 0
+                // A read error, or the file shrank under us: the promised length cannot be kept, so cut the connection.
                 guard n > 0 else { throw ResponseWriteStop.aborted(sent: sent) }
                 try chunk.withUnsafeBytes { try emit(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
                 position += Int64(n)

@@ -197,8 +197,7 @@ public final class HTTPServer: Sendable {
         var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
         while !isStopping {
-            let r = poll(&fds, 2, -1)
-            if r < 0 { if errno == EINTR { continue } else { break } }
+            guard (try? SystemCall.retrying("poll") { poll(&fds, 2, -1) }) != nil else { break }
             if fds[1].revents != 0 { break }
             guard fds[0].revents != 0 else { continue }
             let client = accept(listenFD, nil, nil)
@@ -236,7 +235,7 @@ public final class HTTPServer: Sendable {
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         let error = GoogleError(503, reason: "backendError", message: "Too many connections; try again later.")
         let bytes = HTTPResponseWriter.serialize(error.response, closing: true)
-        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        try? SystemCall.sendAll(fd, bytes)
         _ = shutdown(fd, Int32(SHUT_WR))
         _ = Glibc.close(fd)
     }

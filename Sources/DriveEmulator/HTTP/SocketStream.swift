@@ -1,4 +1,5 @@
 import Foundation
+import DriveSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -50,12 +51,10 @@ final class SocketStream {
     /// Waits until the socket is readable. False on timeout.
     func waitReadable(timeoutMs: Int32) throws -> Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while true {
-            let r = poll(&p, 1, timeoutMs)
-            if r > 0 { return true }
-            if r == 0 { return false }
-            if errno == EINTR { continue }
-            throw SocketError.system(errno: errno)
+        do throws(SystemCallError) {
+            return try SystemCall.retrying("poll") { poll(&p, 1, timeoutMs) } > 0
+        } catch {
+            throw SocketError.system(errno: error.errno)
         }
     }
 
@@ -103,16 +102,19 @@ final class SocketStream {
     private func receive(into target: UnsafeMutableRawBufferPointer, timeoutMs: Int32) throws -> Int {
         while true {
             guard try waitReadable(timeoutMs: timeoutMs) else { throw SocketError.timedOut }
-            let n = recv(fd, target.baseAddress, target.count, 0)
-            if n > 0 {
-                bytesRead += Int64(n)
-                throttle?.pace(n)
-                return n
+            let n: Int
+            do throws(SystemCallError) {
+                n = try SystemCall.retrying("recv") { recv(fd, target.baseAddress, target.count, 0) }
+            } catch {
+                // Readable, yet nothing to read (a spurious wakeup): wait again.
+                if error.errno == EAGAIN { continue }
+                if error.errno == ECONNRESET || error.errno == EPIPE { throw SocketError.closed }
+                throw SocketError.system(errno: error.errno)
             }
             if n == 0 { throw SocketError.closed }
-            if errno == EINTR || errno == EAGAIN { continue }
-            if errno == ECONNRESET || errno == EPIPE { throw SocketError.closed }
-            throw SocketError.system(errno: errno)
+            bytesRead += Int64(n)
+            throttle?.pace(n)
+            return n
         }
     }
 
@@ -130,16 +132,17 @@ final class SocketStream {
         while offset < bytes.count {
             var piece = bytes.count - offset
             if let throttle { piece = min(piece, throttle.chunkSize) }
-            let n = send(fd, bytes.baseAddress! + offset, piece, Int32(MSG_NOSIGNAL))
-            if n > 0 {
-                offset += n
-                bytesWritten += Int64(n)
-                throttle?.pace(n)
-                continue
+            let n: Int
+            do throws(SystemCallError) {
+                n = try SystemCall.retrying("send") { send(fd, bytes.baseAddress! + offset, piece, Int32(MSG_NOSIGNAL)) }
+            } catch {
+                if error.errno == EAGAIN || error.errno == EWOULDBLOCK { throw SocketError.timedOut }
+                throw SocketError.closed
             }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { throw SocketError.timedOut }
-            throw SocketError.closed
+            guard n > 0 else { throw SocketError.closed }
+            offset += n
+            bytesWritten += Int64(n)
+            throttle?.pace(n)
         }
     }
 

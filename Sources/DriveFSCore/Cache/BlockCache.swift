@@ -16,6 +16,11 @@ import Glibc
 /// - Capped at `capacity` bytes of present blocks: past it, the least recently used blocks of
 ///   content that no handle has open are released (holes punched; files removed when empty).
 ///   Open content is never evicted, so the cap can be exceeded while open files need more.
+///   Neither is content of a kept file (`setKept`: the files pinned offline): the cap counts its
+///   blocks, and what is not kept is evicted around them.
+/// - With `minimumFree` (`--cache-min-free`), the same eviction also runs, under the cap, until the
+///   cache's filesystem has that many bytes free (counting blocks evicted and not yet punched, which
+///   are freed at the next index write); open and kept content stay, whatever the shortfall.
 /// - Survives remounts: which blocks of which version are present is recorded in one index
 ///   (`index.json`), written every `flushInterval` seconds and at unmount, always after the data it
 ///   describes was flushed (fdatasync), and before an evicted block's hole is punched: a crash can
@@ -43,6 +48,13 @@ public final class BlockCache: Sendable {
     private nonisolated(unsafe) var tick: UInt64 = 0
     private nonisolated(unsafe) var exporting: Set<ContentKey> = []
     private nonisolated(unsafe) var counters = Counters()
+    /// Drive IDs of files whose content is never evicted (`setKept`).
+    private nonisolated(unsafe) var kept: Set<String> = []
+    /// Bytes of `pendingHoles`: evicted, still on disk until the next index write.
+    private nonisolated(unsafe) var pendingHoleBytes: Int64 = 0
+    public let minimumFree: Int64
+    /// Bytes free on the cache's filesystem now (nil: not known).
+    private let freeSpace: @Sendable () -> Int64?
     /// Blocks evicted since the last index write: their holes are punched only once the index on
     /// disk no longer lists them.
     private nonisolated(unsafe) var pendingHoles: [(entry: Entry, block: Int)] = []
@@ -130,23 +142,63 @@ public final class BlockCache: Sendable {
         init(_ value: Entry) { self.value = value }
     }
 
-    public init(directory: URL, capacity: Int64, blockSize: Int) throws(FilesystemError) {
+    /// - Parameter kept: the files kept offline as the last run left them (`setKept`): the index
+    ///   is loaded without evicting them even when the cap shrank.
+    /// - Parameter minimumFree: bytes the cache's filesystem keeps free (0: only the cap counts);
+    ///   `freeSpace` says how many are free now (default: statvfs(2) of `directory`).
+    public init(directory: URL, capacity: Int64, blockSize: Int, kept: Set<String> = [], minimumFree: Int64 = 0,
+                freeSpace: (@Sendable () -> Int64?)? = nil) throws(FilesystemError) {
+        self.kept = kept
+        self.minimumFree = max(0, minimumFree)
+        let path = directory.path
+        self.freeSpace = freeSpace ?? {
+            var info = statvfs()
+            guard statvfs(path, &info) == 0 else { return nil }
+            return Int64(info.f_bavail) * Int64(info.f_frsize)
+        }
         self.directory = directory
         self.capacity = max(Int64(blockSize), capacity)
         self.blockSize = blockSize
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            Log.shared.error("cache", "cannot create the cache directory \(directory.path): \(error)")
-            throw FilesystemError(errno: EACCES)
-        }
+        try CacheDirectoryLock.createDirectory(directory)
         loadIndex()
     }
 
     public var counterValues: Counters { condition.lock(); defer { condition.unlock() }; return counters }
     public var bytesUsed: Int64 { condition.lock(); defer { condition.unlock() }; return usage }
     public var entryCount: Int { condition.lock(); defer { condition.unlock() }; return entries.count }
+
+    /// Makes the content of the files `fileIDs` (every version cached) exempt from eviction, in
+    /// place of the set given before: the files kept offline. Their blocks still count against
+    /// the cap; content no longer kept is evicted again, least recently used first.
+    public func setKept(_ fileIDs: Set<String>) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard kept != fileIDs else { return }
+        kept = fileIDs
+        evictIfNeeded()
+    }
+
+    /// Bytes of content of kept files held now (they count against the cap like any other).
+    public var keptBytes: Int64 {
+        condition.lock()
+        defer { condition.unlock() }
+        var total: Int64 = 0
+        for entry in entries.values where kept.contains(entry.key.fileID) && !entry.doomed {
+            for b in 0..<entry.blockCount where entry.isPresent(b) { total += blockBytes(entry, b) }
+        }
+        return total
+    }
+
+    /// Bytes of version `key` held now (0 when it is not cached, or cached at another size).
+    public func presentBytes(_ key: ContentKey, size: Int64) -> Int64 {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let entry = entries[key], !entry.doomed, entry.size == size else { return 0 }
+        if entry.presentCount == entry.blockCount { return size }
+        var total: Int64 = 0
+        for b in 0..<entry.blockCount where entry.isPresent(b) { total += blockBytes(entry, b) }
+        return total
+    }
 
     // MARK: Opening and closing
 
@@ -285,6 +337,7 @@ public final class BlockCache: Sendable {
         }
         let holes = pendingHoles
         pendingHoles = []
+        pendingHoleBytes = 0
         indexDirty = false
         condition.unlock()
 
@@ -300,6 +353,7 @@ public final class BlockCache: Sendable {
             condition.lock()
             indexDirty = true
             pendingHoles = holes + pendingHoles
+            pendingHoleBytes = pendingHoles.reduce(0) { $0 + blockBytes($1.entry, $1.block) }
             for entry in entries.values { entry.dirty = true }
             condition.unlock()
             return
@@ -492,16 +546,12 @@ public final class BlockCache: Sendable {
             guard failed == 0 else { return false }
             let room = Int(length - written)
             let count = min(chunk.count, room)
-            var done = 0
-            while done < count {
-                let n = pwrite(fd, chunk.baseAddress! + done, count - done, off_t(start + written + Int64(done)))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failed = errno
-                    progress.withLock { $0.writeError = failed }
-                    return false
-                }
-                done += n
+            do throws(SystemCallError) {
+                try SystemCall.writeAll(fd, UnsafeRawBufferPointer(rebasing: chunk[0..<count]), at: start + written)
+            } catch {
+                failed = error.errno
+                progress.withLock { $0.writeError = failed }
+                return false
             }
             written += Int64(count)
             let complete = Int((start + written) / blockSize) - 1
@@ -528,7 +578,7 @@ public final class BlockCache: Sendable {
             let code = progress.withLock { $0.writeError }
             if code != 0 {
                 Log.shared.error("cache", "cannot write to the cache file of \(entry.key): \(String(cString: strerror(code)))")
-                failure = FilesystemError(errno: code == ENOSPC ? ENOSPC : EIO)
+                failure = FilesystemError(local: code)
             } else {
                 failure = FilesystemError.from(error)
             }
@@ -583,14 +633,14 @@ public final class BlockCache: Sendable {
         guard fd >= 0 else {
             let code = errno
             Log.shared.error("cache", "cannot open the cache file \(entry.path): \(String(cString: strerror(code)))")
-            throw FilesystemError(errno: code == ENOSPC ? ENOSPC : EIO)
+            throw FilesystemError(local: code)
         }
         var st = stat()
         if fstat(fd, &st) == 0, st.st_size != entry.size, ftruncate(fd, off_t(entry.size)) != 0 {
             let code = errno
             close(fd)
             Log.shared.error("cache", "cannot size the cache file \(entry.path): \(String(cString: strerror(code)))")
-            throw FilesystemError(errno: code == ENOSPC ? ENOSPC : EIO)
+            throw FilesystemError(local: code)
         }
         entry.descriptor = fd
     }
@@ -633,17 +683,21 @@ public final class BlockCache: Sendable {
         indexDirty = true
     }
 
-    /// Least recently used blocks of unpinned content go first, down to 90% of the cap.
+    /// Least recently used blocks of unpinned content go first, down to 90% of the cap, and further
+    /// while the filesystem has less than `minimumFree` free; content of kept files is never a
+    /// candidate.
     private func evictIfNeeded() {
-        guard usage > capacity else { return }
+        var shortfall: Int64 = 0
+        if minimumFree > 0, let free = freeSpace() { shortfall = max(0, minimumFree - free - pendingHoleBytes) }
+        guard usage > capacity || shortfall > 0 else { return }
         var candidates: [(tick: UInt64, entry: Entry, block: Int)] = []
-        for entry in entries.values where entry.pins == 0 {
+        for entry in entries.values where entry.pins == 0 && !kept.contains(entry.key.fileID) {
             for b in 0..<entry.blockCount where entry.isPresent(b) && !entry.fetching.contains(b) {
                 candidates.append((entry.lastUse[b], entry, b))
             }
         }
         candidates.sort { $0.tick < $1.tick }
-        let target = capacity / 10 * 9
+        let target = usage > capacity ? min(capacity / 10 * 9, usage - shortfall) : usage - shortfall
         var touched: [ObjectIdentifier: Entry] = [:]
         for candidate in candidates {
             guard usage > target else { break }
@@ -652,6 +706,7 @@ public final class BlockCache: Sendable {
             pendingHoles.append((entry, candidate.block))
             entry.clearPresent(candidate.block)
             usage -= blockBytes(entry, candidate.block)
+            pendingHoleBytes += blockBytes(entry, candidate.block)
             counters.blocksEvicted += 1
             entry.dirty = true
             touched[ObjectIdentifier(entry)] = entry
@@ -700,17 +755,7 @@ public final class BlockCache: Sendable {
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int64) -> String? {
-        var done = 0
-        return bytes.withUnsafeBytes { raw -> String? in
-            while done < raw.count {
-                let n = pwrite(fd, raw.baseAddress! + done, raw.count - done, off_t(offset + Int64(done)))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return String(cString: strerror(errno))
-                }
-                done += n
-            }
-            return nil
-        }
+        do throws(SystemCallError) { try SystemCall.writeAll(fd, bytes, at: offset) } catch { return error.reason }
+        return nil
     }
 }

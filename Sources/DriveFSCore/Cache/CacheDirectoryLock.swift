@@ -16,13 +16,7 @@ public final class CacheDirectoryLock: Sendable {
     private let descriptor: Locked<Int32>
 
     public init(directory: URL) throws(FilesystemError) {
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            Log.shared.error("cache", "cannot create the cache directory \(directory.path): \(error)")
-            throw FilesystemError(errno: EACCES)
-        }
+        try Self.createDirectory(directory)
         path = directory.appendingPathComponent("lock").path
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
@@ -49,6 +43,18 @@ public final class CacheDirectoryLock: Sendable {
         public init(pid: Int32, mountpoint: String) { self.pid = pid; self.mountpoint = mountpoint }
     }
 
+    /// The cache directory and its missing parents, private to the user (0700); EACCES, logged,
+    /// when it cannot be made.
+    static func createDirectory(_ directory: URL) throws(FilesystemError) {
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            Log.shared.error("cache", "cannot create the cache directory \(directory.path): \(error)")
+            throw FilesystemError(errno: EACCES)
+        }
+    }
+
     private static let recordTag = "drivefs cache holder 1\n"
 
     /// Records the holder in the lock file (by the daemon, once its mount is live). Best effort:
@@ -58,7 +64,7 @@ public final class CacheDirectoryLock: Sendable {
         descriptor.withLock { fd in
             guard fd >= 0 else { return }
             _ = ftruncate(fd, 0)
-            _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+            try? SystemCall.writeAll(fd, bytes, at: 0)
         }
     }
 

@@ -20,7 +20,7 @@ extension FilesystemError {
         case .conflict: self.init(errno: EEXIST)
         case .cancelled: self.init(errno: EINTR)
         case .rateLimited, .preconditionFailed, .rangeNotSatisfiable, .server, .unexpectedStatus, .transport,
-             .checksumMismatch, .malformedResponse:
+             .checksumMismatch, .malformedResponse, .localFile:
             self = .ioError
         }
     }

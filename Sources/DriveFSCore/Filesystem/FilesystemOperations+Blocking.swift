@@ -8,24 +8,30 @@ public enum BlockingCall {
     /// Waits at most this long for a reply (generous: a test on a loaded machine).
     public static let defaultTimeout: Double = 120
 
-    public struct TimedOut: Error, CustomStringConvertible {
-        public let seconds: Double
-        public var description: String { "no reply within \(seconds) s" }
-    }
-
-    /// Runs `call` with a fresh `Reply` and returns what it answers. A reply that never comes is a
-    /// bug in the filesystem: it traps after `timeout` seconds rather than hanging a test run.
-    public static func wait<T: Sendable>(timeout: Double = defaultTimeout, cancellation: CancellationFlag? = nil,
-                                         caller: RequestCaller? = nil,
-                                         _ call: (Reply<T>) -> Void) throws(FilesystemError) -> T {
+    /// Runs `call` with a fresh `Reply` and waits at most `timeout` seconds for its answer; nil
+    /// when none came (a bug in the filesystem: every request gets exactly one reply). The caller
+    /// says what that means (a test fails, see its target's `BlockingCall`); nothing traps.
+    public static func answer<T: Sendable>(timeout: Double = defaultTimeout, cancellation: CancellationFlag? = nil,
+                                           caller: RequestCaller? = nil,
+                                           _ call: (Reply<T>) -> Void) -> Result<T, FilesystemError>? {
         let done = DispatchSemaphore(value: 0)
         let box = Locked<Result<T, FilesystemError>?>(nil)
         call(Reply(cancellation: cancellation, caller: caller) { result in
             box.withLock { $0 = result }
             done.signal()
         })
-        guard done.wait(timeout: .now() + timeout) == .success, let result = box.withLock({ $0 }) else {
-            preconditionFailure("a filesystem operation sent no reply within \(timeout) s")
+        guard done.wait(timeout: .now() + timeout) == .success else { return nil }
+        return box.withLock { $0 }
+    }
+
+    /// `answer`, unwrapped: the reply's value, or its error thrown. A reply that never comes is
+    /// logged and thrown as ETIMEDOUT (an errno no operation answers), never a hang or a trap.
+    public static func wait<T: Sendable>(timeout: Double = defaultTimeout, cancellation: CancellationFlag? = nil,
+                                         caller: RequestCaller? = nil,
+                                         _ call: (Reply<T>) -> Void) throws(FilesystemError) -> T {
+        guard let result = answer(timeout: timeout, cancellation: cancellation, caller: caller, call) else {
+            Log.shared.error("blocking", "a filesystem operation sent no reply within \(timeout) s")
+            throw FilesystemError(errno: ETIMEDOUT)
         }
         return try result.get()
     }

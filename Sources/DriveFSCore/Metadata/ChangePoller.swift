@@ -30,6 +30,7 @@ final class ChangePoller: Sendable {
         var lastFailure: String?
     }
     private let health = Locked(Health())
+    private let afterPoll = Locked<(@Sendable () -> Void)?>(nil)
     private let time: any TimeSource
 
     init(backend: any DriveBackend, table: NodeTable, invalidator: Invalidator, index: IndexStore, token: String,
@@ -118,6 +119,10 @@ final class ChangePoller: Sendable {
         }
     }
 
+    /// Called after each poll that read the feed to its end (on the polling thread; it must not
+    /// wait for a poll).
+    func whenPolled(_ action: @escaping @Sendable () -> Void) { afterPoll.withLock { $0 = action } }
+
     /// Reads every page of changes since the current token.
     func pollOnce(context: RequestContext = RequestContext(priority: .background)) throws {
         pollLock.lock()
@@ -127,6 +132,7 @@ final class ChangePoller: Sendable {
             table.confirmRestoredListings()
             let now = time.now()
             health.withLock { $0 = Health(lastSuccess: now, lastFailure: nil) }
+            afterPoll.withLock { $0 }?()
         } catch {
             health.withLock { $0.lastFailure = "\(error)" }
             throw error

@@ -13,7 +13,7 @@ import Glibc
 ///   This matters for speed: `ls -l` asks every file for its ACL and SELinux label, and coreutils
 ///   stops asking a device that answered "not supported" (two FUSE round trips a file otherwise,
 ///   which made a warm `ls -lR` of 5,000 files five times slower).
-/// - They cannot be written or removed: `EPERM` (the kernel answers `EROFS` first on the
+/// - They cannot be written or removed (but `user.drivefs.pinned`): `EPERM` (the kernel answers `EROFS` first on the
 ///   read-only mount; `EPERM` is what a caller that reaches the filesystem gets).
 /// - Values are UTF-8 text without a terminating NUL, as `setfattr` would have stored them.
 public enum ExtendedAttributes {
@@ -26,6 +26,14 @@ public enum ExtendedAttributes {
 
     /// Every name drivefs can show, in the order `listxattr` gives them.
     public static let allNames = [id, md5, mimeType, webViewLink, modifiedBy, shortcutTargetID]
+
+    /// drivefs's own, not Drive's (docs/semantics.md, "Offline"), listed after Drive's:
+    /// whether the item is kept offline (`1`/`0`; the one attribute that can be written: `setfattr
+    /// -v 1` pins, `-v 0` or `-x` unpins; listed when `1`), the file's `SyncState` (read-only,
+    /// always listed) and, for a failed upload, why (read-only, listed when there is one).
+    public static let pinned = "user.drivefs.pinned"
+    public static let state = "user.drivefs.state"
+    public static let error = "user.drivefs.error"
 
     /// The attributes `file` has, in `allNames` order.
     public static func values(of file: DriveFile) -> [(name: String, value: String)] {

@@ -198,6 +198,7 @@ extension NodeTable {
         withState { s in
             guard var node = s.nodes[inode] else { return nil }
             let id = node.file.id
+            let hadLocal = node.local != nil
             change(&node)
             precondition(node.file.id == id || s.byID[node.file.id] == nil, "an update gave \(inode) the ID of another item")
             if node.file.id != id {
@@ -208,6 +209,8 @@ extension NodeTable {
             if node.local?.isNew == true && node.parent != nil { s.localNew.insert(inode) } else { s.localNew.remove(inode) }
             // Its upload landed: it no longer keeps its folder materialized (packed later, NodeTable+Repack.swift).
             if node.local == nil, node.lookups == 0, node.openHandles == 0, let parent = node.parent { Self.noteUnneeded(parent, &s) }
+            // And its folder is looked at again for shedding (a write pending kept it).
+            if hadLocal, node.local == nil, let parent = node.parent { Self.noteUse(parent, at: time.now(), &s) }
             Self.noteChangeHere(&s, folders: node.parent.map { [$0] } ?? [], ids: [id, node.file.id])
             assert(Self.invariantsHold(s))
             return node

@@ -42,7 +42,7 @@ extension NodeTable {
 
     /// Items in packed listings and their bytes (for tests and the log).
     var packedSummary: (folders: Int, items: Int, bytes: Int) {
-        withState { s in (s.packed.count, s.packedItems, s.packed.values.reduce(0) { $0 + $1.bytes.count }) }
+        withState { s in (s.packed.count, s.packedItems, s.packed.values.reduce(0) { $0 + $1.byteCount }) }
     }
 
     /// Turns `folder`'s packed listing into nodes, if it has one and no materialized listing.
@@ -119,7 +119,7 @@ extension NodeTable {
         for h in listing.idHashes { s.packedLocation[h] = folderID }
         s.packed[folderID] = listing
         s.packedItems += listing.count
-        s.packedBytes += listing.bytes.count
+        s.packedBytes += listing.byteCount
     }
 
     /// Forgets the packed listing of `folderID` and its items' locations.
@@ -127,7 +127,7 @@ extension NodeTable {
         guard let old = s.packed.removeValue(forKey: folderID) else { return }
         for h in old.idHashes where s.packedLocation[h] == folderID { s.packedLocation[h] = nil }
         s.packedItems -= old.count
-        s.packedBytes -= old.bytes.count
+        s.packedBytes -= old.byteCount
     }
 
     /// Takes `id` out of the packed listing of `folder`.

@@ -132,6 +132,7 @@ extension NodeTable {
         }
         s.nodes[folder]!.listing = nil
         s.materializedFolders -= 1
+        s.folderUse[folder] = nil
         if let changed = s.changedHere[folder], changed > (s.touched[id] ?? 0) { s.touched[id] = changed }
         Self.dropPacked(id, &s)
         Self.storePacked(id, PackedListing(folderID: id, entries: entries, listedAt: listing.listedAt,

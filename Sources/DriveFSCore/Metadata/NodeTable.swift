@@ -197,6 +197,13 @@ final class NodeTable: Sendable {
         var repackQueued: Set<Inode> = []
         /// Nodes packing dropped since `packUnneededFolders` last gave free memory back.
         var droppedSinceTrim = 0
+        /// When each materialized folder not shed since was last used here (NodeTable+Shedding.swift).
+        /// INVARIANT: only materialized folders have one.
+        var folderUse: [Inode: FolderUse] = [:]
+        /// Folders in the order they were used (at most one entry a second each), oldest first
+        /// from `useQueueHead`: where shedding finds the idle ones without looking at the others.
+        var useQueue: [(folder: Inode, at: Double)] = []
+        var useQueueHead = 0
         /// What materializing a packed listing found for the kernel to forget (a node that had
         /// moved): handed out with the next listing or page of changes applied.
         var deferred = Invalidations()
@@ -315,6 +322,7 @@ final class NodeTable: Sendable {
         return state.withLock { s in
             guard s.nodes[parent] != nil else { return .unknownParent }
             materialize(parent, &s)
+            Self.noteUse(parent, at: now, &s)
             let folder = s.nodes[parent]!
             guard folder.kind == .directory else { return .notAFolder }
             guard let listing = folder.listing, offline || (listing.trusted && now - listing.listedAt < ttl) else { return .needsListing }
@@ -340,6 +348,7 @@ final class NodeTable: Sendable {
         let offline = self.offline()
         return state.withLock { s in
             materialize(folder, &s)
+            Self.noteUse(folder, at: now, &s)
             guard let listing = s.nodes[folder]?.listing, offline || (listing.trusted && now - listing.listedAt < ttl) else { return nil }
             return listing
         }
@@ -380,13 +389,21 @@ final class NodeTable: Sendable {
         }
     }
 
+    /// An open handle marks its folder (and a folder opened, itself) used: a folder with a file
+    /// open in it is not shed, and is looked at again once closed (NodeTable+Shedding.swift).
     func openHandle(_ inode: Inode) {
-        state.withLock { $0.nodes[inode]?.openHandles += 1 }
+        let now = time.now()
+        state.withLock { s in
+            s.nodes[inode]?.openHandles += 1
+            Self.noteHandleUse(inode, at: now, &s)
+        }
     }
 
     func closeHandle(_ inode: Inode) {
+        let now = time.now()
         state.withLock { s in
             guard s.nodes[inode] != nil else { return }
+            Self.noteHandleUse(inode, at: now, &s)
             assert(s.nodes[inode]!.openHandles > 0, "close of \(inode) with no open handle")
             s.nodes[inode]!.openHandles -= 1
             if s.nodes[inode]!.openHandles == 0 {
@@ -459,13 +476,17 @@ final class NodeTable: Sendable {
             assertionFailure("\(s.materializedFolders) materialized folders counted, \(materialized) held")
             return false
         }
-        guard s.packedBytes == s.packed.values.reduce(0, { $0 + $1.bytes.count }),
+        guard s.packedBytes == s.packed.values.reduce(0, { $0 + $1.byteCount }),
               s.packedItems == s.packed.values.reduce(0, { $0 + $1.count }) else {
             assertionFailure("the packed listings' byte or item count is off")
             return false
         }
         guard s.repackQueued.count == s.repackQueue.count, Set(s.repackQueue) == s.repackQueued else {
             assertionFailure("the repack queue and its set differ")
+            return false
+        }
+        for inode in s.folderUse.keys where s.nodes[inode]?.listing == nil {
+            assertionFailure("\(inode) has a use time but no materialized listing")
             return false
         }
         return true
@@ -476,6 +497,7 @@ final class NodeTable: Sendable {
         guard inode != .root, let node = s.nodes[inode], node.parent == nil, node.lookups == 0, node.openHandles == 0 else { return }
         s.nodes[inode] = nil
         if node.listing != nil { s.materializedFolders -= 1 }
+        s.folderUse[inode] = nil
         s.localNew.remove(inode)
         if s.byID[node.file.id] == inode { s.byID[node.file.id] = nil }
         // Its children lose their place too.
@@ -491,8 +513,10 @@ final class NodeTable: Sendable {
 
     /// The children to show for a listing: the ordered (shown name, inode) pairs.
     func entries(of folder: Inode) -> [(name: String, inode: Inode, kind: FileKind)]? {
-        state.withLock { s in
+        let now = time.now()
+        return state.withLock { s in
             materialize(folder, &s)
+            Self.noteUse(folder, at: now, &s)
             guard let listing = s.nodes[folder]?.listing else { return nil }
             return listing.children
                 .sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
@@ -688,8 +712,10 @@ final class NodeTable: Sendable {
             Self.dropIfUnreferenced(inode, &s)
         }
         if s.nodes[folder]!.listing == nil {
-            s.nodes[folder]!.listing = Listing(children: children, listedAt: time.now(), trusted: true)
+            let now = time.now()
+            s.nodes[folder]!.listing = Listing(children: children, listedAt: now, trusted: true)
             s.materializedFolders += 1
+            Self.noteUse(folder, at: now, &s)
         } else {
             s.nodes[folder]!.listing!.children = children
         }

@@ -11,8 +11,48 @@ import DriveClient
 /// of the record before is written as one byte, so the MIME types, the web link's frame, the
 /// drive and the last modifier cost almost nothing when they repeat.
 struct PackedListing: Sendable {
-    /// A slice: a restored index's listings share the file's one buffer (no copy at mount).
-    var bytes: ArraySlice<UInt8>
+    /// Where the bytes are: an array of their own (listed in this run, or packed again), or a range
+    /// of the restored index file's mapping (`MappedFile`: no copy at mount, page cache rather than
+    /// heap, and pages of folders nobody opens never read again).
+    private enum Storage: Sendable {
+        case owned(ArraySlice<UInt8>)
+        case mapped(MappedFile, Range<Int>)
+    }
+    private var storage: Storage
+
+    /// The packed bytes (a mapped listing's are copied out: one folder's, as it is decoded).
+    var bytes: ArraySlice<UInt8> {
+        get {
+            switch storage {
+            case .owned(let slice): return slice
+            case .mapped(let file, let range): return Array(UnsafeRawBufferPointer(rebasing: file.bytes[range]))[...]
+            }
+        }
+        set { storage = .owned(newValue) }
+    }
+
+    /// `bytes.count`, without a copy.
+    var byteCount: Int {
+        switch storage {
+        case .owned(let slice): return slice.count
+        case .mapped(_, let range): return range.count
+        }
+    }
+
+    /// Whether the bytes are a range of a mapped index file.
+    var isMapped: Bool {
+        if case .mapped = storage { return true }
+        return false
+    }
+
+    /// Calls `body` with the packed bytes where they are (no copy).
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        switch storage {
+        case .owned(let slice): return try slice.withUnsafeBytes(body)
+        case .mapped(let file, let range): return try body(UnsafeRawBufferPointer(rebasing: file.bytes[range]))
+        }
+    }
+
     var count: Int
     /// When Drive listed it (the TTL runs from here), in the table's clock.
     var listedAt: Double
@@ -41,7 +81,18 @@ struct PackedListing: Sendable {
     }
 
     init(bytes: ArraySlice<UInt8>, count: Int, listedAt: Double, trusted: Bool, subfolders: [String], idHashes: [UInt64]) {
-        self.bytes = bytes
+        self.init(storage: .owned(bytes), count: count, listedAt: listedAt, trusted: trusted, subfolders: subfolders, idHashes: idHashes)
+    }
+
+    /// A listing whose bytes are `range` of `file`.
+    init(mapped file: MappedFile, range: Range<Int>, count: Int, listedAt: Double, trusted: Bool, subfolders: [String],
+         idHashes: [UInt64]) {
+        self.init(storage: .mapped(file, range), count: count, listedAt: listedAt, trusted: trusted, subfolders: subfolders,
+                  idHashes: idHashes)
+    }
+
+    private init(storage: Storage, count: Int, listedAt: Double, trusted: Bool, subfolders: [String], idHashes: [UInt64]) {
+        self.storage = storage
         self.count = count
         self.listedAt = listedAt
         self.trusted = trusted

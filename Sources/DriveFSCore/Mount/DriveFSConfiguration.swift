@@ -18,10 +18,16 @@ public struct DriveFSConfiguration: Sendable {
     public var cacheDirectory: URL
     /// The block cache's cap in bytes (least recently used blocks of closed files go first).
     public var cacheSize: Int64
+    /// Bytes the cache's filesystem keeps free (`--cache-min-free`): the block cache evicts below its
+    /// cap to keep them (0: only the cap counts).
+    public var cacheMinimumFree: Int64 = 0
     /// A folder's listing is trusted this long (seconds), then listed again when next used.
     public var directoryCacheTTL: Double
     /// Seconds between two reads of the change feed.
     public var pollInterval: Double
+    /// A folder nothing used for this long has the kernel let go of its files' entries, so that
+    /// its nodes are packed again (`--release-idle-after`, NodeTable+Shedding.swift; 0: never).
+    public var releaseIdleAfter: Double = 10
     public var exportFormats: ExportFormats
     /// Read-only mount (every write fails with EROFS).
     public var readOnly: Bool

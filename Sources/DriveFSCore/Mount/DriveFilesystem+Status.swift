@@ -14,12 +14,15 @@ extension DriveFilesystem {
             // The poller's own clock (the one its success times come from).
             lagSeconds: poller.lag,
             lastError: health.lastFailure)
+        let pinned = pinStatus
         return MountStatus.Filesystem(
             cache: MountStatus.Cache(directory: configuration.cacheDirectory.path, usedBytes: cache.bytesUsed,
-                                     capBytes: configuration.cacheSize),
+                                     capBytes: configuration.cacheSize, pinnedBytes: cache.keptBytes,
+                                     pinnedNeededBytes: pinned.reduce(0) { $0 + $1.bytes }),
             uploads: uploads.status,
             changes: changes,
             items: table.count,
-            index: table.indexStatus)
+            index: table.indexStatus,
+            pins: pinned)
     }
 }

@@ -1081,6 +1081,9 @@ extension DriveFilesystem {
     /// An upload ended: the node shows Drive's new version (unless newer content waits), a
     /// conflicted copy appears beside it, a failure is logged.
     func uploadFinished(_ outcome: UploadOutcome) {
+        verdicts.note(outcome)
+        // A landing in a pinned folder is content to keep (and the cache adopts it below).
+        defer { pins.requestSweep() }
         let id = outcome.request.fileID
         if (uploads.contentPath(of: id) ?? outcome.contentPath) == outcome.contentPath {
             let landed = outcome.error == nil && !outcome.wasConflict ? outcome.file : nil

@@ -32,6 +32,7 @@ public final class DriveFilesystem: FilesystemOperations {
     let lister: FolderLister
     let invalidator: Invalidator
     let poller: ChangePoller
+    let shedder: IdleFolderShedder
     /// The table came from a saved index (`start` reads the change feed before serving).
     let restoredIndex: Bool
     /// How long `start` waits for Drive's changes since a saved index before it serves the index as saved.
@@ -67,6 +68,9 @@ public final class DriveFilesystem: FilesystemOperations {
     /// Files whose last close answered ENOSPC (their growth does not fit in Drive's free space):
     /// journaled but not ready, kept until a truncate, a removal or a later close that fits.
     let heldForRoom = Locked<Set<Inode>>([])
+    /// What is kept offline (`DriveFilesystem+Pins.swift`), and how uploads last ended (`SyncState`).
+    let pins: PinKeeper
+    let verdicts = UploadVerdicts()
 
     struct Handles {
         var next: UInt64 = 1
@@ -109,8 +113,9 @@ public final class DriveFilesystem: FilesystemOperations {
         self.time = time
         let cacheDirectory = configuration.cacheDirectory
         cacheLock = try CacheDirectoryLock(directory: cacheDirectory)
+        let pinSet = PinSet(path: cacheDirectory.appendingPathComponent(PinSet.fileName).path)
         cache = try BlockCache(directory: cacheDirectory.appendingPathComponent("blocks"), capacity: configuration.cacheSize,
-                               blockSize: configuration.blockSize)
+                               blockSize: configuration.blockSize, kept: pinSet.kept, minimumFree: configuration.cacheMinimumFree)
         index = IndexStore(path: cacheDirectory.appendingPathComponent(IndexStore.fileName).path)
         interactive = WorkPool(name: "drivefs-io", threads: configuration.interactiveThreads)
         readAhead = WorkPool(name: "drivefs-readahead", threads: configuration.readAheadStreams)
@@ -149,6 +154,8 @@ public final class DriveFilesystem: FilesystemOperations {
                               background: backgroundListing, time: time)
         poller = ChangePoller(backend: backend, table: table, invalidator: invalidator, index: index, token: token,
                               interval: configuration.pollInterval)
+        pins = PinKeeper(set: pinSet, table: table, lister: lister, cache: cache, configuration: configuration, time: time)
+        shedder = IdleFolderShedder(table: table, invalidator: invalidator, idleFor: configuration.releaseIdleAfter)
         // A built index is saved at once: a daemon killed later does not list the drive again.
         lister.whenIndexBuilt { [poller] in poller.saveIndex() }
         // The IDs for new items, kept across restarts (issue 17): this drive's only (`root.id`).
@@ -195,7 +202,11 @@ public final class DriveFilesystem: FilesystemOperations {
         // (chaos finding 11: a file changed just before a crash was read as the index had it).
         let caughtUp = restoredIndex && poller.catchUp(within: Self.catchUpSeconds)
         poller.start(pollFirst: !caughtUp)
+        shedder.start()
         if configuration.indexWholeDrive { lister.indexWholeDrive() }
+        poller.whenPolled { [pins] in pins.requestSweep() }
+        pins.start(fill: { [weak self] key, size in self?.fillPinned(key, size: size) },
+                   describe: { [weak self] inode in self?.describe(inode) ?? "\(inode)" })
         cache.startFlushing(interval: BlockCache.flushInterval)
     }
 
@@ -213,6 +224,8 @@ public final class DriveFilesystem: FilesystemOperations {
         }
         UnfinishedUploads.write(drained && left == 0 ? 0 : max(1, left), cacheDirectory: configuration.cacheDirectory.path)
         poller.stop()
+        pins.stop()
+        shedder.stop()
         for pool in [interactive, readAhead, backgroundListing] { pool.stop() }
         // Closed files still being committed reach the journal before the queue stops.
         commits.stop()
@@ -232,6 +245,8 @@ public final class DriveFilesystem: FilesystemOperations {
     /// The cache directory's lock is let go, as the kernel lets a dead process's lock go.
     func abandonAsCrashed() {
         poller.stop()
+        pins.stop()
+        shedder.stop()
         for pool in [interactive, readAhead, backgroundListing, commits, notifications] { pool.stop() }
         uploads.stop()
         cache.stopFlushing()
@@ -557,7 +572,7 @@ public final class DriveFilesystem: FilesystemOperations {
         Log.shared.info("readahead", "\(describe(inode)): read at random; filling its \(content.size) bytes in the background")
         let streams = max(1, configuration.randomReadFillStreams)
         let running = Locked(streams)
-        for _ in 0..<streams { continueFill(content, running: running) }
+        for _ in 0..<streams { continueFill(content, running: running, then: nil) }
     }
 
     /// One stream of a background fill: claims the next run of missing blocks (at most a fill
@@ -565,9 +580,13 @@ public final class DriveFilesystem: FilesystemOperations {
     /// `.background` priority (behind what users wait on and read-ahead, in the pacer's order),
     /// then goes on with the next. A stream ends when nothing is left to claim (the version is
     /// complete, or no handle holds it any more) or a download fails (a failing Drive is not
-    /// pressed further); the last stream to end ends the fill.
-    private func continueFill(_ content: BlockCache.Handle, running: Locked<Int>) {
-        @Sendable func endStream() { if running.withLock({ n -> Bool in n -= 1; return n == 0 }) { cache.endFill(content) } }
+    /// pressed further); the last stream to end ends the fill, then calls `then`.
+    func continueFill(_ content: BlockCache.Handle, running: Locked<Int>, then: (@Sendable () -> Void)?) {
+        @Sendable func endStream() {
+            guard running.withLock({ n -> Bool in n -= 1; return n == 0 }) else { return }
+            cache.endFill(content)
+            then?()
+        }
         guard let run = cache.claim(content, offset: 0, length: content.size, maxBytes: configuration.randomReadFillChunk) else {
             return endStream()
         }
@@ -578,7 +597,7 @@ public final class DriveFilesystem: FilesystemOperations {
                 Log.shared.debug("readahead", "background fill of \(content.key) stopped at block \(run.lowerBound): \(error)")
                 return endStream()
             }
-            continueFill(content, running: running)
+            continueFill(content, running: running, then: then)
         }
     }
 
@@ -673,6 +692,15 @@ public final class DriveFilesystem: FilesystemOperations {
     public var knownItems: Int { table.count }
     /// Polls of the change feed done by the poller since start (the first one runs at start).
     public var completedPolls: Int { poller.completedPolls }
+    /// Sheds the folders idle for `idleFor` seconds now, as the shedder's thread does every few
+    /// seconds (tests), and waits until the kernel was told. Returns the folders shed.
+    @discardableResult
+    public func shedIdleFolders(idleFor: Double) -> Int {
+        let (invalidations, folders) = table.shedIdleFolders(idleFor: idleFor)
+        invalidator.apply(invalidations)
+        _ = notifications.waitUntilIdle(timeout: 60)
+        return folders
+    }
     /// Reads the change feed now (tests; the poller does it every `pollInterval`).
     public func pollChanges() throws { try poller.pollOnce() }
     /// Waits until no prefetch is queued or running (tests), at most `timeout` seconds.

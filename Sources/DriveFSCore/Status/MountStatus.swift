@@ -39,6 +39,33 @@ public struct MountStatus: Codable, Sendable, Equatable {
     public var pacing: Pacing?
     /// Since when Drive cannot be reached (RFC 3339), while the mount is offline; nil online.
     public var offlineSince: String?
+    /// What is pinned (kept offline), each pinned item with its files and how much is local (nil
+    /// in files of daemons before pins were added).
+    public var pins: [Pin]?
+
+    /// One pinned item (`drivefs pin`): a file, or a folder with everything in it.
+    public struct Pin: Codable, Sendable, Equatable {
+        /// Where it shows in the mount (as of the last sweep), and its Drive ID.
+        public var path: String
+        public var id: String
+        public var folder: Bool
+        /// Files it covers, their bytes, and the bytes of them held locally now.
+        public var files: Int
+        public var bytes: Int64
+        public var localBytes: Int64
+        /// False when the item is not in the index (removed from Drive, or not listed yet).
+        public var found: Bool
+
+        public init(path: String, id: String, folder: Bool, files: Int, bytes: Int64, localBytes: Int64, found: Bool) {
+            self.path = path
+            self.id = id
+            self.folder = folder
+            self.files = files
+            self.bytes = bytes
+            self.localBytes = localBytes
+            self.found = found
+        }
+    }
 
     /// The pacer's two lanes (docs/client.md, "Pacing"): the quota lane (units, or requests for a
     /// legacy project, over a sliding minute) and the write lane (writes a second after a burst).
@@ -80,11 +107,17 @@ public struct MountStatus: Codable, Sendable, Equatable {
         /// Bytes of file content held in the block cache, and its cap (`--cache-size`).
         public var usedBytes: Int64
         public var capBytes: Int64
+        /// Bytes of the pinned files' content held in the cache (never evicted; counted in
+        /// `usedBytes`), and the bytes all pinned files need (nil in older files).
+        public var pinnedBytes: Int64?
+        public var pinnedNeededBytes: Int64?
 
-        public init(directory: String, usedBytes: Int64, capBytes: Int64) {
+        public init(directory: String, usedBytes: Int64, capBytes: Int64, pinnedBytes: Int64? = nil, pinnedNeededBytes: Int64? = nil) {
             self.directory = directory
             self.usedBytes = usedBytes
             self.capBytes = capBytes
+            self.pinnedBytes = pinnedBytes
+            self.pinnedNeededBytes = pinnedNeededBytes
         }
     }
 
@@ -173,8 +206,10 @@ public struct MountStatus: Codable, Sendable, Equatable {
         public var changes: Changes
         public var items: Int
         public var index: Index?
+        public var pins: [Pin]?
 
-        public init(cache: Cache, uploads: Uploads, changes: Changes, items: Int, index: Index? = nil) {
+        public init(cache: Cache, uploads: Uploads, changes: Changes, items: Int, index: Index? = nil, pins: [Pin]? = nil) {
+            self.pins = pins
             self.cache = cache
             self.uploads = uploads
             self.changes = changes
@@ -202,6 +237,7 @@ public struct MountStatus: Codable, Sendable, Equatable {
         changes = filesystem.changes
         items = filesystem.items
         index = filesystem.index
+        pins = filesystem.pins
         self.lastError = lastError
         self.pacing = pacing
     }

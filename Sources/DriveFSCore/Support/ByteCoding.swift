@@ -116,15 +116,32 @@ struct ByteReader {
 /// for a chance of 2^-64. It catches torn and damaged files, not tampering.
 enum Checksum64 {
     static func of(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        var h: UInt64 = 0x6A09_E667_F3BC_C908 ^ UInt64(bytes.count)
-        let words = bytes.count / 8
-        for i in 0..<words {
-            h = (h ^ bytes.loadUnaligned(fromByteOffset: i * 8, as: UInt64.self).littleEndian) &* 0x9E37_79B9_7F4A_7C15
-            h ^= h >> 29
+        var running = Running(count: bytes.count)
+        let whole = bytes.count / 8 * 8
+        running.add(UnsafeRawBufferPointer(rebasing: bytes[0..<whole]))
+        return running.finish(UnsafeRawBufferPointer(rebasing: bytes[whole...]))
+    }
+
+    /// The same checksum over pieces: `count` is the whole length; every piece given to `add` is
+    /// a whole number of words, in order; `finish` takes the last, shorter than a word.
+    struct Running {
+        private var h: UInt64
+
+        init(count: Int) { h = 0x6A09_E667_F3BC_C908 ^ UInt64(count) }
+
+        mutating func add(_ words: UnsafeRawBufferPointer) {
+            precondition(words.count % 8 == 0, "a piece of the checksum that is not whole words")
+            for i in 0..<words.count / 8 {
+                h = (h ^ words.loadUnaligned(fromByteOffset: i * 8, as: UInt64.self).littleEndian) &* 0x9E37_79B9_7F4A_7C15
+                h ^= h >> 29
+            }
         }
-        var tail: UInt64 = 0
-        for i in (words * 8)..<bytes.count { tail |= UInt64(bytes[i]) << UInt64(8 * (i - words * 8)) }
-        h = (h ^ tail) &* 0x9E37_79B9_7F4A_7C15
-        return h ^ (h >> 32)
+
+        func finish(_ tail: UnsafeRawBufferPointer) -> UInt64 {
+            var last: UInt64 = 0
+            for i in 0..<tail.count { last |= UInt64(tail[i]) << UInt64(8 * i) }
+            let h = (self.h ^ last) &* 0x9E37_79B9_7F4A_7C15
+            return h ^ (h >> 32)
+        }
     }
 }

@@ -3,8 +3,9 @@ import DriveSupport
 import Foundation
 import Glibc
 
-/// The few system calls the upload queue makes on local files, each retrying EINTR and throwing
-/// the system's errno as a `FilesystemError` (so a full disk is ENOSPC, an I/O error EIO).
+/// The few system calls the upload queue makes on local files, through `SystemCall` (EINTR
+/// retried), throwing the system's errno as a `FilesystemError` (so a full disk is ENOSPC, an I/O
+/// error EIO).
 enum LocalFiles {
     /// `path` and its missing parents, with `mode`; the new entries are fsynced into their parents.
     static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws(FilesystemError) {
@@ -27,9 +28,7 @@ enum LocalFiles {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw FilesystemError(errno: errno) }
         defer { close(fd) }
-        while fdatasync(fd) != 0 {
-            if errno != EINTR { throw FilesystemError(errno: errno) }
-        }
+        try call { try SystemCall.retrying("fdatasync") { fdatasync(fd) } }
     }
 
     /// fsync of a directory, so that entries created or renamed in it survive a power cut.
@@ -37,9 +36,7 @@ enum LocalFiles {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw FilesystemError(errno: errno) }
         defer { close(fd) }
-        while fsync(fd) != 0 {
-            if errno != EINTR { throw FilesystemError(errno: errno) }
-        }
+        try call { try SystemCall.retrying("fsync") { fsync(fd) } }
     }
 
     /// Renames `from` to `to` (copying, then removing, across filesystems), both directories fsynced.
@@ -63,17 +60,16 @@ enum LocalFiles {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw FilesystemError(errno: errno) }
         defer { close(fd) }
-        var bytes = Array(text.utf8)
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { throw FilesystemError(errno: n < 0 ? errno : EIO) }
-            done += n
+        try call {
+            try SystemCall.writeAll(fd, Array(text.utf8))
+            try SystemCall.retrying("fdatasync") { fdatasync(fd) }
         }
-        while fdatasync(fd) != 0 {
-            if errno != EINTR { throw FilesystemError(errno: errno) }
-        }
+    }
+
+    /// Runs `body` (`SystemCall`s), throwing a failed call's errno unchanged (the queue decides
+    /// what it means).
+    static func call<T>(_ body: () throws -> T) throws(FilesystemError) -> T {
+        do { return try body() } catch { throw FilesystemError(errno: (error as? SystemCallError)?.errno ?? EIO) }
     }
 
     /// Size, mtime (ns) and md5 of a file, read in one streaming pass. Holes of a sparse file
@@ -109,9 +105,9 @@ enum LocalFiles {
             if hole < 0 || hole <= at { hole = size }
             while at < min(hole, size) {
                 let want = Int(min(chunk, min(hole, size) - at))
-                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(at)) }
-                if n < 0 && errno == EINTR { continue }
-                if n < 0 { throw FilesystemError(errno: errno) }
+                let n = try call {
+                    try buffer.withUnsafeMutableBytes { try SystemCall.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: at) }
+                }
                 // Shorter than it was (the caller compares the mtime and size it gets).
                 if n == 0 { break scan }
                 buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }

@@ -270,14 +270,7 @@ final class UploadJournal {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw FilesystemError(errno: errno) }
         var data = [UInt8](repeating: 0, count: Int(info.st_size))
-        var done = 0
-        while done < data.count {
-            let n = data.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(done)) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw FilesystemError(errno: errno) }
-            if n == 0 { break }
-            done += n
-        }
+        let done = try LocalFiles.call { try data.withUnsafeMutableBytes { try SystemCall.readFully(fd, into: $0, at: 0) } }
         return Array(data.prefix(done))
     }
 
@@ -289,14 +282,7 @@ final class UploadJournal {
             limit = min(fault.afterBytes, bytes.count)
             injected = fault.errno
         }
-        var done = 0
-        while done < limit {
-            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, limit - done, off_t(offset) + off_t(done)) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw FilesystemError(errno: errno) }
-            if n == 0 { throw FilesystemError(errno: EIO) }
-            done += n
-        }
+        try LocalFiles.call { try SystemCall.writeAll(fd, bytes[0..<limit], at: offset) }
         if let injected { throw FilesystemError(errno: injected) }
     }
 
@@ -305,14 +291,10 @@ final class UploadJournal {
             nextFault = nil
             throw FilesystemError(errno: fault.errno)
         }
-        while fdatasync(fd) != 0 {
-            if errno != EINTR { throw FilesystemError(errno: errno) }
-        }
+        try LocalFiles.call { try SystemCall.retrying("fdatasync") { fdatasync(fd) } }
     }
 
     private func cut(to length: Int64) throws(FilesystemError) {
-        while ftruncate(fd, off_t(length)) != 0 {
-            if errno != EINTR { throw FilesystemError(errno: errno) }
-        }
+        try LocalFiles.call { try SystemCall.retrying("ftruncate") { ftruncate(fd, off_t(length)) } }
     }
 }

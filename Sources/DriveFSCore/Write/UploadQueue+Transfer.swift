@@ -223,7 +223,7 @@ extension UploadQueue {
             let e = errno
             // A content file that is gone does not come back: failed for good, like at recovery.
             throw JobFailure(message: "cannot open its content \(job.contentPath): \(String(cString: strerror(e)))",
-                             permanent: e == ENOENT, error: FileRanges.error(e))
+                             permanent: e == ENOENT, error: FilesystemError(local: e))
         }
         defer { Glibc.close(fd) }
         for span in missing where span.length > 0 {
@@ -236,9 +236,8 @@ extension UploadQueue {
                                  permanent: false, error: .ioError)
             }
         }
-        guard fdatasync(fd) == 0 else {
-            throw JobFailure(message: "cannot make its content durable: \(String(cString: strerror(errno)))", permanent: false,
-                             error: FileRanges.error(errno))
+        do throws(SystemCallError) { try SystemCall.retrying("fdatasync") { fdatasync(fd) } } catch {
+            throw JobFailure(message: "cannot make its content durable: \(error.reason)", permanent: false, error: FilesystemError(local: error))
         }
         try withLock { (s: inout Shared) throws in
             if s.crashed { throw Interruption.crashed }
@@ -739,12 +738,12 @@ extension UploadQueue {
     }
 
     /// Failures that another try cannot mend (docs/errors.md): permissions, a refused request, a
-    /// parent gone, an ID taken by another file. Rate limits, quotas, server and network failures
+    /// parent gone, an ID taken by another file, a local copy that cannot be read. Rate limits, quotas, server and network failures
     /// (408 Request Timeout among them: `DriveError.classify` makes it a `server` error), a lost
     /// token, a checksum that did not match (the next try uploads again) are retried.
     static func isPermanent(_ error: DriveError, in step: Step) -> Bool {
         switch error {
-        case .permissionDenied, .conflict:
+        case .permissionDenied, .conflict, .localFile:
             return true
         case .notFound:
             return step != .update
@@ -807,9 +806,14 @@ extension UploadQueue {
     /// Waits `seconds` on the queue's clock in short steps, stopping when the job must stop.
     private func wait(_ seconds: Double, seq: UInt64) throws(Interruption) {
         var left = seconds
+        // Drive coming back (the poller's probe got an answer) ends a backoff at once: what was
+        // held while offline goes now, not up to `maximumBackoff` later.
+        let reachability = backend.reachability
+        let comebacks = reachability?.comebacks
         while left > 0 {
             _ = try current(seq)
             if seconds - left >= Self.drainingBackoff && draining.withLock({ $0 > 0 }) { break }
+            if let reachability, reachability.comebacks != comebacks { break }
             let slice = min(left, 0.1)
             time.sleep(slice)
             left -= slice

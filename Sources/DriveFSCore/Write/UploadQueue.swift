@@ -702,6 +702,16 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         return early.adopt(size: size, cancellation: running.flag).map { ($0, size) }
     }
 
+    public func phase(of asked: String) -> UploadFilePhase {
+        withLock { s -> UploadFilePhase in
+            let fileID = s.state.currentID(asked)
+            if s.running[fileID] != nil || s.landing[fileID] != nil { return .uploading }
+            let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
+            if jobs.isEmpty { return .none }
+            return jobs.contains(where: \.ready) ? .queued : .notReady
+        }
+    }
+
     public var status: UploadQueueStatus {
         let (queued, running, landing, failed, lastError) = withLock { s -> (Int, [(UploadJob, Running)], [UploadProgress], Int, String?) in
             let running = s.running.values.compactMap { r in s.state.jobs[r.seq].map { ($0, r) } }.sorted { $0.0.seq < $1.0.seq }

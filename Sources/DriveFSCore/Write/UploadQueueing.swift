@@ -251,6 +251,9 @@ public protocol UploadQueueing: AnyObject, Sendable {
 
     var status: UploadQueueStatus { get }
 
+    /// Where the file's content stands in the queue now (`user.drivefs.state`): never waits.
+    func phase(of fileID: String) -> UploadFilePhase
+
     /// Starts the transfer threads (after daemonizing). `onFinished` is called on a queue thread
     /// for each job that ended (see `UploadOutcome`); it must not block on the queue.
     func start(onFinished: @escaping @Sendable (UploadOutcome) -> Void)
@@ -258,7 +261,20 @@ public protocol UploadQueueing: AnyObject, Sendable {
     func stop()
 }
 
+/// One file's place in the upload queue.
+public enum UploadFilePhase: String, Sendable, Equatable {
+    /// The queue holds nothing of the file.
+    case none
+    /// Journaled while still open for writing (a `flush` that was not the last close): not sent yet.
+    case notReady
+    /// Ready, waiting for a transfer slot (or for a retry's backoff).
+    case queued
+    /// Being sent (hashed, uploaded, or landed and not yet heard of by the core).
+    case uploading
+}
+
 extension UploadQueueing {
+    public func phase(of fileID: String) -> UploadFilePhase { .none }
     public func currentID(of fileID: String) -> String { fileID }
     public func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool { false }
     public func beginEarlyUpload(_ request: UploadRequest, contentPath: String, size: Int64) -> EarlyUpload? { nil }

@@ -1,3 +1,4 @@
+import DriveSupport
 import Glibc
 
 /// Unbuffered writes to the standard streams (the process may exec, fork or exit right after).
@@ -5,13 +6,8 @@ enum Output {
     static func standardOutput(_ text: String) { write(1, text) }
     static func standardError(_ text: String) { write(2, text) }
 
+    /// A closed or full stream has nowhere to report to: the text is dropped.
     private static func write(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
-            bytes = bytes.dropFirst(n)
-        }
+        try? SystemCall.writeAll(fd, Array(text.utf8))
     }
 }

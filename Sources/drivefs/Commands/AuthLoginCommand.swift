@@ -150,7 +150,7 @@ enum AuthLoginCommand {
             let command = invocation.command.fullPath
             let text: String
             do { text = try readSmallFile(path) } catch {
-                throw CLIError.usage("cannot read --client-secret-file \(path): \(String(cString: strerror(error.code)))", command: command)
+                throw CLIError.usage("cannot read --client-secret-file \(path): \(error.reason)", command: command)
             }
             var line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             if line.hasSuffix("\r") { line.removeLast() }
@@ -163,26 +163,16 @@ enum AuthLoginCommand {
         return invocation.value("client-secret") ?? fromFile ?? fromEnvironment
     }
 
-    /// A file's text (at most 64 KiB: a secret file is one line); the errno when it cannot be read.
-    private static func readSmallFile(_ path: String) throws(POSIXErrorBox) -> String {
+    /// A file's text (at most 64 KiB: a secret file is one line); the failed call when it cannot be read.
+    private static func readSmallFile(_ path: String) throws(SystemCallError) -> String {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw POSIXErrorBox(code: errno) }
+        guard fd >= 0 else { throw SystemCallError("open", errno: errno) }
         defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 65536 {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw POSIXErrorBox(code: errno)
-            }
-            if n == 0 { break }
-            bytes += buffer[0..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 1)
+        defer { buffer.deallocate() }
+        let count = try SystemCall.readFully(fd, into: buffer)
+        return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[0..<count]), as: UTF8.self)
     }
-
-    struct POSIXErrorBox: Error { let code: Int32 }
 
     static func serviceAccountLogin(_ invocation: Invocation, store: CredentialStore, profileName: String, keyPath: String,
                                     tokenURL: String?, scope: String, transport: CurlTransport) throws -> Int32 {

@@ -22,16 +22,9 @@ enum AuthStatusCommand {
     static func run(_ invocation: Invocation) throws -> Int32 {
         let choice = try DriveOptions.resolve(invocation)
         let store = AuthCommand.store(invocation)
-        let credential: StoredCredential
-        let profile: ProfileConfig?
-        do {
-            profile = try store.profile(choice.profile)
-            guard let c = try store.loadCredential(profile: choice.profile) else { throw OAuthError.notLoggedIn(profile: choice.profile) }
-            credential = c
-        } catch {
-            throw AuthCommand.failure(error, doing: "cannot read the credentials")
-        }
-        let resolved = choice.apply(profileDefaults: AuthCommand.profileDefaults(profile))
+        let signedIn = try SignedInProfile.load(invocation, choice: choice)
+        let credential = signedIn.credential
+        let resolved = signedIn.endpoints
         var lines = ["profile: \(choice.profile)"]
         switch credential.kind {
         case .oauth:
@@ -42,16 +35,13 @@ enum AuthStatusCommand {
         }
         lines.append("scopes: \(credential.scopes.joined(separator: " "))")
         if let created = credential.created { lines.append("signed in: \(created)") }
-        // The token endpoint: an explicit one (option, environment, profile), else the one used at
-        // login (refresh tokens belong to the server that issued them), else Google's / the key's.
-        let explicitToken = choice.tokenURL ?? profile?.tokenURL
-        lines.append("token endpoint: \(explicitToken ?? credential.tokenURL ?? resolved.tokenURL)")
+        lines.append("token endpoint: \(signedIn.tokenURL)")
         lines.append("credentials: \((try? store.tokenFile(profile: choice.profile).path) ?? "?")")
 
         let transport = try AuthCommand.transport(caFile: resolved.caFile)
         let token: AccessToken
         do {
-            let grant = try credential.makeGrant(tokenURL: explicitToken, transport: transport)
+            let grant = try signedIn.grant(transport: transport)
             token = try grant.fetchToken()
         } catch {
             Output.standardOutput(lines.joined(separator: "\n") + "\n")

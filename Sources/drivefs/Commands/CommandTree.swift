@@ -25,6 +25,8 @@ enum CommandTree {
         root.add(MountCommand.make())
         root.add(UnmountCommand.make())
         root.add(StatusCommand.make())
+        root.add(PinCommand.make())
+        root.add(PinCommand.makeUnpin())
         root.add(AuthCommand.make())
         root.add(CompletionCommand.make())
         root.add(DebugCommand.make())

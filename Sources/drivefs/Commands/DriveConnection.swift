@@ -24,18 +24,8 @@ struct DriveConnection {
 
     static func open(_ invocation: Invocation, choice: DriveEndpointChoice, quota: QuotaBudget = .default,
                      writes: WriteBudget = .default) throws -> DriveConnection {
-        let store = AuthCommand.store(invocation)
-        let profile: ProfileConfig?
-        let credential: StoredCredential
-        do {
-            profile = try store.profile(choice.profile)
-            guard let c = try store.loadCredential(profile: choice.profile) else { throw OAuthError.notLoggedIn(profile: choice.profile) }
-            credential = c
-        } catch {
-            throw AuthCommand.failure(error, doing: "cannot read the credentials")
-        }
-        let resolved = choice.apply(profileDefaults: AuthCommand.profileDefaults(profile))
-        let explicitToken = choice.tokenURL ?? profile?.tokenURL
+        let signedIn = try SignedInProfile.load(invocation, choice: choice)
+        let resolved = signedIn.endpoints
         let transport: CurlTransport
         do {
             transport = try CurlTransport(options: CurlTransport.Options(concurrency: concurrency, caFile: resolved.caFile))
@@ -44,7 +34,7 @@ struct DriveConnection {
         }
         let grant: any TokenGrant
         do {
-            grant = try credential.makeGrant(tokenURL: explicitToken, transport: transport)
+            grant = try signedIn.grant(transport: transport)
         } catch {
             throw AuthCommand.failure(error, doing: "the credentials cannot be used")
         }
@@ -57,7 +47,7 @@ struct DriveConnection {
         // large file goes up at nearly the link's speed, in few round trips.
         let api = DriveAPI(executor: executor, endpoints: DriveEndpoints(apiRoot: resolved.apiURL), maxChunkSize: 64 << 20,
                            idBatchSize: 1000)
-        return DriveConnection(api: api, account: credential.account)
+        return DriveConnection(api: api, account: signedIn.credential.account)
     }
 
     /// The same account and connection, limited to `scope` (a shared drive).

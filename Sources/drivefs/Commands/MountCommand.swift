@@ -58,6 +58,9 @@ enum MountCommand {
                 .value("cache-dir", valueName: "DIR", help: "Block cache and index (default $XDG_CACHE_HOME/drivefs/PROFILE)"),
                 .value("cache-size", valueName: "SIZE", help: "Cap of the block cache, e.g. 10G, 500M (default 10G)",
                        validate: { ByteSize.parse($0) == nil ? "expected a size such as 10G, 512M or 1048576" : nil }),
+                .value("cache-min-free", valueName: "SIZE",
+                       help: "Evict cached content, below the cap too, to keep this much\nfree on the cache's filesystem (default 0: the cap alone;\npinned content is never evicted)",
+                       validate: { ByteSize.parse($0) == nil ? "expected a size such as 5G, 512M or 0" : nil }),
                 .value("random-read-fill", valueName: "SIZE",
                        help: "Fill a file read at random in the background, in a few\nlarge requests, when it is at most this large (default 1G;\n0: never; never more than a quarter of --cache-size)",
                        validate: { ByteSize.parse($0) == nil ? "expected a size such as 1G, 256M or 0" : nil }),
@@ -65,6 +68,9 @@ enum MountCommand {
                        validate: validateDuration),
                 .value("poll-interval", valueName: "DURATION", help: "How often the change feed is read (default 30s)",
                        validate: validateDuration),
+                .value("release-idle-after", valueName: "DURATION",
+                       help: "Let the kernel drop the cached file entries of a folder\nunused this long, so their memory is packed again\n(default 10s; 0: never)",
+                       validate: { Duration.parse($0, allowZero: true) == nil ? "expected a duration such as 10s, 1m or 0" : nil }),
                 .value("shared-drive", valueName: "NAME_OR_ID", help: "Mount this shared drive instead of My Drive",
                        validate: { $0.isEmpty ? "name the shared drive (its name or ID)" : nil }),
                 .value("export-formats", valueName: "LIST", help: "Formats for Google Docs etc., in order of preference\n(default docx,xlsx,pptx,svg,pdf)",
@@ -154,10 +160,23 @@ enum MountCommand {
         var api = connection.api
         var what = "My Drive"
         var cacheName = choice.profile
+        let directories = DrivefsDirectories.fromEnvironment(environment)
         if let wanted = invocation.value("shared-drive") {
             let drive: SharedDrive
+            // A drive mounted before is known by name: with Drive away the mount can start offline
+            // from that drive's saved index, after the same wait as My Drive's.
+            let known = KnownSharedDrives(cacheRoot: directories.cache, profile: choice.profile)
+            let remembered = known.find(wanted)
             do {
-                drive = try api.resolveSharedDrive(wanted)
+                let context = RequestContext(priority: .interactive,
+                                             deadline: remembered == nil ? nil : Date().timeIntervalSince1970 + offlineStartWait)
+                let scoped = api
+                drive = try context.scope { try scoped.resolveSharedDrive(wanted) }
+                known.remember(drive)
+            } catch let error as DriveError where remembered != nil && Self.unreachable(error) {
+                drive = remembered!
+                Log.shared.info("mount", "Drive cannot be reached to look up '\(wanted)'; it is the shared drive \(drive.id), "
+                                + "mounted here before")
             } catch DriveError.notFound {
                 throw CLIError.failure("no shared drive called '\(wanted)' is visible to this account",
                                        hint: "Check the name (it is case-sensitive) or pass the drive's ID.")
@@ -170,7 +189,6 @@ enum MountCommand {
             what = "shared drive '\(drive.name)'"
             cacheName += "-" + drive.id
         }
-        let directories = DrivefsDirectories.fromEnvironment(environment)
         let cacheDirectory = invocation.value("cache-dir").map { URL(fileURLWithPath: $0) }
             ?? directories.cache.appendingPathComponent(cacheName)
         // The root and the change feed's position, before anything is listed (no change is missed);
@@ -214,9 +232,13 @@ enum MountCommand {
             cacheDirectory: cacheDirectory)
         if let mask = invocation.value("umask").flatMap({ UInt32($0, radix: 8) }) { configuration.umask = mask }
         if let size = invocation.value("cache-size").flatMap(ByteSize.parse) { configuration.cacheSize = size }
+        if let size = invocation.value("cache-min-free").flatMap(ByteSize.parse) { configuration.cacheMinimumFree = size }
         if let size = invocation.value("random-read-fill").flatMap(ByteSize.parse) { configuration.randomReadFillLimit = size }
         if let ttl = invocation.value("dir-cache-ttl").flatMap { Duration.parse($0) } { configuration.directoryCacheTTL = ttl }
         if let interval = invocation.value("poll-interval").flatMap { Duration.parse($0) } { configuration.pollInterval = interval }
+        if let idle = invocation.value("release-idle-after").flatMap({ Duration.parse($0, allowZero: true) }) {
+            configuration.releaseIdleAfter = idle
+        }
         if let formats = invocation.value("export-formats").flatMap({ ExportFormats.parse($0).formats }) {
             configuration.exportFormats = formats
         }

@@ -25,12 +25,19 @@ enum StatusCommand {
 
                 --json prints a JSON array, one object per mount (the fields: docs/status.md).
                 Exit status 1 when MOUNTPOINT is given and no live mount is there.
+
+                Given a path inside a mount instead (a file, or a folder: then its children too),
+                prints each one's sync state (its user.drivefs.state attribute): synced, local
+                (written, not queued yet), queued, uploading, conflict, failed (with the reason),
+                offline (pinned and all local) or cloud (nothing local).
                 """,
             options: [.flag("json", help: "Print JSON (an array of mounts) for scripts")],
-            arguments: [ArgumentSpec(name: "MOUNTPOINT", help: "Only the mount on this directory", optional: true)],
+            arguments: [ArgumentSpec(name: "MOUNTPOINT", help: "Only the mount on this directory (or: the state of a path in a mount)",
+                                     optional: true)],
             examples: [
                 ("status", "Every live mount, as a table"),
                 ("status ~/gdrive --json", "One mount, as JSON"),
+                ("status ~/gdrive/Projects", "Each file's sync state in a folder"),
             ],
             run: run)
     }
@@ -41,6 +48,10 @@ enum StatusCommand {
         var entries = directory.entries().filter { wanted == nil || canonical($0.status.mountpoint) == wanted }
         entries = refreshed(entries, in: directory)
         if let given = invocation.argument("MOUNTPOINT"), entries.isEmpty {
+            if let states = states(of: given) {
+                Output.standardOutput(states)
+                return ExitStatus.success
+            }
             throw CLIError.failure("no live drivefs mount on '\(given)'",
                                    hint: "'drivefs status' lists every mount (of this user, in \(directory.path)).")
         }
@@ -92,6 +103,29 @@ enum StatusCommand {
         return url.path == "/" ? "/" : (base == "/" ? "" : base) + "/" + url.lastPathComponent
     }
 
+    /// `PATH  STATE` for a path in a mount and, for a folder, each of its children (from their
+    /// `user.drivefs.state`); nil when the path is not in a drivefs mount.
+    static func states(of path: String) -> String? {
+        guard let own = try? PathAttributes.read(path, ExtendedAttributes.state).get() else { return nil }
+        var rows: [(path: String, state: String, error: String?)] = [(path, own, try? PathAttributes.read(path, ExtendedAttributes.error).get())]
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue,
+           let names = try? FileManager.default.contentsOfDirectory(atPath: path) {
+            for name in names.sorted() {
+                let child = (path.hasSuffix("/") ? path : path + "/") + name
+                rows.append((child, (try? PathAttributes.read(child, ExtendedAttributes.state).get()) ?? "?",
+                             try? PathAttributes.read(child, ExtendedAttributes.error).get()))
+            }
+        }
+        let width = rows.map { $0.path.count }.max() ?? 0
+        var out = ""
+        for row in rows {
+            let reason = row.error.map { " (\($0))" } ?? ""
+            out += row.path + String(repeating: " ", count: width - row.path.count) + "  " + row.state + reason + "\n"
+        }
+        return out
+    }
+
     // MARK: The table
 
     static func table(_ statuses: [MountStatus]) -> String {
@@ -109,6 +143,15 @@ enum StatusCommand {
                 // A large file is read for its md5 before anything is sent: say so.
                 let doing = upload.phase == .hashing ? "hashing (before uploading)" : "uploading"
                 notes.append("\(s.mountpoint): \(doing) \(upload.path): \(bytes(upload.bytesDone)) of \(bytes(upload.size))\(done)")
+            }
+            if let pinned = s.cache.pinnedNeededBytes, pinned > 0 || !(s.pins ?? []).isEmpty {
+                let held = s.cache.pinnedBytes ?? 0
+                notes.append("\(s.mountpoint): pinned: \(bytes(pinned)) (\(bytes(held)) local) against the cache's cap of "
+                             + "\(bytes(s.cache.capBytes))")
+                if pinned > s.cache.capBytes {
+                    notes.append("\(s.mountpoint): warning: the pins alone need more than the cache's cap: nothing else stays "
+                                 + "cached (raise --cache-size or unpin something)")
+                }
             }
             if let since = s.offlineSince {
                 notes.append("\(s.mountpoint): offline since \(since): Drive cannot be reached; what is local is served, "

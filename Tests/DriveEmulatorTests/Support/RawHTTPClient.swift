@@ -101,6 +101,16 @@ final class RawHTTPConnection {
         try send(Array(text.utf8) + (body ?? []))
     }
 
+    /// Whether the server has sent something (or closed) within `timeout`, without reading it.
+    func waitReadable(timeout: Double) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while true {
+            let r = poll(&p, 1, Int32(timeout * 1000))
+            if r < 0 && errno == EINTR { continue }
+            return r > 0
+        }
+    }
+
     /// Half-closes our sending side (the server sees end of stream).
     func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
 

@@ -73,13 +73,12 @@ func startTestEmulator(_ config: EmulatorConfig = EmulatorConfig(), extra: [Test
 /// A request is counted (with its status) before its response is sent, but its byte counts and a
 /// changed outcome (reset, aborted) are added once the exchange is over, which a client that has
 /// read its answer may not wait for: for those, wait (bounded) until the predicate holds.
-func waitForStats(_ emulator: Emulator, timeout: Double = 5,
+func waitForStats(_ emulator: Emulator, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line,
                   until predicate: (EmulatorStatsSnapshot) -> Bool) -> EmulatorStatsSnapshot {
-    let deadline = Date().addingTimeInterval(timeout)
     var snapshot = emulator.stats()
-    while !predicate(snapshot) && Date() < deadline {
-        usleep(5_000)
+    waitUntil("the emulator's stats: \(snapshot)", timeout: timeout, file: file, line: line) {
         snapshot = emulator.stats()
+        return predicate(snapshot)
     }
     return snapshot
 }

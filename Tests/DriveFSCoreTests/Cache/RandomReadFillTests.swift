@@ -35,8 +35,7 @@ final class RandomReadFillTests: XCTestCase {
     private static let scattered: [Int64] = [13, 2, 9, 5, 15, 0, 11, 7].map { Int64($0) << 20 | 12_288 }
 
     private func waitUntilDownloaded(_ bytes: Int64) {
-        let deadline = Date().addingTimeInterval(60)
-        while harness.backend.downloadedBytes < bytes && Date() < deadline { usleep(2_000) }
+        waitUntil("\(bytes) bytes downloaded, have \(harness.backend.downloadedBytes)") { harness.backend.downloadedBytes >= bytes }
     }
 
     func testAFileReadAtRandomIsFilledOnceInAFewRequestsAndThenReadLocally() throws {

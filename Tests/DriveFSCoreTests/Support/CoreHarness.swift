@@ -15,6 +15,7 @@ final class RecordingNotifier: KernelNotifier, @unchecked Sendable {
     func invalidateInode(_ inode: Inode) { lock.lock(); inodes.append(inode); lock.unlock() }
 
     var entryNames: [String] { lock.lock(); defer { lock.unlock() }; return entries.map(\.1) }
+    var entryList: [(parent: Inode, name: String)] { lock.lock(); defer { lock.unlock() }; return entries.map { ($0.0, $0.1) } }
     var inodeList: [Inode] { lock.lock(); defer { lock.unlock() }; return inodes }
 }
 
@@ -54,8 +55,7 @@ final class CoreHarness {
         fs.start(notifier: notifier)
         guard waitForFirstPoll else { return fs }
         // The poller reads the feed once at start: let that happen before a test counts requests.
-        let deadline = Date().addingTimeInterval(60)
-        while fs.completedPolls == 0 && Date() < deadline { usleep(2_000) }
+        waitUntil("the first poll of the change feed") { fs.completedPolls > 0 }
         return fs
     }
 
@@ -272,6 +272,7 @@ final class HeldUploadQueue: UploadQueueing, @unchecked Sendable {
     }
     func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool { inner.drain(timeout: timeout, progress: progress) }
     var status: UploadQueueStatus { inner.status }
+    func phase(of fileID: String) -> UploadFilePhase { inner.phase(of: fileID) }
     func start(onFinished: @escaping @Sendable (UploadOutcome) -> Void) { self.onFinished.withLock { $0 = onFinished } }
     func stop() { inner.stop() }
 }

@@ -863,7 +863,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         case .file(let path), .hashedFile(let path, _):
             let (_, mtime) = try PreparedSource.statFile(path)
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceUnreadable", message: "cannot read \(path)"))
+                throw DriveError.localFile(path: path, SystemCallError("read", errno: EIO))
             }
             return Content(bytes: Array(data), path: path, modifiedNanos: mtime)
         }
@@ -978,7 +978,7 @@ final class FakeStream: StreamingCreate, @unchecked Sendable {
 
     private static func read(_ path: String, from offset: Int64, length: Int64) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "uploadSourceUnreadable", message: path)) }
+        guard fd >= 0 else { throw DriveError.localFile(path: path, SystemCallError("open", errno: errno)) }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: Int(length))
         let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, Int(length), off_t(offset)) }

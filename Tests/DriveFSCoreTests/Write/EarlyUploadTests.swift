@@ -35,9 +35,7 @@ final class EarlyUploadTests: XCTestCase {
 
     /// Waits (bounded) until `condition` holds; the streaming thread runs on its own.
     private func waitFor(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(60)
-        while !condition() && Date() < deadline { usleep(2_000) }
-        XCTAssertTrue(condition(), "timed out waiting for \(what); requests: \(fake.requests)", file: file, line: line)
+        waitUntil("\(what); requests: \(fake.requests)", file: file, line: line, condition)
     }
 
     private func drain(file: StaticString = #filePath, line: UInt = #line) {

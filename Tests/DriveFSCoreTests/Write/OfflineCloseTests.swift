@@ -47,7 +47,7 @@ final class OfflineCloseTests: XCTestCase {
         try appendWhileDriveFails(inode)
         XCTAssertEqual(try harness.lookup(.root, "big.bin").size, UInt64(original.count + appended.count))
         // The upload waits for the missing bytes; Drive still has the old file meanwhile.
-        XCTAssertTrue(waitUntil { self.fake.requests["revisions.get.media", default: 0] + self.fake.requests["files.get.media", default: 0] >= 3 },
+        XCTAssertTrue(waitUntil("three downloads", timeout: 30) { self.fake.requests["revisions.get.media", default: 0] + self.fake.requests["files.get.media", default: 0] >= 3 },
                       "the upload did not try to fill what was missing")
         XCTAssertEqual(fake.content(of: id), original)
         fake.clearFaults()
@@ -73,15 +73,5 @@ final class OfflineCloseTests: XCTestCase {
         XCTAssertEqual(fake.children(of: fake.rootID).map(\.name), ["big.bin"])
         let again = try harness.lookup(.root, "big.bin")
         XCTAssertEqual(try harness.read(again.inode), original + appended)
-    }
-
-    /// Bounded wait for something another thread does (the queue's retries).
-    private func waitUntil(timeout: Double = 30, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(2_000)
-        }
-        return condition()
     }
 }

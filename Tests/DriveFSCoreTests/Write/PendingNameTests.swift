@@ -28,14 +28,6 @@ final class PendingNameTests: XCTestCase {
         func open() { state.withLock { $0.open = true } }
     }
 
-    private func waitUntil(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) {
-        let end = Date(timeIntervalSinceNow: 60)
-        while !condition() {
-            if Date() > end { XCTFail("gave up waiting: \(what)", file: file, line: line); return }
-            usleep(1_000)
-        }
-    }
-
     private func shown(_ h: CoreHarness) throws -> [String] {
         try h.listPlus(.root).map(\.entry.name).filter { $0 != "." && $0 != ".." }.sorted()
     }

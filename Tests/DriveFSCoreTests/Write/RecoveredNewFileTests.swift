@@ -238,13 +238,4 @@ final class RecoveredNewFileTests: XCTestCase {
         XCTAssertEqual(h.backend.file(s.fileID)?.parents, [s.dir], "the landing sent the folder")
         try renameAndFinish(h, s) {}
     }
-
-    /// Waits until `condition` holds; fails after a minute (a hang guard, not a timing assertion).
-    private func waitUntil(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) {
-        let end = Date(timeIntervalSinceNow: 60)
-        while !condition() {
-            if Date() > end { XCTFail("gave up waiting: \(what)", file: file, line: line); return }
-            usleep(1_000)
-        }
-    }
 }

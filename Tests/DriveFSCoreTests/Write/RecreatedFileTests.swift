@@ -49,12 +49,6 @@ final class RecreatedFileTests: XCTestCase {
         }
     }
 
-    private func waitUntil(_ what: String, _ condition: () -> Bool) {
-        let end = Date(timeIntervalSinceNow: 30)
-        while !condition() && Date() < end { usleep(1_000) }
-        XCTAssertTrue(condition(), "timed out waiting until \(what)")
-    }
-
     private func untrashed() -> [DriveFile] { fake.children(of: fake.rootID) }
 
     func testEditsQueuedBehindARecreateLandInOrderUnderTheLastName() throws {

@@ -182,15 +182,6 @@ final class RenameCrashTests: XCTestCase {
         XCTAssertEqual(fake.file(w.archive)?.trashed, false, context)
     }
 
-    /// Waits until `condition` holds; fails after a minute (a hang guard, not a timing assertion).
-    private func waitUntil(_ what: String, _ condition: () -> Bool) {
-        let end = Date(timeIntervalSinceNow: 60)
-        while !condition() {
-            if Date() > end { XCTFail("gave up waiting: \(what)"); return }
-            usleep(1_000)
-        }
-    }
-
     private func makeQueue(_ h: CoreHarness, _ process: CrashSwitch) throws -> UploadQueue {
         let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1, initialBackoff: 0.01,
                                     maximumBackoff: 0.01)

@@ -34,8 +34,6 @@ final class StagingSweepTests: XCTestCase {
         XCTAssertEqual(onDrive.map(\.name), ["closed.txt"])
         XCTAssertEqual(onDrive.first.flatMap { h.backend.content(of: $0.id) }, Array("closed and promised\n".utf8))
         // The queue removes a landed job's content right after the core heard of it.
-        let end = Date(timeIntervalSinceNow: 30)
-        while names() != ["not-a-copy"] && Date() < end { usleep(1_000) }
-        XCTAssertEqual(names(), ["not-a-copy"], "its content went once it landed")
+        waitUntil("its content to go once it landed: \(names())") { names() == ["not-a-copy"] }
     }
 }

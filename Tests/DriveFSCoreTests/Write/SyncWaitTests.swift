@@ -49,14 +49,6 @@ final class SyncWaitTests: XCTestCase {
         return pending
     }
 
-    private func waitUntil(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) {
-        let end = Date(timeIntervalSinceNow: 60)
-        while !condition() {
-            if Date() > end { XCTFail("gave up waiting: \(what)", file: file, line: line); return }
-            usleep(1_000)
-        }
-    }
-
     // MARK: A waited-for upload goes first
 
     func testAnFsyncedUploadGoesBeforeTheBacklog() throws {
@@ -218,7 +210,7 @@ final class SyncWaitTests: XCTestCase {
     }
 }
 
-/// A reply a test waits for with a bound (never `BlockingCall`'s trap: a hang here is a failure).
+/// A reply a test can look at before it comes, and wait for with a bound (a hang here is a failure).
 final class Pending<T: Sendable>: Sendable {
     private let done = DispatchSemaphore(value: 0)
     private let box = Locked<Result<T, FilesystemError>?>(nil)

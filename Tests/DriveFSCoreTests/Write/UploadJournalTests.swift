@@ -161,8 +161,4 @@ final class UploadJournalTests: XCTestCase {
         XCTAssertEqual(replayed, state)
         XCTAssertEqual(replayed.jobs.count, 3, "one job per file: each commit replaced the one before")
     }
-
-    func testCRC32MatchesTheStandardCheckValue() {
-        XCTAssertEqual(CRC32.checksum(Array("123456789".utf8)), 0xCBF4_3926)
-    }
 }

@@ -69,13 +69,9 @@ final class UploadQueueHarness {
                              displayPath: "/" + file.name)
     }
 
-    /// Waits until `condition` holds; fails the test after a minute (a hang guard, not a timing assertion).
+    /// The target's `waitUntil`, for tests that hold a harness.
     func waitUntil(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) {
-        let end = Date(timeIntervalSinceNow: 60)
-        while !condition() {
-            if Date() > end { XCTFail("gave up waiting: \(what)", file: file, line: line); return }
-            usleep(1_000)
-        }
+        DriveFSCoreTests.waitUntil(what, file: file, line: line, condition)
     }
 
     func waitIdle(_ queue: UploadQueue, file: StaticString = #filePath, line: UInt = #line) {

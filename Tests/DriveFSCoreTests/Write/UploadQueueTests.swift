@@ -621,4 +621,46 @@ final class UploadQueueTests: XCTestCase {
                              "a later fsync of the refused file hears its failure")
         queue.stop()
     }
+
+    /// Offline, an upload waits in backoff; when Drive answers again (the poller's probe, here
+    /// the tenth step of the wait) the backoff ends at once and the file lands, instead of up to
+    /// the backoff's end (an hour here). Time is the queue's manual clock: the sleeps are counted.
+    func testAnUploadHeldOfflineGoesAsSoonAsDriveAnswersAgain() throws {
+        let h = try UploadQueueHarness()
+        let reachability = try XCTUnwrap(h.fake.reachability)
+        let clock = ComebackClock { [fake = h.fake] in
+            fake.unreachable = nil
+            reachability.recordReached()
+        }
+        let queue = try UploadQueue(directory: h.uploads, backend: h.fake, transfers: 1, time: clock, log: h.log,
+                                    initialBackoff: 3_600, maximumBackoff: 3_600)
+        let request = try h.newFile("held.txt")
+        h.fake.unreachable = FakeDriveBackend.cannotConnect
+        reachability.markOffline("test: connection refused")
+        try queue.commit(request, contentPath: h.content("written offline"), ready: true)
+        h.start(queue)
+        h.waitIdle(queue)
+        XCTAssertEqual(h.rootNames(), ["held.txt"], "the file landed once Drive answered")
+        XCTAssertLessThan(clock.slept, 60, "the backoff ended when Drive came back, not after its hour (slept \(clock.slept) s)")
+        queue.stop()
+    }
+}
+
+/// A manual clock whose tenth sleep runs `comeback` (Drive answering again mid-backoff).
+final class ComebackClock: TimeSource, @unchecked Sendable {
+    // @unchecked: the state is behind its Locked box; `comeback` is called once, on a sleeping thread.
+    private let state = Locked((now: 1_700_000_000.0, sleeps: 0, slept: 0.0))
+    private let comeback: @Sendable () -> Void
+    init(comeback: @escaping @Sendable () -> Void) { self.comeback = comeback }
+    func now() -> Double { state.withLock { $0.now } }
+    func sleep(_ seconds: Double) {
+        let count = state.withLock { s -> Int in
+            s.now += max(0, seconds)
+            s.slept += max(0, seconds)
+            s.sleeps += 1
+            return s.sleeps
+        }
+        if count == 10 { comeback() }
+    }
+    var slept: Double { state.withLock { $0.slept } }
 }

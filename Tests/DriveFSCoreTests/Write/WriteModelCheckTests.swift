@@ -51,6 +51,7 @@ final class LandingGate: UploadQueueing, @unchecked Sendable {
     }
     func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool { inner.drain(timeout: timeout, progress: progress) }
     var status: UploadQueueStatus { inner.status }
+    func phase(of fileID: String) -> UploadFilePhase { inner.phase(of: fileID) }
     func stop() {
         openForGood()
         inner.stop()

@@ -1,22 +1,5 @@
-/// The two 32-bit checksums that export formats embed: CRC-32 (the ISO-HDLC polynomial that zip
-/// entries and PNG chunks carry) and Adler-32 (the trailer of a zlib stream, PNG's IDAT).
-enum CRC32 {
-    private static let table: [UInt32] = (0..<256).map { n -> UInt32 in
-        var c = UInt32(n)
-        for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-        return c
-    }
-
-    /// CRC-32 of `bytes`; pass a previous result as `crc` to continue over more bytes.
-    static func checksum(_ bytes: some Collection<UInt8>, continuing crc: UInt32 = 0) -> UInt32 {
-        var c = ~crc
-        table.withUnsafeBufferPointer { t in
-            for b in bytes { c = t[Int((c ^ UInt32(b)) & 0xFF)] ^ (c >> 8) }
-        }
-        return ~c
-    }
-}
-
+/// Adler-32 (the trailer of a zlib stream, PNG's IDAT). Export formats' CRC-32 is `CRC32` of
+/// DriveSupport, the one the upload journal uses.
 enum Adler32 {
     /// RFC 1950 Adler-32: the sums are reduced every 5552 bytes, the most that cannot overflow.
     static func checksum(_ bytes: [UInt8]) -> UInt32 {

@@ -1,3 +1,5 @@
+import DriveSupport
+
 /// PNG and JPEG exports of Slides and Drawings: a blank white page of the file's size whose text
 /// travels in the image's metadata (PNG `iTXt` "Description", JPEG `COM` segments).
 ///

@@ -1,3 +1,5 @@
+import DriveSupport
+
 /// A zip archive of stored (uncompressed) entries: the container of every OOXML, ODF and EPUB
 /// export and of the HTML `application/zip` exports.
 ///
