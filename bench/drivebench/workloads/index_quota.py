@@ -24,8 +24,11 @@ import statistics
 import threading
 import time
 
-import backlog
-import harness as h
+from . import backlog
+from ..base import HarnessError, log, now
+from ..fmt import human_s, units_note
+from ..measure import measure
+from ..systems import REFERENCES
 
 LISTINGS = 20  # the user's ls, as the issue asks
 # drivefs's log line (Log.swift: an RFC 3339 stamp in milliseconds, the level, the area) when its index is whole.
@@ -41,13 +44,13 @@ def folders(size):
         a, b = top - 1 - (k * top) // LISTINGS, sub - 1 - k % sub
         out.append("t%03d/s%02d" % (a, b))
     if len(set(out)) != len(out):
-        raise h.HarnessError("workload 11: the drive has fewer than %d leaf folders" % LISTINGS)
+        raise HarnessError("workload 11: the drive has fewer than %d leaf folders" % LISTINGS)
     return out
 
 
 class IndexWatch:
     """Watches a drivefs log file for its "index built:" line, every 20 ms, in a thread. `at` is when the line
-    was written, on the h.now() clock: its stamp, placed by the wall clock read beside h.now() at `origin`
+    was written, on the now() clock: its stamp, placed by the wall clock read beside now() at `origin`
     (the poll only says that it is there)."""
 
     def __init__(self, path, origin):
@@ -64,7 +67,7 @@ class IndexWatch:
             except OSError:
                 m = None
             if m:
-                seen = h.now()
+                seen = now()
                 try:
                     stamp = datetime.datetime.fromisoformat(m.group(1)).timestamp()
                     at = self.origin[0] + (stamp - self.origin[1])
@@ -75,7 +78,7 @@ class IndexWatch:
             self.done.wait(0.02)
 
     def wait(self, until):
-        self.thread.join(max(0.0, until - h.now()))
+        self.thread.join(max(0.0, until - now()))
         self.done.set()
         self.thread.join(1)
         return self.at
@@ -103,8 +106,8 @@ def run_index_quota(ctx, emulator, system):
         at_start = minute_units(emulator)
 
         def start():
-            marks["t0"] = h.now()
-            origin = (h.now(), time.time())
+            marks["t0"] = now()
+            origin = (now(), time.time())
             system.mount(cache, emulator, timeout=300)
             if indexes:
                 marks["watch"] = IndexWatch(system.logfile, origin)  # a fresh cache: a log file of its own
@@ -112,12 +115,12 @@ def run_index_quota(ctx, emulator, system):
         def action():
             t0, latencies, ends = marks["t0"], [], []
             for rel in targets:
-                t = h.now()
+                t = now()
                 names = os.listdir(os.path.join(system.mnt, rel))
-                latencies.append(h.now() - t)
-                ends.append(h.now())
+                latencies.append(now() - t)
+                ends.append(now())
                 if len(names) != files:
-                    raise h.HarnessError("%s: workload 11: ls %s listed %d names, expected %d" % (name, rel, len(names), files))
+                    raise HarnessError("%s: workload 11: ls %s listed %d names, expected %d" % (name, rel, len(names), files))
             extra = dict(probes=dict(ls=latencies), p50=statistics.median(latencies),
                          p99=backlog.percentile(latencies, 99), minute_units_at_start=at_start)
             if not indexes:
@@ -127,9 +130,9 @@ def run_index_quota(ctx, emulator, system):
             extra.update(settled=built is not None, during=sum(1 for e in ends if built is None or e <= built),
                          index_s=float(m.group(4)) if m else None, index_items=int(m.group(2)) if m else None,
                          index_left=int(m.group(6) or 0) if m else None)
-            return dict(extra, wall=(built if built is not None else h.now()) - t0)
+            return dict(extra, wall=(built if built is not None else now()) - t0)
         try:
-            r = h.measure(emulator, system, action, "11", mount=start)
+            r = measure(emulator, system, action, "11", mount=start)
         finally:
             system.unmount()
             system.drop_cache(cache)
@@ -139,12 +142,12 @@ def run_index_quota(ctx, emulator, system):
         ctx.add("11b", name, dict({k: v for k, v in r.items() if not k.startswith("index_")}, wall=r["p99"]))
         what = ("index built" if r["settled"] else "index still building at the bound") if indexes else "20 ls done"
         during = "" if not indexes else ", %d of %d during the build" % (r["during"], LISTINGS)
-        h.log("[%s] 11  %-12s run %d/%d: %s at %s; ls p50 %s, p99 %s%s; %d requests, %d refused%s" % (
-            ctx.profile_name, name, i + 1, size["runs"], what, h.human_s(r["wall"]), h.human_s(r["p50"]),
-            h.human_s(r["p99"]), during, sum(r["requests"].values()), r["refusals"], h.units_note(r)))
+        log("[%s] 11  %-12s run %d/%d: %s at %s; ls p50 %s, p99 %s%s; %d requests, %d refused%s" % (
+            ctx.profile_name, name, i + 1, size["runs"], what, human_s(r["wall"]), human_s(r["p50"]),
+            human_s(r["p99"]), during, sum(r["requests"].values()), r["refusals"], units_note(r)))
 
 
 def note_reference(ctx):
     for wid in ("11a", "11b"):
-        for system in h.REFERENCES:
+        for system in REFERENCES:
             ctx.note(wid, system, "n/a (no mount, no index)")

@@ -13,7 +13,12 @@ import os
 import statistics
 import time
 
-import harness as h
+from ..base import HarnessError, log, now
+from ..data import stat_paths
+from ..fmt import human_s, units_note
+from ..measure import measure
+from ..systems import REFERENCES
+from .writable import NotWritable, probe_writable, run_tool
 
 QUIET = 1.0          # seconds without a request that count as settled
 SETTLE_MAX = 60.0    # the longest a fresh mount is given to settle
@@ -29,7 +34,7 @@ def percentile(values, p):
 def probe_targets(size, big_size):
     """(stat paths, folders, read offsets), relative to the mount: spread over what the seed holds."""
     n_stat, n_ls, n_read = size["backlog_probes"]
-    stats = h.stat_paths(size)
+    stats = stat_paths(size)
     stats = [stats[(k * len(stats)) // n_stat] for k in range(min(n_stat, len(stats)))]
     folders = ["tree/dir%02d/sub%02d" % (a, b) for b in range(size["tree_sub"]) for a in range(size["tree_top"])]
     folders = [folders[(k * len(folders)) // n_ls] for k in range(min(n_ls, len(folders)))]
@@ -40,12 +45,12 @@ def probe_targets(size, big_size):
 
 def settle(emulator):
     """Waits until the emulator has seen no request for QUIET seconds (bounded by SETTLE_MAX)."""
-    last, since, limit = -1, h.now(), h.now() + SETTLE_MAX
-    while h.now() < limit:
+    last, since, limit = -1, now(), now() + SETTLE_MAX
+    while now() < limit:
         total = emulator.stats().get("totals", {}).get("requests", 0)
         if total != last:
-            last, since = total, h.now()
-        elif h.now() - since >= QUIET:
+            last, since = total, now()
+        elif now() - since >= QUIET:
             return True
         time.sleep(0.1)
     return False
@@ -56,24 +61,24 @@ def run_probes(mnt, targets):
     stats, folders, offsets = targets
     out = dict(stat=[], ls=[], read=[])
     for rel in stats:
-        t0 = h.now()
+        t0 = now()
         os.stat(os.path.join(mnt, rel))
-        out["stat"].append(h.now() - t0)
+        out["stat"].append(now() - t0)
     for rel in folders:
-        t0 = h.now()
+        t0 = now()
         names = os.listdir(os.path.join(mnt, rel))
-        out["ls"].append(h.now() - t0)
+        out["ls"].append(now() - t0)
         if not names:
-            raise h.HarnessError("workload 9: ls %s listed nothing" % rel)
+            raise HarnessError("workload 9: ls %s listed nothing" % rel)
     path = os.path.join(mnt, "big", "big.bin")
     fd = os.open(path, os.O_RDONLY)
     try:
         for off in offsets:
-            t0 = h.now()
+            t0 = now()
             got = os.pread(fd, 1 << 20, off)
-            out["read"].append(h.now() - t0)
+            out["read"].append(now() - t0)
             if not got:
-                raise h.HarnessError("workload 9: read of %s at %d returned nothing" % (path, off))
+                raise HarnessError("workload 9: read of %s at %d returned nothing" % (path, off))
     finally:
         os.close(fd)
     return out
@@ -98,9 +103,9 @@ def run_backlog(ctx, emulator, system, data, seed_dir):
     n = data.backlog_count
 
     def progress(wid, r, more=""):
-        h.log("[%s] %-3s %-12s p50 %s, p99 %s over %d probes%s%s" % (
-            ctx.profile_name, wid, name, h.human_s(r["p50"]), h.human_s(r["wall"]),
-            sum(len(v) for v in r["probes"].values()), more, h.units_note(r)))
+        log("[%s] %-3s %-12s p50 %s, p99 %s over %d probes%s%s" % (
+            ctx.profile_name, wid, name, human_s(r["p50"]), human_s(r["wall"]),
+            sum(len(v) for v in r["probes"].values()), more, units_note(r)))
 
     for wid in ("9b", "9a"):  # idle first: the same probes, nothing queued
         if not ctx.here(wid, name):
@@ -109,7 +114,7 @@ def run_backlog(ctx, emulator, system, data, seed_dir):
         system.mount(cache, emulator)
         try:
             if wid == "9a":
-                h.probe_writable(system)
+                probe_writable(system)
             settled = settle(emulator)
             u0 = emulator.usage()
             target = os.path.join(system.mnt, "w9-%s" % name)
@@ -117,23 +122,23 @@ def run_backlog(ctx, emulator, system, data, seed_dir):
             def action():
                 extra = {}
                 if wid == "9a":
-                    t0 = h.now()
-                    h.run_tool(["cp", "-r", data.backlog_dir, target], 1800)
-                    extra["copied"] = h.now() - t0
+                    t0 = now()
+                    run_tool(["cp", "-r", data.backlog_dir, target], 1800)
+                    extra["copied"] = now() - t0
                     extra["queued_at_start"] = n - (emulator.usage()["files"] - u0["files"])
                     extra["backlog"] = n
                 latencies = run_probes(system.mnt, targets)
                 if wid == "9a":
                     extra["queued_at_end"] = n - (emulator.usage()["files"] - u0["files"])
                 return dict(summarize_probes(latencies), settled=settled, **extra)
-            r = h.measure(emulator, system, action, wid)
+            r = measure(emulator, system, action, wid)
             ctx.add(wid, name, r)
             more = ""
             if wid == "9a":
                 more = "; %d of %d files still to upload at the first probe, %d after the last" % (
                     r["queued_at_start"], n, r["queued_at_end"])
             progress(wid, r, more)
-        except h.NotWritable as e:
+        except NotWritable as e:
             ctx.note(wid, name, str(e))
         finally:
             system.unmount()
@@ -142,5 +147,5 @@ def run_backlog(ctx, emulator, system, data, seed_dir):
 
 def note_reference(ctx):
     for wid in ("9a", "9b"):
-        for system in h.REFERENCES:
+        for system in REFERENCES:
             ctx.note(wid, system, "n/a (no mount)")

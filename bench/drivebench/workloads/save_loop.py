@@ -13,7 +13,13 @@ import hashlib
 import os
 import time
 
-import harness as h
+from .. import quota
+from ..base import HarnessError, log, now
+from ..drive_api import api_child, api_get, api_list
+from ..fmt import units_note
+from ..measure import measure
+from ..systems import REFERENCES
+from .writable import NOT_WRITABLE, NotWritable, probe_writable
 
 BASE = 10 * 1024
 
@@ -26,13 +32,13 @@ def content(k):
 
 def wait_exact(emulator, files, nbytes, bound, what):
     """Until the drive holds exactly `files` files of exactly `nbytes` bytes (polled every 20 ms)."""
-    limit = h.now() + bound
+    limit = now() + bound
     while True:
         u = emulator.usage()
         if u["files"] == files and u["bytes"] == nbytes:
             return
-        if h.now() > limit:
-            raise h.HarnessError("%s: not on Drive within %.0f s (the drive holds %d files, %d bytes; expected %d, %d)" % (
+        if now() > limit:
+            raise HarnessError("%s: not on Drive within %.0f s (the drive holds %d files, %d bytes; expected %d, %d)" % (
                 what, bound, u["files"], u["bytes"], files, nbytes))
         time.sleep(0.02)
 
@@ -51,26 +57,26 @@ def run_save_loop(ctx, emulator, system, run):
     """One run of workload 10 on a mount system, on the write emulator's drive."""
     name, size = system.name, ctx.size
     saves, bound = size["saves"], ctx.size["land_max"]
-    root = h.api_get(emulator, "drive/v3/files/root", dict(fields="id"))["id"]
+    root = api_get(emulator, "drive/v3/files/root", dict(fields="id"))["id"]
     folder_name = "w10-%s-%d" % (name, run)
     cache = system.fresh_cache()
     system.mount(cache, emulator)
     try:
-        h.probe_writable(system)
+        probe_writable(system)
         folder = os.path.join(system.mnt, folder_name)
         try:
             os.mkdir(folder)
         except OSError as e:
-            if e.errno in h.NOT_WRITABLE:
-                raise h.NotWritable("not writable yet (mkdir: %s)" % h.NOT_WRITABLE[e.errno])
+            if e.errno in NOT_WRITABLE:
+                raise NotWritable("not writable yet (mkdir: %s)" % NOT_WRITABLE[e.errno])
             raise
         path, tmp = os.path.join(folder, "doc.txt"), os.path.join(folder, ".doc.txt.tmp")
         u0 = emulator.usage()
         first = content(0)
         save(path, tmp, first)
         wait_exact(emulator, u0["files"] + 1, u0["bytes"] + len(first), bound, "%s: workload 10's first version" % name)
-        fid = h.api_child(emulator, root, folder_name)["id"]
-        original = h.api_child(emulator, fid, "doc.txt")["id"]
+        fid = api_child(emulator, root, folder_name)["id"]
+        original = api_child(emulator, fid, "doc.txt")["id"]
         last = content(saves)
 
         def loop():
@@ -78,26 +84,26 @@ def run_save_loop(ctx, emulator, system, run):
                 save(path, tmp, content(k))
             system.finish_writes()
             wait_exact(emulator, u0["files"] + 1, u0["bytes"] + len(last), bound, "%s: workload 10" % name)
-        if h.quota.limits_writes(ctx.profile.get("limits")):
-            time.sleep(h.quota.WRITE_BURST / h.quota.WRITE_RATE)  # the write budget full, as for the other writes
-        r = h.measure(emulator, system, loop, "10")
-        items = h.api_list(emulator, "'%s' in parents and trashed = false" % fid)
+        if quota.limits_writes(ctx.profile.get("limits")):
+            time.sleep(quota.WRITE_BURST / quota.WRITE_RATE)  # the write budget full, as for the other writes
+        r = measure(emulator, system, loop, "10")
+        items = api_list(emulator, "'%s' in parents and trashed = false" % fid)
         docs = [x for x in items if x["name"] == "doc.txt"]
         r.update(keeps_id=len(docs) == 1 and docs[0]["id"] == original, drive_items=len(items),
                  right_content=len(docs) == 1 and docs[0].get("md5Checksum") == hashlib.md5(last).hexdigest())
         if not r["right_content"] or len(items) != 1:
-            raise h.HarnessError("%s: workload 10: the folder on Drive holds %s, not one doc.txt of the last save" % (
+            raise HarnessError("%s: workload 10: the folder on Drive holds %s, not one doc.txt of the last save" % (
                 name, sorted(x["name"] for x in items)))
         ctx.add("10", name, r)
-        h.log("[%s] 10  %-12s run %d/%d: %8.3f s  %5d requests  writes %s%s, keeps its Drive ID: %s%s" % (
+        log("[%s] 10  %-12s run %d/%d: %8.3f s  %5d requests  writes %s%s, keeps its Drive ID: %s%s" % (
             ctx.profile_name, name, run + 1, size["write_runs"], r["wall"], sum(r["requests"].values()),
             r.get("writes"), "" if not r.get("writes_refused") else " (+%d refused)" % r["writes_refused"],
-            "yes" if r["keeps_id"] else "no", h.units_note(r)))
+            "yes" if r["keeps_id"] else "no", units_note(r)))
     finally:
         system.unmount()
         system.drop_cache(cache)
 
 
 def note_reference(ctx):
-    for system in h.REFERENCES:
+    for system in REFERENCES:
         ctx.note("10", system, "n/a (no mount: an editor saves through a filesystem)")
