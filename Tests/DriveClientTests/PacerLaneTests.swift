@@ -243,9 +243,12 @@ final class PacerLaneTests: XCTestCase {
         XCTAssertTrue(pacer.waitUntilQueued(2, timeout: 10), "the get would fit (905 ≤ 1000) but the user's download is ahead")
         time.advance(30) // the four downloads of t = 0 leave the minute
         pacer.tick()
+        // Both fit now and one tick grants both, the download first; their threads then wake in
+        // any order, so the order they record is not the pacer's (it failed once in CI that way).
+        // The hold-back itself is the second waiter still queued above.
         XCTAssertEqual(user.wait(timeout: .now() + 10), .success)
         XCTAssertEqual(background.wait(timeout: .now() + 10), .success)
-        XCTAssertEqual(order.withLock { $0 }.first, "download")
+        XCTAssertEqual(Set(order.withLock { $0 }), ["download", "get"])
     }
 
     func testTheCrawlKeepsToItsShareWhileAUserIsActiveAndTakesAllWhenIdle() {
