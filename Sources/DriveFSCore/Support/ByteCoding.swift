@@ -38,23 +38,14 @@ struct ByteWriter {
     }
 }
 
-struct ByteReader {
-    /// Offsets are the slice's own indices (a slice of a larger buffer keeps its place in it).
-    let bytes: ArraySlice<UInt8>
+/// Reads drivefs's encoding (varints, zigzag integers, length-prefixed strings, little-endian
+/// words) from any byte buffer indexed by offset: an array's slice (`ByteReader`) or a mapped
+/// file (`MappedReader`, no copy). Every read answers nil past `end` and leaves `offset` there.
+struct ByteCursor<Bytes: RandomAccessCollection> where Bytes.Element == UInt8, Bytes.Index == Int {
+    /// Offsets are the buffer's own indices (a slice of a larger buffer keeps its place in it).
+    let bytes: Bytes
     private(set) var offset: Int
     let end: Int
-
-    init(_ bytes: [UInt8], from start: Int = 0, to end: Int? = nil) {
-        self.bytes = bytes[...]
-        offset = start
-        self.end = min(end ?? bytes.count, bytes.count)
-    }
-
-    init(_ slice: ArraySlice<UInt8>) {
-        bytes = slice
-        offset = slice.startIndex
-        end = slice.endIndex
-    }
 
     var atEnd: Bool { offset >= end }
 
@@ -95,10 +86,17 @@ struct ByteReader {
     }
 
     /// The next `n` bytes as they are.
-    mutating func raw(_ n: Int) -> ArraySlice<UInt8>? {
+    mutating func raw(_ n: Int) -> Bytes.SubSequence? {
         guard n >= 0, n <= end - offset else { return nil }
         defer { offset += n }
         return bytes[offset..<offset + n]
+    }
+
+    /// Skips the next `n` bytes; their range in the buffer.
+    mutating func skip(_ n: Int) -> Range<Int>? {
+        guard n >= 0, n <= end - offset else { return nil }
+        defer { offset += n }
+        return offset..<offset + n
     }
 
     mutating func uint32() -> UInt32? {
@@ -107,6 +105,41 @@ struct ByteReader {
         for i in 0..<4 { v |= UInt32(bytes[offset + i]) << UInt32(8 * i) }
         offset += 4
         return v
+    }
+
+    mutating func uint64() -> UInt64? {
+        guard end - offset >= 8 else { return nil }
+        var v: UInt64 = 0
+        for i in 0..<8 { v |= UInt64(bytes[offset + i]) << UInt64(8 * i) }
+        offset += 8
+        return v
+    }
+}
+
+typealias ByteReader = ByteCursor<ArraySlice<UInt8>>
+
+extension ByteCursor where Bytes == ArraySlice<UInt8> {
+    init(_ bytes: [UInt8], from start: Int = 0, to end: Int? = nil) {
+        self.bytes = bytes[...]
+        offset = start
+        self.end = min(end ?? bytes.count, bytes.count)
+    }
+
+    init(_ slice: ArraySlice<UInt8>) {
+        bytes = slice
+        offset = slice.startIndex
+        end = slice.endIndex
+    }
+}
+
+/// `ByteCursor` over a mapped file: drivefs's encoding read in place, without copying it into an array.
+typealias MappedReader = ByteCursor<UnsafeRawBufferPointer>
+
+extension ByteCursor where Bytes == UnsafeRawBufferPointer {
+    init(_ bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) {
+        self.bytes = bytes
+        offset = start
+        self.end = min(end, bytes.count)
     }
 }
 
