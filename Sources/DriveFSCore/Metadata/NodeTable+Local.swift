@@ -29,6 +29,30 @@ extension NodeTable {
         withState { s in s.itemsChangedHere = s.itemsChangedHere.filter { $0.value >= generation } }
     }
 
+    /// How many marks of new files removed before they landed are kept at most (each a Drive ID):
+    /// past it the oldest go, and such a file could show again until its removal lands.
+    static let maximumRemovedBeforeLanding = 16_384
+
+    /// `id`, a new file removed here, may be on Drive until its removal lands (its create was on
+    /// its way): listings and changes do not show it again (`State.removedBeforeLanding`).
+    func noteRemovedBeforeLanding(_ id: String) {
+        withState { s in
+            s.removedBeforeLandingOrder += 1
+            s.removedBeforeLanding[id] = s.removedBeforeLandingOrder
+            if s.removedBeforeLanding.count > Self.maximumRemovedBeforeLanding,
+               let oldest = s.removedBeforeLanding.min(by: { $0.value < $1.value })?.key {
+                s.removedBeforeLanding[oldest] = nil
+            }
+        }
+    }
+
+    /// Nothing of the removed new file `id` reached Drive, or will: its mark goes.
+    func forgetRemovedBeforeLanding(_ id: String) {
+        withState { s in _ = s.removedBeforeLanding.removeValue(forKey: id) }
+    }
+
+    var removedBeforeLandingCount: Int { withState { $0.removedBeforeLanding.count } }
+
     func node(forID id: String) -> Node? {
         withState { s in s.byID[id].flatMap { s.nodes[$0] } }
     }

@@ -160,6 +160,13 @@ final class NodeTable: Sendable {
         var itemsChangedHere: [String: UInt64] = [:]
         /// Nodes made here and not on Drive yet (`local.isNew`): listings of their folder keep them.
         var localNew: Set<Inode> = []
+        /// New files removed here whose create may be on Drive (it was on its way, or landed
+        /// before the mount heard of it), by Drive ID, with the order they were removed in: until
+        /// their removal lands Drive lists them, and neither a listing nor a change shows them
+        /// again. A change showing one gone ends its mark; so does the core, when nothing of it
+        /// reached Drive. At most `maximumRemovedBeforeLanding`, the oldest dropped first.
+        var removedBeforeLanding: [String: UInt64] = [:]
+        var removedBeforeLandingOrder: UInt64 = 0
         /// New content of files on Drive that the journal held at start, by Drive ID, for nodes not
         /// made yet: a node made for one shows it (size, time) until its upload ends.
         var recoveredLocal: [String: LocalState] = [:]
@@ -597,6 +604,8 @@ final class NodeTable: Sendable {
         return state.withLock { s in
             var out = s.deferred
             s.deferred = Invalidations()
+            // Removed here, on Drive until the removal lands: not shown again.
+            let files = s.removedBeforeLanding.isEmpty ? files : files.filter { s.removedBeforeLanding[$0.id] == nil }
             let trusted = (s.touched[folderID] ?? 0) <= generation
             // Started before a change made here: it may not show it (a folder made, a file moved
             // in); the listing held already does (materialized, or packed again since), and the
@@ -786,7 +795,11 @@ final class NodeTable: Sendable {
             // Read before a change made here to the same item: older than what the table shows
             // (the next poll brings the item's state after that change).
             if let changed = s.itemsChangedHere[change.fileId], changed > readFrom { continue }
-            let visible = change.file.flatMap { $0.trashed ? nil : Self.withPendingPlace($0, &s) }
+            var visible = change.file.flatMap { $0.trashed ? nil : Self.withPendingPlace($0, &s) }
+            if s.removedBeforeLanding[change.fileId] != nil {
+                // Removed here: hidden while Drive still shows it; its removal seen, the mark ends.
+                if visible == nil { s.removedBeforeLanding[change.fileId] = nil } else { visible = nil }
+            }
             let oldInode = s.byID[change.fileId]
             let oldParent = moved.parent(of: change.fileId, inTable: oldInode.flatMap { s.nodes[$0]?.parent })
             let newParent = visible?.parents.first.flatMap { s.byID[$0] }

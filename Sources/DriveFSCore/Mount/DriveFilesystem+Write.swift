@@ -481,7 +481,12 @@ extension DriveFilesystem {
                 // No landing can follow to take the mark (the queue removes what it sent, or it
                 // sent nothing and holds nothing): dropped, so that the set does not grow with
                 // every temporary file made and removed.
-                if cancelled || uploads.contentPath(of: node.file.id) == nil { removedHere.withLock { _ = $0.remove(node.file.id) } }
+                let pendingLanding = uploads.contentPath(of: node.file.id) != nil
+                if cancelled || !pendingLanding { removedHere.withLock { _ = $0.remove(node.file.id) } }
+                // Drive may list the file until its removal lands (the queue's, or the trash that
+                // follows its landing): the table does not show it again meanwhile. Nothing was
+                // sent when the queue held nothing of it.
+                if cancelled || pendingLanding { table.noteRemovedBeforeLanding(node.file.id) }
                 return
             }
             guard removedHere.withLock({ $0.remove(node.file.id) != nil }) else { return }

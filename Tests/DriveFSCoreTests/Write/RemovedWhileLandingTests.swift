@@ -107,4 +107,55 @@ final class RemovedWhileLandingTests: XCTestCase {
         XCTAssertEqual(h.fs.removedHere.withLock { $0.count }, 0, "no mark left for files no landing will follow")
         XCTAssertEqual(h.backend.children(of: h.backend.rootID, includingTrashed: true).map(\.name), [], "nothing on Drive")
     }
+
+    /// Found by `WriteModelCheckTests` (seed 521782375638): a new file replaced by a rename while its
+    /// create had reached Drive but its answer had not come back. Drive showed it in the folder
+    /// until the trash that follows its landing went out, and a page of changes (or a listing) read
+    /// in between put it back under the name the renamed file had taken: `ls` showed the renamed
+    /// file as "notes (…).txt" beside the removed one, and a rename of "notes.txt" then moved the
+    /// removed file (the test's lost rename). What was removed here stays removed in what the mount
+    /// shows, whatever Drive shows until its removal lands.
+    func testARemovedNewFileOnDriveBeforeItsAnswerIsNotShownAgainByTheChangeFeedOrAListing() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let draft = h.backend.addFile("draft.txt", content: Array("the draft\n".utf8))
+        let gate = Locked((reached: false, open: false))
+        h.backend.writeHook = { method, phase, _ in
+            // The create is on Drive; its answer waits.
+            guard method == "files.create.upload", phase == .after else { return }
+            gate.withLock { $0.reached = true }
+            let end = Date(timeIntervalSinceNow: 30)
+            while !gate.withLock({ $0.open }) && Date() < end { usleep(500) }
+        }
+        defer { gate.withLock { $0.open = true } }
+        try h.mount()
+        _ = try h.lookup(.root, "draft.txt")
+        let draftInode = try h.lookup(.root, "draft.txt").inode
+        try h.writeFile(.root, "notes.txt", Array("a new file\n".utf8))
+        let reached = Date(timeIntervalSinceNow: 30)
+        while !gate.withLock({ $0.reached }) && Date() < reached { usleep(1_000) }
+        XCTAssertTrue(gate.withLock { $0.reached }, "the new file's create reached Drive")
+        try h.rename(.root, "draft.txt", to: .root, "notes.txt")
+
+        func shown() throws -> [String] {
+            try h.listPlus(.root).map(\.entry.name).filter { $0 != "." && $0 != ".." }.sorted()
+        }
+        // Drive shows the new file (not trashed yet) beside the renamed one, both "notes.txt".
+        try h.fs.pollChanges()
+        XCTAssertEqual(try shown(), ["notes.txt"], "after a page of changes")
+        XCTAssertEqual(try h.lookup(.root, "notes.txt").inode, draftInode, "the name is the renamed file's")
+        h.fs.table.distrustAllListings()
+        XCTAssertEqual(try shown(), ["notes.txt"], "after a listing")
+        XCTAssertEqual(try h.lookup(.root, "notes.txt").inode, draftInode, "the name is the renamed file's after a listing")
+
+        gate.withLock { $0.open = true }
+        XCTAssertTrue(h.fs.drainUploads(timeout: 30))
+        let trashed = Date(timeIntervalSinceNow: 30)
+        while h.backend.children(of: h.backend.rootID).count > 1 && Date() < trashed { usleep(1_000) }
+        XCTAssertEqual(h.backend.children(of: h.backend.rootID).map(\.id), [draft], "the new file went from Drive")
+        try h.fs.pollChanges()
+        XCTAssertEqual(try shown(), ["notes.txt"])
+        XCTAssertEqual(try h.read(draftInode), Array("the draft\n".utf8))
+        XCTAssertEqual(h.fs.table.removedBeforeLandingCount, 0, "the change showing it gone ended its mark")
+    }
 }

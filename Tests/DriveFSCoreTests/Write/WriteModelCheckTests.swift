@@ -177,9 +177,12 @@ final class WriteModelCheckTests: XCTestCase {
         var isOpen = true
         var bytesSeed = seed &* 1_000_003
 
+        // What the step is doing, for the message when it fails with an error of its own.
+        var doing = ""
         for step in 0..<operations {
           do {
             let roll = below(100)
+            doing = "roll \(roll), the file \(isOpen ? "open" : "closed") at \(place.parent == .root ? "" : "sub/")\(place.name)"
             if !isOpen && roll < 90 && below(4) == 0 {
                 // Another program reads the closed file (an open of its own, read-only), while its
                 // uploads queue, run or land.
@@ -271,7 +274,7 @@ final class WriteModelCheckTests: XCTestCase {
           } catch let failure as Failure {
             throw failure
           } catch {
-            throw fail(step, "the operation after the last one listed failed: \(error)")
+            throw fail(step, "the operation after the last one listed (\(doing)) failed: \(error)")
           }
         }
 
