@@ -1,5 +1,6 @@
 import CFuse
 import DriveFSCore
+import DriveSupport
 import Glibc
 
 /// How to mount.
@@ -111,6 +112,11 @@ public enum FuseMount {
         mounted()
         if !configuration.foreground { _ = fuse_daemonize(0) }
         serving()
+        // From here a death of this process frees the mount (ConnectionGuard): armed in the
+        // process and on the thread that serve it.
+        let guarded = ConnectionGuard.arm(mountpoint: configuration.mountpoint)
+        if guarded.armed { Log.shared.debug("fuse", guarded.message) } else { Log.shared.info("fuse", guarded.message) }
+        defer { if guarded.armed { ConnectionGuard.disarm() } }
 
         let result: Int32
         if configuration.singleThreaded {

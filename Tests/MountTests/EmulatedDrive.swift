@@ -86,13 +86,15 @@ final class EmulatedDrive {
     /// after a burst of 200, unless the test sets a write rate: tests of what a copy of 1,000 files
     /// sends or lands would otherwise wait 400 s on a limit the emulator does not have. The pacing
     /// itself is tested against the emulator's Google limits (PacerEmulatorTests).
-    func mount(pollInterval: String = "1s", extraArguments: [String] = [], mountpoint: String? = nil) throws -> MountedDriveFS {
+    func mount(pollInterval: String = "1s", extraArguments: [String] = [], mountpoint: String? = nil,
+               workingDirectory: String? = nil, extraEnvironment: [String: String] = [:]) throws -> MountedDriveFS {
         var pacing: [String] = []
         if emulatorConfig.driveLimits.writesPerSecond == nil, !extraArguments.contains(where: { $0.hasPrefix("--write-rate") }) {
             pacing = ["--write-rate", "100", "--write-burst", "200"]
         }
         let mount = try MountedDriveFS.start(command: ["mount"], extraArguments: ["--poll-interval", pollInterval] + pacing + extraArguments,
-                                             environment: environment, mountpoint: mountpoint, readyLine: Self.readyLine)
+                                             environment: environment.merging(extraEnvironment) { $1 }, mountpoint: mountpoint, readyLine: Self.readyLine,
+                                             workingDirectory: workingDirectory)
         mounts.append(mount)
         return mount
     }

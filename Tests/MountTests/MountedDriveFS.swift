@@ -50,11 +50,12 @@ final class MountedDriveFS {
     ///   - environment: the child's whole environment (nil: this process's).
     ///   - mountpoint: mount there instead of on a fresh directory (created if missing), e.g. to
     ///     mount again where a killed drivefs left its mount behind. Its parent holds the log.
+    ///   - workingDirectory: drivefs's working directory (where a core dump goes), else this process's.
     ///   - readyLine: when given, `start` also waits until drivefs's output contains it (a stale
     ///     mount left on `mountpoint` is listed in /proc/mounts before the new one is live).
     static func start(command: [String] = ["debug", "smoke-mount"], extraArguments: [String] = [],
                       environment: [String: String]? = nil, mountpoint existing: String? = nil,
-                      readyLine: String? = nil) throws -> MountedDriveFS {
+                      readyLine: String? = nil, workingDirectory: String? = nil) throws -> MountedDriveFS {
         let fusermount = try requireFuse()
         let binary = try DriveFSBinary.path()
         let base = existing.map { URL(fileURLWithPath: $0).deletingLastPathComponent() }
@@ -70,6 +71,7 @@ final class MountedDriveFS {
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = command + [mountpoint, "-f"] + extraArguments
         if let environment { process.environment = environment }
+        if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
         let log = try FileHandle(forWritingTo: logURL)
         process.standardOutput = log
         process.standardError = log

@@ -21,4 +21,14 @@ void cfuse_fi_set_direct_io(struct fuse_file_info *fi, int on);
 // macro): libfuse splices or reads them into the reply without a copy through Swift.
 int cfuse_reply_fd(fuse_req_t req, int fd, off_t pos, size_t size);
 
+// The connection guard (cfuse.c): a daemon that dies uncleanly still frees its mount.
+// Opens fusectl's `abort` file of the connection and handles the fatal signals (SIGSEGV, SIGBUS,
+// SIGILL, SIGTRAP, SIGFPE, SIGABRT, SIGSYS) by writing it first; 0, or -errno from the open.
+int cfuse_guard_arm(const char *abort_path);
+// Restores the previous handlers and closes the file.
+void cfuse_guard_disarm(void);
+// Forks the watcher that writes the file once the calling thread ends (call it from the thread
+// that serves the mount, after daemonizing): its pid, or -errno.
+pid_t cfuse_guard_start_watcher(void);
+
 #endif

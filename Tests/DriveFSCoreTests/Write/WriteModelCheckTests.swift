@@ -148,7 +148,9 @@ final class WriteModelCheckTests: XCTestCase {
                                     initialBackoff: 0.01, maximumBackoff: 0.05)
         let gate = LandingGate(queue)
         try harness.mount(uploads: gate)
-        if ProcessInfo.processInfo.environment["DRIVEFS_MODEL_DEBUG"] != nil { try? Log.shared.configure(level: .debug, path: nil) }
+        if let level = ProcessInfo.processInfo.environment["DRIVEFS_MODEL_DEBUG"] {
+            try? Log.shared.configure(level: level == "info" ? .info : .debug, path: nil)
+        }
         var rng = SplitMix64(seed: seed)
         func below(_ n: Int) -> Int { Int(rng.next() % UInt64(max(1, n))) }
 
@@ -186,6 +188,7 @@ final class WriteModelCheckTests: XCTestCase {
             if !isOpen && roll < 90 && below(4) == 0 {
                 // Another program reads the closed file (an open of its own, read-only), while its
                 // uploads queue, run or land.
+                doing += ": reading it"
                 let got = try harness.read(inode)
                 note("\(step): read the closed file -> \(got.count)")
                 if got != model { throw fail(step, readMismatch("the closed file", got, model)) }
@@ -194,6 +197,7 @@ final class WriteModelCheckTests: XCTestCase {
             if !isOpen && roll < 90 {
                 // Most steps need the file open: reopen first (as fsx does after a close).
                 let truncating = below(10) == 0
+                doing += ": opening it\(truncating ? " O_TRUNC" : "")"
                 handle = try harness.open(inode, O_RDWR | (truncating ? O_TRUNC : 0))
                 isOpen = true
                 if truncating { model = [] }
