@@ -37,8 +37,9 @@ extension BlockCache {
 
         // 1. The data.
         for path in toSync {
-            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-            if fd >= 0 { _ = fdatasync(fd); close(fd) }
+            guard let fd = try? SystemCall.open(path, O_RDONLY | O_CLOEXEC) else { continue }
+            _ = try? SystemCall.fdatasync(fd)
+            close(fd)
         }
         // 2. The index.
         do {
@@ -60,9 +61,10 @@ extension BlockCache {
             // Fetched again since it was evicted (or being fetched): its bytes are live now.
             guard !entry.isPresent(hole.block), !entry.fetching.contains(hole.block) else { continue }
             let opened = entry.descriptor < 0
-            let fd = opened ? Glibc.open(entry.path, O_RDWR | O_CLOEXEC) : entry.descriptor
-            guard fd >= 0 else { continue }
-            _ = csystem_punch_hole(fd, off_t(Int64(hole.block) * Int64(blockSize)), off_t(entry.blockBytes(hole.block)))
+            guard let fd = opened ? try? SystemCall.open(entry.path, O_RDWR | O_CLOEXEC) : entry.descriptor else { continue }
+            _ = try? SystemCall.retrying("fallocate") {
+                csystem_punch_hole(fd, off_t(Int64(hole.block) * Int64(blockSize)), off_t(entry.blockBytes(hole.block)))
+            }
             if opened { close(fd) }
         }
     }

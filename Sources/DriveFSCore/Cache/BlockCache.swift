@@ -214,11 +214,10 @@ public final class BlockCache: Sendable {
         }
         let entry = Entry(key: key, size: size, path: newPath(for: key), blockSize: blockSize)
         if link(path, entry.path) != 0 {
-            let fd = Glibc.open(entry.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { return }
+            guard let fd = try? SystemCall.open(entry.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600) else { return }
             defer { close(fd) }
-            do throws(FilesystemError) {
-                if ftruncate(fd, off_t(size)) != 0 { throw .ioError }
+            do {
+                try SystemCall.truncate(fd, to: size)
                 try FileRanges.copy(from: descriptor, to: fd, offset: 0, length: size)
             } catch {
                 unlink(entry.path)
@@ -261,18 +260,21 @@ public final class BlockCache: Sendable {
 
     private func openDescriptor(_ entry: Entry) throws(FilesystemError) {
         guard entry.descriptor < 0 else { return }
-        let fd = Glibc.open(entry.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            let code = errno
-            Log.shared.error("cache", "cannot open the cache file \(entry.path): \(String(cString: strerror(code)))")
-            throw FilesystemError(local: code)
+        let fd: Int32
+        do throws(SystemCallError) {
+            fd = try SystemCall.open(entry.path, O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600)
+        } catch {
+            Log.shared.error("cache", "cannot open the cache file \(entry.path): \(error.reason)")
+            throw FilesystemError(local: error)
         }
-        var st = stat()
-        if fstat(fd, &st) == 0, st.st_size != entry.size, ftruncate(fd, off_t(entry.size)) != 0 {
-            let code = errno
-            close(fd)
-            Log.shared.error("cache", "cannot size the cache file \(entry.path): \(String(cString: strerror(code)))")
-            throw FilesystemError(local: code)
+        if let current = try? SystemCall.size(fd), current != entry.size {
+            do throws(SystemCallError) {
+                try SystemCall.truncate(fd, to: entry.size)
+            } catch {
+                close(fd)
+                Log.shared.error("cache", "cannot size the cache file \(entry.path): \(error.reason)")
+                throw FilesystemError(local: error)
+            }
         }
         entry.descriptor = fd
     }
