@@ -73,10 +73,10 @@ extension BlockCache {
     public func startFlushing(interval: Double) {
         let loop = flusher.withLock { current -> BackgroundLoop? in
             guard current == nil else { return nil }
-            current = BackgroundLoop(name: "drivefs-cache-flush", interval: interval) { [weak self] in self?.flush() }
+            current = BackgroundLoop(name: "drivefs-cache-flush", interval: interval)
             return current
         }
-        loop?.start()
+        loop?.start { [weak self] in self?.flush() }
     }
 
     /// Ends the flushing thread (the caller flushes once more itself).

@@ -1,24 +1,23 @@
 import Foundation
 
-/// One thread of its own that runs `body` every `interval` seconds and whenever woken, until
+/// One thread of its own that runs a body every `interval` seconds and whenever woken, until
 /// stopped: the shape of the core's background loops (the block cache's index writes, the change
 /// poller, the pin sweeps).
 ///
 /// Contracts:
 /// - Started once (`start`, after daemonizing: threads started before a fork do not exist in the
 ///   child); a second `start`, or one after `stop`, does nothing.
-/// - Runs of `body` never overlap. The wait between two runs is `interval` seconds from the end of
+/// - Runs of the body never overlap. The wait between two runs is `interval` seconds from the end of
 ///   the last one (nil: no timer, runs only when woken), cut short by `wake` or `stop`.
 /// - `wake` never waits: it asks for one run as soon as the thread is free. Wakes coalesce: any
 ///   number of them while a run is in progress (or before `start`) make one more run after it.
 /// - `stop` lets a run in progress end and starts none after it; it waits for the thread at most
 ///   `timeout` seconds. A wake after `stop` does nothing.
 ///
-/// Lock order: `condition` is a leaf (`body` runs without it).
+/// Lock order: `condition` is a leaf (the body runs without it).
 final class BackgroundLoop: Sendable {
     let name: String
     let interval: Double?
-    private let body: @Sendable () -> Void
     private let condition = NSCondition()
     private nonisolated(unsafe) var state = State()  // GUARDED_BY(condition)
     private let finished = DispatchGroup()
@@ -34,14 +33,14 @@ final class BackgroundLoop: Sendable {
 
     /// `name`: the thread's. `interval`: seconds between the end of one run and the start of the
     /// next (at least 0.1; nil: only when woken).
-    init(name: String, interval: Double?, body: @escaping @Sendable () -> Void) {
+    init(name: String, interval: Double?) {
         self.name = name
         self.interval = interval.map { max(0.1, $0) }
-        self.body = body
     }
 
-    /// Starts the thread. `runFirst`: run at once (else after the first interval, or the first wake).
-    func start(runFirst: Bool = false) {
+    /// Starts the thread, which runs `body` (see the contract). `runFirst`: run at once (else after
+    /// the first interval, or the first wake).
+    func start(runFirst: Bool = false, _ body: @escaping @Sendable () -> Void) {
         condition.lock()
         guard !state.started, !state.stopping else { condition.unlock(); return }
         state.started = true
@@ -101,7 +100,7 @@ final class BackgroundLoop: Sendable {
         if started { _ = finished.wait(timeout: .now() + timeout) }
     }
 
-    /// Runs of `body` finished since start.
+    /// Runs of the body finished since start.
     var runs: Int {
         condition.lock()
         defer { condition.unlock() }
