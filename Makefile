@@ -98,8 +98,9 @@ bench: deps bench-venv
 # Every workload at a tiny size, in a minute or two; for CI (.ci/run runs it before make test): exits
 # non-zero only when a harness step breaks.
 # Built as make deb builds (RELEASE_FLAGS), so that make test's package build reuses it.
-# Results in .build/bench-smoke/.
+# The harness's own unit tests (bench/tests) run first. Results in .build/bench-smoke/.
 bench-smoke: deps bench-venv
+	python3 -m unittest discover -s bench/tests -t bench
 	$(SWIFT) build $(RELEASE_FLAGS)
 	timeout -k 10 420 python3 bench/harness.py --bin .build/release --size smoke --profiles lan,wan
 

@@ -44,6 +44,39 @@ public enum SystemCall {
         }
     }
 
+    /// `open(2)`: the new descriptor (`mode` counts only with `O_CREAT`).
+    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws(SystemCallError) -> Int32 {
+        try retrying("open") { Glibc.open(path, flags, mode) }
+    }
+
+    /// `ftruncate(2)`: the file's size becomes `length` (bytes past it go, bytes added read as zeros).
+    public static func truncate(_ fd: Int32, to length: Int64) throws(SystemCallError) {
+        try retrying("ftruncate") { Glibc.ftruncate(fd, off_t(length)) }
+    }
+
+    /// `fstat(2)`'s size of the open file.
+    public static func size(_ fd: Int32) throws(SystemCallError) -> Int64 {
+        var info = stat()
+        try retrying("fstat") { Glibc.fstat(fd, &info) }
+        return Int64(info.st_size)
+    }
+
+    /// `fdatasync(2)`: the file's data (and the metadata needed to read it back) on disk.
+    public static func fdatasync(_ fd: Int32) throws(SystemCallError) {
+        try retrying("fdatasync") { Glibc.fdatasync(fd) }
+    }
+
+    /// `fsync(2)`: the file's data and metadata on disk (of a directory: its entries).
+    public static func fsync(_ fd: Int32) throws(SystemCallError) {
+        try retrying("fsync") { Glibc.fsync(fd) }
+    }
+
+    /// `flock(2)`: `operation` is `LOCK_EX`, `LOCK_SH` or `LOCK_UN`, with `LOCK_NB` not to wait
+    /// (a lock held elsewhere then throws `EWOULDBLOCK`).
+    public static func flock(_ fd: Int32, _ operation: Int32) throws(SystemCallError) {
+        try retrying("flock") { callFlock(fd, operation) }
+    }
+
     /// One `read(2)` into `buffer`: how many bytes arrived, 0 at end of file.
     public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemCallError) -> Int {
         guard buffer.count > 0 else { return 0 }
@@ -128,3 +161,7 @@ public enum SystemCall {
         return done
     }
 }
+
+/// flock(2) itself: `Glibc.flock` names the struct of the same name, and inside `SystemCall` the
+/// bare name is `SystemCall.flock`.
+private func callFlock(_ fd: Int32, _ operation: Int32) -> Int32 { flock(fd, operation) }

@@ -100,6 +100,31 @@ final class SystemCallTests: XCTestCase {
         }
     }
 
+    func testOpenTruncateSizeAndSyncOnAFile() throws {
+        let path = directory.appendingPathComponent("g").path
+        let fd = try SystemCall.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
+        defer { close(fd) }
+        try SystemCall.truncate(fd, to: 5000)
+        XCTAssertEqual(try SystemCall.size(fd), 5000)
+        try SystemCall.fdatasync(fd)
+        try SystemCall.fsync(fd)
+        try SystemCall.truncate(fd, to: 10)
+        XCTAssertEqual(try SystemCall.size(fd), 10)
+        try SystemCall.flock(fd, LOCK_EX | LOCK_NB)
+        try SystemCall.flock(fd, LOCK_UN)
+        XCTAssertThrowsError(try SystemCall.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)) { error in
+            XCTAssertEqual(error as? SystemCallError, SystemCallError("open", errno: EEXIST))
+        }
+        XCTAssertThrowsError(try SystemCall.open(path + "-missing", O_RDONLY | O_CLOEXEC)) { error in
+            XCTAssertEqual(error as? SystemCallError, SystemCallError("open", errno: ENOENT))
+        }
+        for (call, body) in [("ftruncate", { () throws -> Void in try SystemCall.truncate(-1, to: 0) }),
+                             ("fstat", { _ = try SystemCall.size(-1) }), ("fdatasync", { try SystemCall.fdatasync(-1) }),
+                             ("fsync", { try SystemCall.fsync(-1) }), ("flock", { try SystemCall.flock(-1, LOCK_EX) })] {
+            XCTAssertThrowsError(try body()) { error in XCTAssertEqual(error as? SystemCallError, SystemCallError(call, errno: EBADF)) }
+        }
+    }
+
     func testReadingADirectoryThrowsEISDIR() throws {
         let fd = open(directory.path, O_RDONLY | O_CLOEXEC)
         XCTAssertGreaterThanOrEqual(fd, 0)

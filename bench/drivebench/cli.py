@@ -13,7 +13,7 @@ import time
 import summary  # bench/summary.py: the results' prose, from the JSON
 
 from .base import HarnessError, REPO, log
-from .context import Context, runs_of
+from .context import Context, exit_status, runs_of
 from .data import WriteData, prepare_data, write_key
 from .emulator import copy_state, emulator_behind_front, front_report, make_certificates
 from .lane_process import finish_lane, inner_main, start_lane, stop_lane, wait_lanes_ready
@@ -28,6 +28,14 @@ from .workloads import backlog, index_quota
 from .workloads.reads import run_mount_workloads, run_reference_workloads
 from .workloads.scale import run_reference_scale, run_scale
 from .workloads.writes import run_reference_writes, run_write_workloads
+
+
+def conclude(args, contexts, reports):
+    """The end of a run, once every profile's report is written: the summary into --docs when it names a file, then
+    the exit status (exit_status: 1 when a step of any profile recorded a failure, --docs or not)."""
+    if args.docs and reports:
+        write_docs(args.docs, "summary", summary.paragraph(reports))
+    return exit_status(contexts)
 
 
 def main():
@@ -258,12 +266,7 @@ def main():
             if rclone_status not in ("ok", "left out (--no-rclone)"):
                 log("[%s] rclone: %s" % (profile, rclone_status))
             reports.append(write_outputs(ctx, args, machine, rclone_status, out_dir))
-        if args.docs and reports:
-            write_docs(args.docs, "summary", summary.paragraph(reports))
-            if ctx.failures:
-                status = 1
-                for failure in ctx.failures:
-                    log("FAIL " + failure)
+        status = conclude(args, [ctxs[profile] for profile in profiles], reports)
     except KeyboardInterrupt:
         log("bench: interrupted")
         status = 130

@@ -3,12 +3,22 @@ failures, and which (workload, system) pairs this process measures.
 """
 import time
 
+from .base import log
 from .profiles import PROFILES
 
 
 def runs_of(ctx, systems):
     """How many runs ctx holds of these systems, over every workload."""
     return sum(len(ctx.results.get(wid, {}).get(name, [])) for wid in ctx.results for name in systems)
+
+
+def exit_status(contexts):
+    """The run's exit status from what its steps recorded: 1 when any profile's context holds a failure (each
+    logged as a FAIL line), else 0. Every profile counts, whatever the options (a smoke run writes no docs)."""
+    failures = [failure for ctx in contexts for failure in ctx.failures]
+    for failure in failures:
+        log("FAIL " + failure)
+    return 1 if failures else 0
 
 
 class Context:

@@ -1,4 +1,3 @@
-import CSystem
 import DriveClient
 import DriveSupport
 import Foundation
@@ -24,8 +23,9 @@ import Glibc
 /// - Survives remounts: which blocks of which version are present is recorded in one index
 ///   (`index.json`), written every `flushInterval` seconds and at unmount, always after the data it
 ///   describes was flushed (fdatasync), and before an evicted block's hole is punched: a crash can
-///   lose cached blocks, never make wrong ones. Every version gets a file name of its own (a random
-///   suffix), so a file removed and made again can never be mistaken for the old one.
+///   lose cached blocks, never make wrong ones (the order, step by step: `flush`). Every version
+///   gets a file name of its own (a random suffix), so a file removed and made again can never be
+///   mistaken for the old one.
 /// - Memory does not grow with file size: downloads stream into the file (pwrite), and reads are
 ///   answered from the file descriptor.
 /// - A version's descriptor stays open while anything holds a pin on it: every open `Handle`, and
@@ -34,112 +34,49 @@ import Glibc
 ///   replaced, eviction) never lets a fetch in flight write through a number the process has
 ///   given to another file since; the close happens when the last pin goes.
 ///
+/// Its parts, one job each, all under one lock (`condition`):
+/// - the block map of each version (`BlockCache+Entry.swift`: `Entry`, `Handle`), and opening,
+///   adopting, releasing and discarding versions (this file);
+/// - fetching into it: shared downloads under per-block claims, read-ahead and fills
+///   (`BlockCache+Fetch.swift`);
+/// - eviction: which blocks go, and their holes until the next index write (`BlockEviction`);
+/// - the index on disk: its format (`BlockCacheIndex`), and when it is written with the crash
+///   order it keeps, loaded at start, and the thread that writes it (`BlockCache+Index.swift`).
+///
 /// Lock order: `condition` is a leaf with respect to the rest of the core (never held while
-/// calling Drive, the node table or the kernel).
+/// calling Drive, the node table or the kernel). `flushLock` (one index write at a time) is taken
+/// before it, never while holding it.
 public final class BlockCache: Sendable {
     public let directory: URL
     public let capacity: Int64
     public let blockSize: Int
-
-    private let condition = NSCondition()
-    // GUARDED_BY(condition): everything below.
-    private nonisolated(unsafe) var entries: [ContentKey: Entry] = [:]
-    private nonisolated(unsafe) var usage: Int64 = 0
-    private nonisolated(unsafe) var tick: UInt64 = 0
-    private nonisolated(unsafe) var exporting: Set<ContentKey> = []
-    private nonisolated(unsafe) var counters = Counters()
-    /// Drive IDs of files whose content is never evicted (`setKept`).
-    private nonisolated(unsafe) var kept: Set<String> = []
-    /// Bytes of `pendingHoles`: evicted, still on disk until the next index write.
-    private nonisolated(unsafe) var pendingHoleBytes: Int64 = 0
+    /// Bytes the cache's filesystem keeps free (`--cache-min-free`; 0: only the cap counts).
     public let minimumFree: Int64
-    /// Bytes free on the cache's filesystem now (nil: not known).
-    private let freeSpace: @Sendable () -> Int64?
-    /// Blocks evicted since the last index write: their holes are punched only once the index on
-    /// disk no longer lists them.
-    private nonisolated(unsafe) var pendingHoles: [(entry: Entry, block: Int)] = []
+
+    let condition = NSCondition()
+    // GUARDED_BY(condition): everything below, to `flushLock`.
+    nonisolated(unsafe) var entries: [ContentKey: Entry] = [:]
+    /// Bytes of present blocks, of every version.
+    nonisolated(unsafe) var usage: Int64 = 0
+    /// The clock of `Entry.lastUse`.
+    nonisolated(unsafe) var tick: UInt64 = 0
+    private nonisolated(unsafe) var exporting: Set<ContentKey> = []
+    nonisolated(unsafe) var counters = Counters()
+    nonisolated(unsafe) var eviction: BlockEviction
     /// Something changed since the index was last written.
-    private nonisolated(unsafe) var indexDirty = false
+    nonisolated(unsafe) var indexDirty = false
     /// One index write at a time.
-    private let flushLock = NSLock()
-    private let flusher = NSCondition()
-    private nonisolated(unsafe) var flusherRunning = false  // GUARDED_BY(flusher)
-    private nonisolated(unsafe) var flusherStopping = false  // GUARDED_BY(flusher)
-    private let flusherDone = DispatchGroup()
+    let flushLock = NSLock()
+    let index: BlockCacheIndex
+    /// The thread that writes the index while mounted (`startFlushing`).
+    let flusher = Locked<BackgroundLoop?>(nil)
     /// How often the index is written while mounted.
     public static let flushInterval: Double = 30
-    private var indexPath: String { directory.appendingPathComponent("index.json").path }
 
     public struct Counters: Sendable, Equatable {
         public var bytesFetched: Int64 = 0
         public var fetches: Int = 0
         public var blocksEvicted: Int = 0
-    }
-
-    /// One content version. Reached only under `condition`.
-    final class Entry {
-        let key: ContentKey
-        var size: Int64
-        let path: String
-        var descriptor: Int32 = -1
-        var present: [UInt64]
-        var presentCount = 0
-        var fetching: Set<Int> = []
-        var lastUse: [UInt64]
-        /// Open handles plus claimed runs whose download has not ended.
-        /// INVARIANT: `descriptor >= 0` while `pins > 0`; it is closed only when the last pin goes.
-        var pins = 0
-        /// The map on disk is behind `present`.
-        var dirty = false
-        /// Discarded while pinned: removed at the last release.
-        var doomed = false
-        /// A background fill of the whole version runs (`beginFill` to `endFill`).
-        var filling = false
-
-        init(key: ContentKey, size: Int64, path: String, blockSize: Int) {
-            self.key = key
-            self.size = size
-            self.path = path
-            let blocks = Int((max(0, size) + Int64(blockSize) - 1) / Int64(blockSize))
-            present = Array(repeating: 0, count: (blocks + 63) / 64)
-            lastUse = Array(repeating: 0, count: blocks)
-        }
-
-        var blockCount: Int { lastUse.count }
-        func isPresent(_ b: Int) -> Bool { present[b >> 6] & (1 << UInt64(b & 63)) != 0 }
-        func setPresent(_ b: Int) -> Bool {
-            guard !isPresent(b) else { return false }
-            present[b >> 6] |= 1 << UInt64(b & 63)
-            presentCount += 1
-            return true
-        }
-        func clearPresent(_ b: Int) {
-            guard isPresent(b) else { return }
-            present[b >> 6] &= ~(1 << UInt64(b & 63))
-            presentCount -= 1
-        }
-    }
-
-    /// An open reference to one content version: keeps it from eviction and its descriptor open.
-    /// `descriptor` is valid until the handle is released, and only until then.
-    public final class Handle: Sendable {
-        public let key: ContentKey
-        public let descriptor: Int32
-        public let size: Int64
-        let entry: UncheckedEntry
-
-        init(entry: Entry) {
-            self.key = entry.key
-            self.descriptor = entry.descriptor
-            self.size = entry.size
-            self.entry = UncheckedEntry(entry)
-        }
-    }
-
-    /// @unchecked: the entry is only touched under the cache's `condition`.
-    struct UncheckedEntry: @unchecked Sendable {
-        let value: Entry
-        init(_ value: Entry) { self.value = value }
     }
 
     /// - Parameter kept: the files kept offline as the last run left them (`setKept`): the index
@@ -148,17 +85,13 @@ public final class BlockCache: Sendable {
     ///   `freeSpace` says how many are free now (default: statvfs(2) of `directory`).
     public init(directory: URL, capacity: Int64, blockSize: Int, kept: Set<String> = [], minimumFree: Int64 = 0,
                 freeSpace: (@Sendable () -> Int64?)? = nil) throws(FilesystemError) {
-        self.kept = kept
-        self.minimumFree = max(0, minimumFree)
-        let path = directory.path
-        self.freeSpace = freeSpace ?? {
-            var info = statvfs()
-            guard statvfs(path, &info) == 0 else { return nil }
-            return Int64(info.f_bavail) * Int64(info.f_frsize)
-        }
         self.directory = directory
         self.capacity = max(Int64(blockSize), capacity)
         self.blockSize = blockSize
+        self.minimumFree = max(0, minimumFree)
+        eviction = BlockEviction(capacity: self.capacity, minimumFree: minimumFree, kept: kept, directory: directory,
+                                 freeSpace: freeSpace)
+        index = BlockCacheIndex(directory: directory)
         try CacheDirectoryLock.createDirectory(directory)
         loadIndex()
     }
@@ -173,8 +106,8 @@ public final class BlockCache: Sendable {
     public func setKept(_ fileIDs: Set<String>) {
         condition.lock()
         defer { condition.unlock() }
-        guard kept != fileIDs else { return }
-        kept = fileIDs
+        guard eviction.kept != fileIDs else { return }
+        eviction.kept = fileIDs
         evictIfNeeded()
     }
 
@@ -183,8 +116,8 @@ public final class BlockCache: Sendable {
         condition.lock()
         defer { condition.unlock() }
         var total: Int64 = 0
-        for entry in entries.values where kept.contains(entry.key.fileID) && !entry.doomed {
-            for b in 0..<entry.blockCount where entry.isPresent(b) { total += blockBytes(entry, b) }
+        for entry in entries.values where eviction.kept.contains(entry.key.fileID) && !entry.doomed {
+            total += entry.presentBytes
         }
         return total
     }
@@ -194,10 +127,8 @@ public final class BlockCache: Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard let entry = entries[key], !entry.doomed, entry.size == size else { return 0 }
-        if entry.presentCount == entry.blockCount { return size }
-        var total: Int64 = 0
-        for b in 0..<entry.blockCount where entry.isPresent(b) { total += blockBytes(entry, b) }
-        return total
+        if entry.isComplete { return size }
+        return entry.presentBytes
     }
 
     // MARK: Opening and closing
@@ -228,7 +159,7 @@ public final class BlockCache: Sendable {
             if cancellation?.isCancelled == true { condition.unlock(); throw FilesystemError(errno: EINTR) }
             _ = condition.wait(until: Date().addingTimeInterval(0.2))
         }
-        if let entry = entries[key], !entry.doomed, entry.presentCount == entry.blockCount {
+        if let entry = entries[key], !entry.doomed, entry.isComplete {
             defer { condition.unlock() }
             try openDescriptor(entry)
             entry.pins += 1
@@ -259,7 +190,7 @@ public final class BlockCache: Sendable {
             Log.shared.error("cache", "cannot write an export of \(key.fileID) to the cache: \(problem)")
             throw .ioError
         }
-        for b in 0..<entry.blockCount where entry.setPresent(b) { usage += blockBytes(entry, b) }
+        usage += entry.setAllPresent()
         counters.bytesFetched += Int64(bytes.count)
         counters.fetches += 1
         entry.dirty = true
@@ -278,16 +209,15 @@ public final class BlockCache: Sendable {
         condition.lock()
         defer { condition.unlock() }
         if let existing = entries[key] {
-            if existing.pins > 0 || existing.presentCount == existing.blockCount { return }
+            if existing.pins > 0 || existing.isComplete { return }
             remove(existing)
         }
         let entry = Entry(key: key, size: size, path: newPath(for: key), blockSize: blockSize)
         if link(path, entry.path) != 0 {
-            let fd = Glibc.open(entry.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { return }
+            guard let fd = try? SystemCall.open(entry.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600) else { return }
             defer { close(fd) }
-            do throws(FilesystemError) {
-                if ftruncate(fd, off_t(size)) != 0 { throw .ioError }
+            do {
+                try SystemCall.truncate(fd, to: size)
                 try FileRanges.copy(from: descriptor, to: fd, offset: 0, length: size)
             } catch {
                 unlink(entry.path)
@@ -295,7 +225,7 @@ public final class BlockCache: Sendable {
             }
         }
         entries[key] = entry
-        for b in 0..<entry.blockCount where entry.setPresent(b) { usage += blockBytes(entry, b) }
+        usage += entry.setAllPresent()
         entry.dirty = true
         indexDirty = true
         evictIfNeeded()
@@ -318,306 +248,7 @@ public final class BlockCache: Sendable {
         retire(entry)
     }
 
-    /// Writes the index if anything changed: the data of every changed version is flushed first,
-    /// then the index replaced atomically, then the holes of blocks evicted before it punched.
-    /// Called every `flushInterval` by the filesystem and at unmount.
-    public func flush() {
-        flushLock.lock()
-        defer { flushLock.unlock() }
-        condition.lock()
-        guard indexDirty else { condition.unlock(); return }
-        var toSync: [String] = []
-        var records: [IndexRecord] = []
-        for entry in entries.values where !entry.doomed && entry.presentCount > 0 {
-            if entry.dirty { toSync.append(entry.path) }
-            entry.dirty = false
-            records.append(IndexRecord(fileID: entry.key.fileID, version: entry.key.version, revision: entry.key.revision,
-                                       exportMimeType: entry.key.exportMimeType, size: entry.size,
-                                       file: (entry.path as NSString).lastPathComponent, present: entry.present))
-        }
-        let holes = pendingHoles
-        pendingHoles = []
-        pendingHoleBytes = 0
-        indexDirty = false
-        condition.unlock()
-
-        for path in toSync {
-            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-            if fd >= 0 { _ = fdatasync(fd); close(fd) }
-        }
-        do {
-            let data = try JSONEncoder().encode(IndexFile(blockSize: blockSize, entries: records))
-            try AtomicFile.write(Array(data), to: indexPath, mode: 0o600)
-        } catch {
-            Log.shared.warning("cache", "cannot save the block cache index \(indexPath): \(error)")
-            condition.lock()
-            indexDirty = true
-            pendingHoles = holes + pendingHoles
-            pendingHoleBytes = pendingHoles.reduce(0) { $0 + blockBytes($1.entry, $1.block) }
-            for entry in entries.values { entry.dirty = true }
-            condition.unlock()
-            return
-        }
-        condition.lock()
-        defer { condition.unlock() }
-        for hole in holes where entries[hole.entry.key] === hole.entry {
-            let entry = hole.entry
-            // Fetched again since it was evicted (or being fetched): its bytes are live now.
-            guard !entry.isPresent(hole.block), !entry.fetching.contains(hole.block) else { continue }
-            let opened = entry.descriptor < 0
-            let fd = opened ? Glibc.open(entry.path, O_RDWR | O_CLOEXEC) : entry.descriptor
-            guard fd >= 0 else { continue }
-            _ = csystem_punch_hole(fd, off_t(Int64(hole.block) * Int64(blockSize)), off_t(blockBytes(entry, hole.block)))
-            if opened { close(fd) }
-        }
-    }
-
-    /// Writes the index every `interval` seconds on a thread of its own until `stopFlushing`.
-    public func startFlushing(interval: Double) {
-        flusher.lock()
-        guard !flusherRunning else { flusher.unlock(); return }
-        flusherRunning = true
-        flusherStopping = false
-        flusher.unlock()
-        flusherDone.enter()
-        let thread = Thread { [self] in
-            defer { flusherDone.leave() }
-            while true {
-                flusher.lock()
-                let deadline = Date().addingTimeInterval(interval)
-                while !flusherStopping && Date() < deadline { _ = flusher.wait(until: deadline) }
-                let stop = flusherStopping
-                flusher.unlock()
-                if stop { return }
-                flush()
-            }
-        }
-        thread.name = "drivefs-cache-flush"
-        thread.start()
-    }
-
-    /// Ends the flushing thread (the caller flushes once more itself).
-    public func stopFlushing() {
-        flusher.lock()
-        let running = flusherRunning
-        flusherStopping = true
-        flusherRunning = false
-        flusher.broadcast()
-        flusher.unlock()
-        if running { _ = flusherDone.wait(timeout: .now() + 30) }
-    }
-
-    private struct IndexFile: Codable {
-        var format = 1
-        var blockSize: Int
-        var entries: [IndexRecord]
-    }
-
-    private struct IndexRecord: Codable {
-        var fileID: String
-        var version: String
-        var revision: String?
-        var exportMimeType: String?
-        var size: Int64
-        var file: String
-        var present: [UInt64]
-    }
-
-    // MARK: Reading
-
-    /// True when `[offset, offset + length)` is all present (and marks it used).
-    public func isPresent(_ handle: Handle, offset: Int64, length: Int) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        let entry = handle.entry.value
-        guard let range = blocks(entry, offset, Int64(length)) else { return true }
-        tick += 1
-        for b in range {
-            guard entry.isPresent(b) else { return false }
-            entry.lastUse[b] = tick
-        }
-        return true
-    }
-
-    /// The first block in `[offset, offset + length)` that is neither present nor being fetched,
-    /// claimed for the caller with the run of such blocks after it (at most `maxBytes`), or nil.
-    /// Used by read-ahead, which fetches only what nobody fetches yet. A run returned must be passed
-    /// to `download` (it holds a pin on the version until then); nil once every handle of the
-    /// version was released.
-    func claim(_ handle: Handle, offset: Int64, length: Int64, maxBytes: Int64) -> ClosedRange<Int>? {
-        condition.lock()
-        defer { condition.unlock() }
-        let entry = handle.entry.value
-        guard let range = blocks(entry, offset, length) else { return nil }
-        return claimRun(entry, in: range, maxBlocks: max(1, Int(maxBytes / Int64(blockSize))))
-    }
-
-    /// The first block of `range` that is neither present nor fetched, and the run of such blocks
-    /// after it (at most `maxBlocks`, and up to `through` when that is past the range), claimed.
-    /// The claim pins the version (its descriptor stays open) until `download` of the run ends;
-    /// nothing is claimed on a version nobody holds (its descriptor is closed, or about to be).
-    private func claimRun(_ entry: Entry, in range: ClosedRange<Int>, maxBlocks: Int, through: Int? = nil) -> ClosedRange<Int>? {
-        guard entry.pins > 0, entry.descriptor >= 0 else { return nil }
-        guard let start = range.first(where: { !entry.isPresent($0) && !entry.fetching.contains($0) }) else { return nil }
-        let last = min(entry.blockCount - 1, max(range.upperBound, through ?? range.upperBound))
-        var end = start
-        while end + 1 <= last, end - start + 1 < maxBlocks, !entry.isPresent(end + 1),
-              !entry.fetching.contains(end + 1) {
-            end += 1
-        }
-        for b in start...end { entry.fetching.insert(b) }
-        entry.pins += 1
-        return start...end
-    }
-
-    /// Marks the start of a background fill of the version (one at a time per version): false
-    /// when one runs already, the version is complete, or nobody holds it.
-    func beginFill(_ handle: Handle) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        let entry = handle.entry.value
-        guard entry.pins > 0, !entry.filling, entry.presentCount < entry.blockCount else { return false }
-        entry.filling = true
-        return true
-    }
-
-    func endFill(_ handle: Handle) {
-        condition.lock()
-        handle.entry.value.filling = false
-        condition.unlock()
-    }
-
-    /// Makes `[offset, offset + length)` present: fetches what nobody fetches (with `fetch`, on
-    /// this thread), waits for what others fetch. Throws the caller's own fetch failure, EINTR
-    /// when `cancellation` fires while it waits, or EBADF when every handle of the version was
-    /// released (a late call through a released handle fetches nothing).
-    /// `extend`: how many bytes past the range a download this call starts may run on (a
-    /// sequential reader's next reads), where nobody fetches them yet.
-    public func ensure(_ handle: Handle, offset: Int64, length: Int, extend: Int64 = 0, cancellation: CancellationFlag?,
-                       fetch: Fetcher) throws(FilesystemError) {
-        let entry = handle.entry.value
-        let through = Int(min(entry.size - 1, offset + Int64(length) + max(0, extend) - 1) / Int64(blockSize))
-        while true {
-            condition.lock()
-            guard let range = blocks(entry, offset, Int64(length)) else { condition.unlock(); return }
-            guard entry.pins > 0 else { condition.unlock(); throw .badHandle }
-            tick += 1
-            var missing = false
-            for b in range {
-                entry.lastUse[b] = tick
-                if !entry.isPresent(b) { missing = true }
-            }
-            guard missing else { condition.unlock(); return }
-            if let run = claimRun(entry, in: range, maxBlocks: Int.max, through: through) {
-                condition.unlock()
-                try download(handle, blocks: run, fetch: fetch)
-                continue
-            }
-            if cancellation?.isCancelled == true { condition.unlock(); throw FilesystemError(errno: EINTR) }
-            _ = condition.wait(until: Date().addingTimeInterval(0.2))
-            condition.unlock()
-        }
-    }
-
-    /// Downloads `[offset, offset + length)` of a content version into `sink`; returns the count.
-    public typealias Fetcher = (_ offset: Int64, _ length: Int64, _ sink: ResponseSink) throws -> Int64
-
-    /// Fetches the claimed blocks `run` (they are marked as being fetched by the caller, and the
-    /// claim pinned the version), marking each present as its last byte arrives. Unclaims what did
-    /// not arrive and lets go of the claim's pin, whatever happens. Writes go through the
-    /// descriptor the pin keeps open, never through one a handle saw: the handle may be released
-    /// (and its number reused by the process) while the download runs.
-    func download(_ handle: Handle, blocks run: ClosedRange<Int>, fetch: Fetcher) throws(FilesystemError) {
-        let entry = handle.entry.value
-        let start = Int64(run.lowerBound) * Int64(blockSize)
-        let length = min(entry.size, Int64(run.upperBound + 1) * Int64(blockSize)) - start
-        condition.lock()
-        assert(entry.pins > 0 && entry.descriptor >= 0 && run.allSatisfy { entry.fetching.contains($0) },
-               "download of a run that was not claimed")
-        let fd = entry.descriptor
-        condition.unlock()
-        let progress = Locked<(written: Int64, marked: Int, writeError: Int32)>((0, run.lowerBound, 0))
-        let blockSize = Int64(self.blockSize)
-        let size = entry.size
-        let shared = handle.entry
-        let sink = ResponseSink.callback { [self] chunk in
-            let entry = shared.value
-            var (written, failed) = progress.withLock { ($0.written, $0.writeError) }
-            guard failed == 0 else { return false }
-            let room = Int(length - written)
-            let count = min(chunk.count, room)
-            do throws(SystemCallError) {
-                try SystemCall.writeAll(fd, UnsafeRawBufferPointer(rebasing: chunk[0..<count]), at: start + written)
-            } catch {
-                failed = error.errno
-                progress.withLock { $0.writeError = failed }
-                return false
-            }
-            written += Int64(count)
-            let complete = Int((start + written) / blockSize) - 1
-            let last = start + written == min(size, start + length) ? run.upperBound : min(run.upperBound, complete)
-            let from = progress.withLock { p -> Int in
-                p.written = written
-                defer { p.marked = max(p.marked, last + 1) }
-                return p.marked
-            }
-            if last >= from { self.markPresent(entry, from...last) }
-            return count == chunk.count
-        }
-        var failure: FilesystemError?
-        do {
-            let received = try fetch(start, length, sink)
-            if received < length && progress.withLock({ $0.written }) < length {
-                Log.shared.warning("cache", "\(entry.key): asked for \(length) bytes at \(start), got \(received): "
-                                   + "the file is shorter than listed (it changed?)")
-                failure = .ioError
-            }
-        } catch let error as DriveError where error == .cancelled && progress.withLock({ $0.written }) >= length {
-            // The sink stopped a server that sent more than was asked: what was asked arrived.
-        } catch {
-            let code = progress.withLock { $0.writeError }
-            if code != 0 {
-                Log.shared.error("cache", "cannot write to the cache file of \(entry.key): \(String(cString: strerror(code)))")
-                failure = FilesystemError(local: code)
-            } else {
-                failure = FilesystemError.from(error)
-            }
-        }
-        condition.lock()
-        for b in run { entry.fetching.remove(b) }
-        counters.fetches += 1
-        counters.bytesFetched += progress.withLock { $0.written }
-        condition.broadcast()
-        // The claim's pin: the last one closes the descriptor (or removes a discarded version).
-        unpin(entry)
-        condition.unlock()
-        if let failure { throw failure }
-    }
-
-    private func markPresent(_ entry: Entry, _ range: ClosedRange<Int>) {
-        condition.lock()
-        defer { condition.unlock() }
-        for b in range {
-            entry.fetching.remove(b)
-            if entry.setPresent(b) { usage += blockBytes(entry, b) }
-        }
-        entry.dirty = true
-        indexDirty = true
-        condition.broadcast()
-        evictIfNeeded()
-    }
-
     // MARK: Internals (under `condition`)
-
-    private func blocks(_ entry: Entry, _ offset: Int64, _ length: Int64) -> ClosedRange<Int>? {
-        let end = min(entry.size, offset + max(0, length))
-        guard offset < end, offset >= 0 else { return nil }
-        return Int(offset / Int64(blockSize))...Int((end - 1) / Int64(blockSize))
-    }
-
-    private func blockBytes(_ entry: Entry, _ b: Int) -> Int64 {
-        min(Int64(blockSize), entry.size - Int64(b) * Int64(blockSize))
-    }
 
     /// A fresh file name for a version: its key's hash and a random suffix.
     private func newPath(for key: ContentKey) -> String {
@@ -629,18 +260,21 @@ public final class BlockCache: Sendable {
 
     private func openDescriptor(_ entry: Entry) throws(FilesystemError) {
         guard entry.descriptor < 0 else { return }
-        let fd = Glibc.open(entry.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            let code = errno
-            Log.shared.error("cache", "cannot open the cache file \(entry.path): \(String(cString: strerror(code)))")
-            throw FilesystemError(local: code)
+        let fd: Int32
+        do throws(SystemCallError) {
+            fd = try SystemCall.open(entry.path, O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600)
+        } catch {
+            Log.shared.error("cache", "cannot open the cache file \(entry.path): \(error.reason)")
+            throw FilesystemError(local: error)
         }
-        var st = stat()
-        if fstat(fd, &st) == 0, st.st_size != entry.size, ftruncate(fd, off_t(entry.size)) != 0 {
-            let code = errno
-            close(fd)
-            Log.shared.error("cache", "cannot size the cache file \(entry.path): \(String(cString: strerror(code)))")
-            throw FilesystemError(local: code)
+        if let current = try? SystemCall.size(fd), current != entry.size {
+            do throws(SystemCallError) {
+                try SystemCall.truncate(fd, to: entry.size)
+            } catch {
+                close(fd)
+                Log.shared.error("cache", "cannot size the cache file \(entry.path): \(error.reason)")
+                throw FilesystemError(local: error)
+            }
         }
         entry.descriptor = fd
     }
@@ -653,7 +287,7 @@ public final class BlockCache: Sendable {
 
     /// Lets go of one pin (a handle or a claimed run); the last one closes the descriptor, and
     /// removes a version discarded meanwhile.
-    private func unpin(_ entry: Entry) {
+    func unpin(_ entry: Entry) {
         assert(entry.pins > 0, "release of an unpinned cache entry")
         entry.pins -= 1
         guard entry.pins == 0 else { return }
@@ -674,7 +308,7 @@ public final class BlockCache: Sendable {
     }
 
     private func remove(_ entry: Entry) {
-        for b in 0..<entry.blockCount where entry.isPresent(b) { usage -= blockBytes(entry, b) }
+        usage -= entry.presentBytes
         closeDescriptor(entry)
         // Safe before the index is rewritten: a listed file that is missing is skipped at load, and
         // no later version reuses this name.
@@ -683,75 +317,20 @@ public final class BlockCache: Sendable {
         indexDirty = true
     }
 
-    /// Least recently used blocks of unpinned content go first, down to 90% of the cap, and further
-    /// while the filesystem has less than `minimumFree` free; content of kept files is never a
-    /// candidate.
-    private func evictIfNeeded() {
-        var shortfall: Int64 = 0
-        if minimumFree > 0, let free = freeSpace() { shortfall = max(0, minimumFree - free - pendingHoleBytes) }
-        guard usage > capacity || shortfall > 0 else { return }
-        var candidates: [(tick: UInt64, entry: Entry, block: Int)] = []
-        for entry in entries.values where entry.pins == 0 && !kept.contains(entry.key.fileID) {
-            for b in 0..<entry.blockCount where entry.isPresent(b) && !entry.fetching.contains(b) {
-                candidates.append((entry.lastUse[b], entry, b))
-            }
-        }
-        candidates.sort { $0.tick < $1.tick }
-        let target = usage > capacity ? min(capacity / 10 * 9, usage - shortfall) : usage - shortfall
+    /// Evicts what `eviction` chooses (see `BlockEviction`); a version left with no block goes.
+    func evictIfNeeded() {
+        guard let victims = eviction.victims(in: entries.values, usage: usage) else { return }
         var touched: [ObjectIdentifier: Entry] = [:]
-        for candidate in candidates {
-            guard usage > target else { break }
-            let entry = candidate.entry
+        for (entry, block) in victims {
             // The hole is punched after the next index write (see `flush`).
-            pendingHoles.append((entry, candidate.block))
-            entry.clearPresent(candidate.block)
-            usage -= blockBytes(entry, candidate.block)
-            pendingHoleBytes += blockBytes(entry, candidate.block)
+            entry.clearPresent(block)
+            usage -= entry.blockBytes(block)
             counters.blocksEvicted += 1
             entry.dirty = true
             touched[ObjectIdentifier(entry)] = entry
         }
         indexDirty = true
         for entry in touched.values where entry.presentCount == 0 { remove(entry) }
-    }
-
-    // MARK: The index on disk
-
-    /// Rebuilds the table from the index of an earlier mount; files the index does not list go.
-    private func loadIndex() {
-        var keep: Set<String> = ["index.json"]
-        var loaded: [Entry] = []
-        if let data = FileManager.default.contents(atPath: indexPath),
-           let index = try? JSONDecoder().decode(IndexFile.self, from: data), index.blockSize == blockSize {
-            for record in index.entries {
-                let key = ContentKey(fileID: record.fileID, version: record.version, revision: record.revision,
-                                     exportMimeType: record.exportMimeType)
-                let path = directory.appendingPathComponent(record.file).path
-                let entry = Entry(key: key, size: record.size, path: path, blockSize: blockSize)
-                var st = stat()
-                guard !record.file.contains("/"), record.present.count == entry.present.count,
-                      stat(path, &st) == 0, st.st_size == record.size else { continue }
-                entry.present = record.present
-                entry.presentCount = (0..<entry.blockCount).filter { entry.isPresent($0) }.count
-                loaded.append(entry)
-                keep.insert(record.file)
-            }
-        }
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        for name in names where !keep.contains(name) {
-            unlink(directory.appendingPathComponent(name).path)
-        }
-        condition.lock()
-        defer { condition.unlock() }
-        for entry in loaded {
-            tick += 1
-            for b in 0..<entry.blockCount where entry.isPresent(b) {
-                entry.lastUse[b] = tick
-                usage += blockBytes(entry, b)
-            }
-            entries[entry.key] = entry
-        }
-        evictIfNeeded()
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int64) -> String? {

@@ -18,21 +18,24 @@ public final class CacheDirectoryLock: Sendable {
     public init(directory: URL) throws(FilesystemError) {
         try Self.createDirectory(directory)
         path = directory.appendingPathComponent("lock").path
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            Log.shared.error("cache", "cannot open \(path): \(String(cString: strerror(errno)))")
+        let fd: Int32
+        do throws(SystemCallError) {
+            fd = try SystemCall.open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600)
+        } catch {
+            Log.shared.error("cache", "cannot open \(path): \(error.reason)")
             throw FilesystemError(errno: EACCES)
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
+        do throws(SystemCallError) {
+            try SystemCall.flock(fd, LOCK_EX | LOCK_NB)
+        } catch {
             close(fd)
-            if code == EWOULDBLOCK {
+            if error.errno == EWOULDBLOCK {
                 Log.shared.error("cache", "the cache directory \(directory.path) is in use by another drivefs mount")
                 throw FilesystemError(errno: EBUSY)
             }
-            throw FilesystemError(errno: code)
+            throw FilesystemError(errno: error.errno)
         }
-        _ = ftruncate(fd, 0)
+        _ = try? SystemCall.truncate(fd, to: 0)
         descriptor = Locked(fd)
     }
 
@@ -63,7 +66,7 @@ public final class CacheDirectoryLock: Sendable {
         let bytes = Array((Self.recordTag + "\(pid)\n" + mountpoint).utf8)
         descriptor.withLock { fd in
             guard fd >= 0 else { return }
-            _ = ftruncate(fd, 0)
+            _ = try? SystemCall.truncate(fd, to: 0)
             try? SystemCall.writeAll(fd, bytes, at: 0)
         }
     }
@@ -131,14 +134,13 @@ public final class CacheDirectoryLock: Sendable {
     /// (another mount may take it first; the caller then fails as before).
     public static func waitUntilFree(directory: URL, policy: WaitPolicy) throws(Busy) {
         let path = directory.appendingPathComponent("lock").path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }  // no lock file yet: nobody holds it
+        guard let fd = try? SystemCall.open(path, O_RDONLY | O_CLOEXEC) else { return }  // no lock file yet: nobody holds it
         defer { close(fd) }
         let start = Date().timeIntervalSince1970
         var lastReport: Double? = nil
         while true {
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 {
-                _ = flock(fd, LOCK_UN)
+            if (try? SystemCall.flock(fd, LOCK_EX | LOCK_NB)) != nil {
+                _ = try? SystemCall.flock(fd, LOCK_UN)
                 return
             }
             let holder = holder(of: directory)

@@ -18,10 +18,8 @@ final class ChangePoller: Sendable {
     private let interval: Double
     private let token: Locked<String>
     private let pollLock = NSLock()
-    private let wake = NSCondition()
-    private nonisolated(unsafe) var stopping = false  // GUARDED_BY(wake)
-    private nonisolated(unsafe) var running = false  // GUARDED_BY(wake)
-    private let finished = DispatchGroup()
+    /// The polling thread (`start`, `stop`).
+    private let loop: BackgroundLoop
 
     /// When the feed was last read in full (`time.now()`), and why the polls since failed: what
     /// `drivefs status` shows as the feed's lag.
@@ -42,6 +40,7 @@ final class ChangePoller: Sendable {
         self.index = index
         self.token = Locked(token)
         self.interval = max(0.1, interval)
+        loop = BackgroundLoop(name: "drivefs-changes", interval: self.interval)
     }
 
     var currentToken: String { token.withLock { $0 } }
@@ -59,50 +58,26 @@ final class ChangePoller: Sendable {
 
     /// `pollFirst`: read the feed at once (false: the caller just did, `catchUp`), then every `interval`.
     func start(pollFirst: Bool = true) {
-        wake.lock()
-        guard !running else { wake.unlock(); return }
-        running = true
-        wake.unlock()
-        finished.enter()
-        let thread = Thread { [self] in
-            defer { finished.leave() }
-            var skip = !pollFirst
-            while true {
-                if skip {
-                    skip = false
-                } else {
-                    do { try pollOnce() } catch {
-                        // Offline, the reachability said so once; each poll is only its probe.
-                        if backend.reachability?.isOffline == true {
-                            Log.shared.debug("changes", "reading the change feed failed: \(error)")
-                        } else {
-                            Log.shared.warning("changes", "reading the change feed failed: \(error)")
-                        }
+        // The first run only packs when the caller just read the feed.
+        let skip = Locked(!pollFirst)
+        loop.start(runFirst: true) { [self] in
+            if !skip.withLock({ s in defer { s = false }; return s }) {
+                do { try pollOnce() } catch {
+                    // Offline, the reachability said so once; each poll is only its probe.
+                    if backend.reachability?.isOffline == true {
+                        Log.shared.debug("changes", "reading the change feed failed: \(error)")
+                    } else {
+                        Log.shared.warning("changes", "reading the change feed failed: \(error)")
                     }
                 }
-                // Folders the last forgets queued and left: packed again between polls, a batch at a time.
-                table.packUnneededFolders()
-                completed.withLock { $0 += 1 }
-                wake.lock()
-                let deadline = Date().addingTimeInterval(interval)
-                while !stopping && Date() < deadline { _ = wake.wait(until: deadline) }
-                let stop = stopping
-                wake.unlock()
-                if stop { return }
             }
+            // Folders the last forgets queued and left: packed again between polls, a batch at a time.
+            table.packUnneededFolders()
+            completed.withLock { $0 += 1 }
         }
-        thread.name = "drivefs-changes"
-        thread.start()
     }
 
-    func stop() {
-        wake.lock()
-        stopping = true
-        let wasRunning = running
-        wake.broadcast()
-        wake.unlock()
-        if wasRunning { _ = finished.wait(timeout: .now() + 30) }
-    }
+    func stop() { loop.stop() }
 
     /// Reads the feed to its end before the mount serves (a start over a saved index: what changed
     /// since it was saved, by others or by this machine before a crash, must not be served from it),

@@ -50,8 +50,7 @@ public final class IndexStore: Sendable {
     /// alone (for a mount that cannot reach Drive at start: it mounts that root from the index;
     /// `load` then checks the whole file). Nil when there is no index of this format there.
     public static func savedRoot(cacheDirectory: URL) -> (rootID: String, changeToken: String)? {
-        let fd = open(cacheDirectory.appendingPathComponent(fileName).path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        guard let fd = try? SystemCall.open(cacheDirectory.appendingPathComponent(fileName).path, O_RDONLY | O_CLOEXEC) else { return nil }
         defer { close(fd) }
         var head = [UInt8](repeating: 0, count: 4096)
         let n = (try? head.withUnsafeMutableBytes { try SystemCall.readFully(fd, into: $0, at: 0) }) ?? 0

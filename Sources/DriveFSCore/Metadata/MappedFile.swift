@@ -1,3 +1,4 @@
+import DriveSupport
 import Glibc
 
 /// A whole file mapped read-only: the restored index's listings are slices of it, so a drive's
@@ -18,12 +19,10 @@ final class MappedFile: @unchecked Sendable {
 
     /// Nil when the file cannot be opened or mapped, or is empty.
     init?(path: String) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        guard let fd = try? SystemCall.open(path, O_RDONLY | O_CLOEXEC) else { return nil }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_size > 0, info.st_size < Int64(Int.max) else { return nil }
-        let size = Int(info.st_size)
+        guard let length = try? SystemCall.size(fd), length > 0, length < Int64(Int.max) else { return nil }
+        let size = Int(length)
         guard let base = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), base != MAP_FAILED else { return nil }
         bytes = UnsafeRawBufferPointer(start: base, count: size)
     }

@@ -12,11 +12,11 @@ import Foundation
 ///   last one, so an unpinned file's content becomes evictable again), and starts a background fill
 ///   (`fill`) when its current version is not whole in the cache. A version Drive replaced is a
 ///   new content key, so a change the feed brings is fetched again by the next sweep.
-/// - Sweeps run on one thread of their own, one at a time; asking while one runs makes one more
-///   run after it (`requestSweep` never waits, so it may be called from the kernel's threads and
-///   the queue's). They are asked for at start, when a rule changes, after each successful read of
-///   the change feed and after each upload landed: never in a loop of their own, so an offline
-///   mount does not spin.
+/// - Sweeps run on one thread of their own (a `BackgroundLoop` with no timer), one at a time;
+///   asking while one runs makes one more run after it (`requestSweep` never waits, so it may be
+///   called from the kernel's threads and the queue's). They are asked for at start, when a rule
+///   changes, after each successful read of the change feed and after each upload landed: never on
+///   a timer, so an offline mount does not spin.
 /// - Files written here and not yet on Drive are local already (their staging copy): counted,
 ///   never fetched. Workspace documents have no bytes to keep (exports are made on open): they
 ///   are not counted.
@@ -27,9 +27,9 @@ final class PinKeeper: Sendable {
     private let cache: BlockCache
     private let configuration: DriveFSConfiguration
     private let time: any TimeSource
-    private let pool = WorkPool(name: "drivefs-pins", threads: 1)
+    /// The sweeping thread: woken for each sweep asked for (`requestSweep`), no timer.
+    private let loop = BackgroundLoop(name: "drivefs-pins", interval: nil)
     private let hooks = Locked<Hooks?>(nil)
-    private let sweeps = Locked<(queued: Bool, running: Bool, done: Int)>((false, false, 0))
     private let tracked = Locked<[Tracked]>([])
 
     struct Hooks {
@@ -63,13 +63,13 @@ final class PinKeeper: Sendable {
 
     func start(fill: @escaping @Sendable (ContentKey, Int64) -> Void, describe: @escaping @Sendable (Inode) -> String) {
         hooks.withLock { $0 = Hooks(fill: fill, describe: describe) }
-        pool.start()
+        loop.start { [self] in sweep() }
         requestSweep()
     }
 
     func stop() {
         hooks.withLock { $0 = nil }
-        pool.stop()
+        loop.stop()
     }
 
     /// Whether the rules keep `inode` offline (its own rule or its nearest ancestor's).
@@ -92,32 +92,12 @@ final class PinKeeper: Sendable {
     }
 
     /// Asks for a sweep (see the contract); returns at once.
-    func requestSweep() {
-        let submit = sweeps.withLock { s -> Bool in
-            if s.running { s.queued = true; return false }
-            if s.queued { return false }
-            s.queued = true
-            return true
-        }
-        if submit { pool.submit { [self] in runSweeps() } }
-    }
+    func requestSweep() { loop.wake() }
 
     /// Sweeps finished since start (tests wait on it).
-    var sweepsDone: Int { sweeps.withLock { $0.done } }
+    var sweepsDone: Int { loop.runs }
     /// No sweep runs or is asked for: every sweep asked for before has ended (tests).
-    var isIdle: Bool { sweeps.withLock { !$0.queued && !$0.running } }
-
-    private func runSweeps() {
-        while sweeps.withLock({ s -> Bool in
-            guard s.queued else { s.running = false; return false }
-            s.queued = false
-            s.running = true
-            return true
-        }) {
-            sweep()
-            sweeps.withLock { $0.done += 1 }
-        }
-    }
+    var isIdle: Bool { loop.isIdle }
 
     private func sweep() {
         guard let hooks = hooks.withLock({ $0 }) else { return }

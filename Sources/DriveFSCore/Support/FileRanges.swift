@@ -4,11 +4,9 @@ import Foundation
 import Glibc
 
 /// Byte ranges between local files (the staging copies and the block cache): a range copied in
-/// the kernel when it can (`copy_file_range`), and local errors as the kernel should see them.
+/// the kernel when it can (`copy_file_range`), else through a buffer; failures as the writer sees
+/// them (`FilesystemError(local:)`).
 enum FileRanges {
-    /// A local file error as the writer sees it: `FilesystemError(local:)`.
-    static func error(_ code: Int32) -> FilesystemError { FilesystemError(local: code) }
-
     /// Copies `[offset, offset + length)` of one file to the same place in another.
     static func copy(from source: Int32, to target: Int32, offset: Int64, length: Int64) throws(FilesystemError) {
         var inOffset = off_t(offset), outOffset = off_t(offset)

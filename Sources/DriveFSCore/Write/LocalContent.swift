@@ -110,12 +110,13 @@ final class LocalContent: @unchecked Sendable {
         generation = 0
         sealed = false
         appendOnly = false
-        if ftruncate(descriptor, off_t(size)) != 0 {
-            let error = FileRanges.error(errno)
+        do throws(SystemCallError) {
+            try SystemCall.truncate(descriptor, to: size)
+        } catch {
             close(descriptor)
             unlink(path)
             release(remote)
-            throw error
+            throw FilesystemError(local: error)
         }
     }
 
@@ -123,8 +124,7 @@ final class LocalContent: @unchecked Sendable {
     init(queuedAt path: String, blockSize: Int, baseRevision: String?, baseMD5: String?) throws(FilesystemError) {
         self.path = path
         descriptor = try Self.openFile(path, create: false)
-        var info = stat()
-        size = fstat(descriptor, &info) == 0 ? Int64(info.st_size) : 0
+        size = (try? SystemCall.size(descriptor)) ?? 0
         remoteLimit = 0
         present = []
         self.blockSize = blockSize
@@ -162,13 +162,12 @@ final class LocalContent: @unchecked Sendable {
     var hasUnreadyCommit: Bool { !sealed && committed != 0 }
 
     private static func openFile(_ path: String, create: Bool) throws(FilesystemError) -> Int32 {
-        let fd = Glibc.open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0o600)
-        guard fd >= 0 else {
-            let code = errno
-            Log.shared.warning("write", "cannot open the local copy \(path): \(String(cString: strerror(code)))")
-            throw FileRanges.error(code)
+        do throws(SystemCallError) {
+            return try SystemCall.open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), mode: 0o600)
+        } catch {
+            Log.shared.warning("write", "cannot open the local copy \(path): \(error.reason)")
+            throw FilesystemError(local: error)
         }
-        return fd
     }
 
     // MARK: Blocks (lock held)
@@ -360,7 +359,7 @@ final class LocalContent: @unchecked Sendable {
     func truncate(to length: Int64) throws(FilesystemError) {
         precondition(!sealed, "a truncate of content the queue owns")
         guard length != size else { return }
-        if ftruncate(descriptor, off_t(length)) != 0 { throw FileRanges.error(errno) }
+        do throws(SystemCallError) { try SystemCall.truncate(descriptor, to: length) } catch { throw FilesystemError(local: error) }
         remoteLimit = min(remoteLimit, length)
         if length < size { appendOnly = false }
         size = length
@@ -443,7 +442,7 @@ final class LocalContent: @unchecked Sendable {
         let copyPath = newPath()
         let fd = try Self.openFile(copyPath, create: true)
         do throws(FilesystemError) {
-            if ftruncate(fd, off_t(size)) != 0 { throw FileRanges.error(errno) }
+            do throws(SystemCallError) { try SystemCall.truncate(fd, to: size) } catch { throw FilesystemError(local: error) }
             try FileRanges.copy(from: descriptor, to: fd, offset: 0, length: size)
         } catch {
             close(fd)
@@ -474,7 +473,7 @@ final class LocalContent: @unchecked Sendable {
         early?.abandon("the file was removed")
         early = nil
         guard !sealed else { return }
-        _ = ftruncate(descriptor, 0)
+        _ = try? SystemCall.truncate(descriptor, to: 0)
         unlink(path)
         size = 0
         remoteLimit = 0
