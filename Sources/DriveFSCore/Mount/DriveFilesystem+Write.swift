@@ -15,6 +15,10 @@ import Glibc
 ///   made on Drive before they answer (one request each). On a file not on Drive yet they change
 ///   only its queued upload: a file made, renamed, chmodded and removed before its upload started
 ///   costs no request at all.
+/// - Offline (`Reachability`), and behind a change of the item still queued, or into a folder not
+///   on Drive yet, they are journaled as the upload queue's jobs instead (`queuesChange`), and
+///   answer once the journal holds them: a folder made under a reserved ID, a rename, a time, a
+///   mode, a removal; each item's jobs land in order, a folder before what goes into it.
 /// - New files carry a reserved ID from the start: the node is keyed by it, the upload creates the
 ///   file under it (never twice), and the change feed then finds the same node.
 extension DriveFilesystem {
@@ -28,6 +32,18 @@ extension DriveFilesystem {
     }
 
     private func nowMillis() -> Int64 { Int64((time.now() * 1000).rounded()) }
+
+    /// Whether a change of `node` (into `folder`) is journaled for the upload queue to send
+    /// rather than sent now: Drive is unreachable, a change of the item is still queued (what
+    /// follows must not overtake it), or the item or the folder was made offline and is not on
+    /// Drive yet. Online, with none of these, the change goes to Drive before it answers.
+    private func queuesChange(_ node: Node?, into folder: Node? = nil) -> Bool {
+        if backend.reachability?.isOffline == true { return true }
+        if let folder, folder.kind == .directory, folder.local?.isNew == true { return true }
+        guard let node else { return false }
+        if node.kind == .directory && node.local?.isNew == true { return true }
+        return uploads.holdsChanges(of: node.file.id)
+    }
 
     /// An ID for a new item, from the pool (whose refill thread starts with the first create,
     /// after the fork, and then keeps it filled ahead of need: one request per 1,000 items). The
@@ -438,6 +454,25 @@ extension DriveFilesystem {
                                            caller: reply.caller)
             let made: DriveFile
             let id = try reserveID()
+            if queuesChange(nil, into: folder) {
+                // Offline (or in a folder made offline): the folder is a journaled job under its
+                // reserved ID, shown now, made on Drive before anything that goes into it.
+                let now = nowMillis()
+                let driveName = NameMapper.driveName(forShown: name)
+                let file = DriveFile(id: id, name: driveName, mimeType: DriveFile.folderMimeType, parents: [folder.file.id],
+                                     modifiedTime: now, createdTime: now, appProperties: properties.isEmpty ? nil : properties)
+                let request = UploadRequest(fileID: id, isNew: true, parentID: folder.file.id, name: driveName, modifiedTime: now,
+                                            appProperties: properties, displayPath: describe(parent) + "/" + name)
+                try uploads.queueChange(QueuedChange(request: request, places: true, makesFolder: true))
+                do throws(FilesystemError) {
+                    let node = try table.insertChild(parent: parent, name: name, file: file,
+                                                     local: LocalState(isNew: true, size: 0, modifiedMillis: now))
+                    return table.attributes(node)
+                } catch {
+                    _ = try? uploads.cancel(id)
+                    throw error
+                }
+            }
             do {
                 made = try backend.createFolder(name: NameMapper.driveName(forShown: name), parent: folder.file.id, modifiedTime: nowMillis(), id: id,
                                                 appProperties: properties.isEmpty ? nil : properties)
@@ -454,11 +489,17 @@ extension DriveFilesystem {
         // The copy's lock across the journal's record: no commit from it slips in between, and a
         // removal the journal cannot keep changes nothing (the call fails, the file stays as it was).
         let content = locals.withLock { $0[node.inode] }
+        // Offline (or behind a queued change of it): the removal is the queue's job too.
+        let queues = !isNew && queuesChange(node)
         content?.lock.lock()
         if isNew { removedHere.withLock { _ = $0.insert(node.file.id) } }
         let cancelled: Bool
         do {
             cancelled = try uploads.cancel(node.file.id)
+            if queues && !cancelled {
+                try uploads.queueRemoval(UploadRequest(fileID: node.file.id, isNew: false, parentID: node.file.parents.first ?? table.rootID,
+                                                       name: node.file.name, displayPath: describe(node.inode)))
+            }
         } catch {
             if isNew { removedHere.withLock { _ = $0.remove(node.file.id) } }
             content?.lock.unlock()
@@ -486,6 +527,7 @@ extension DriveFilesystem {
             }
             guard removedHere.withLock({ $0.remove(node.file.id) != nil }) else { return }
         }
+        if queues { return }
         // Made again under a new ID by an upload the node may not show yet: that file goes.
         let driveID = uploads.currentID(of: node.file.id)
         do {
@@ -719,6 +761,15 @@ extension DriveFilesystem {
             return !c.sealed && c.committed == 0
         } ?? false
         if source.local?.isNew == true && (queued || unsent) { return nil }
+        if queuesChange(source, into: table.inode(forID: parentID).flatMap { table.node($0) }) {
+            // Offline: a queued upload of the file carries the rename (it lands after it);
+            // otherwise the rename is a job of its own, in order with the file's others.
+            if queued { return nil }
+            let request = UploadRequest(fileID: source.file.id, isNew: false, parentID: parentID, name: name,
+                                        appProperties: ctime ?? [:], displayPath: describe(source.inode))
+            try uploads.queueChange(QueuedChange(request: request, places: true, leaves: oldParentID ?? parentID))
+            return nil
+        }
         // Made again under a new ID by an upload the node may not show yet: the rename goes there,
         // and the node keeps its ID (the table indexes it so) until that landing is applied.
         let driveID = uploads.currentID(of: source.file.id)
@@ -838,7 +889,21 @@ extension DriveFilesystem {
             if let modified { request.modifiedTime = modified }
             request.appProperties.merge(keptNow) { $1 }
         }
-        if carried || queued {
+        var queuedNow = false
+        if !carried && !queued && queuesChange(current) {
+            // Offline: journaled as a change of its own, sent once Drive answers.
+            var properties = kept
+            if let modeText { properties[AppPropertyKeys.mode] = modeText }
+            let request = UploadRequest(fileID: current.file.id, isNew: false, parentID: current.file.parents.first ?? table.rootID,
+                                        name: current.file.name, modifiedTime: modified, appProperties: properties,
+                                        displayPath: describe(inode))
+            do throws(FilesystemError) { try uploads.queueChange(QueuedChange(request: request, places: false)) } catch {
+                held?.lock.unlock()
+                throw error
+            }
+            queuedNow = true
+        }
+        if carried || queued || queuedNow {
             table.update(inode) { node in
                 var local = node.local ?? LocalState(isNew: false, size: node.file.size ?? 0,
                                                      modifiedMillis: node.file.modifiedTime ?? 0)
@@ -986,7 +1051,7 @@ extension DriveFilesystem {
 
     /// What the journal held at start: new files shown in their folders until they land.
     func restoreUploads() {
-        for (request, path) in uploads.recovered where !request.isNew {
+        for (request, path) in uploads.recovered where !request.isNew && !path.isEmpty {
             // The node shows the queued content (its size and time), not Drive's older version.
             var info = stat()
             let size = stat(path, &info) == 0 ? Int64(info.st_size) : 0
@@ -996,7 +1061,15 @@ extension DriveFilesystem {
                                                                        modifiedMillis: request.modifiedTime ?? nowMillis(),
                                                                        permissions: permissions, properties: kept))
         }
-        for (request, path) in uploads.recovered where request.isNew {
+        for (request, path) in uploads.recovered where request.isNew && path.isEmpty {
+            // A folder made offline (its create is queued), shown as it was.
+            let now = request.modifiedTime ?? nowMillis()
+            let file = DriveFile(id: request.fileID, name: request.name, mimeType: DriveFile.folderMimeType, parents: [request.parentID],
+                                 modifiedTime: now, createdTime: now, appProperties: request.appProperties.isEmpty ? nil : request.appProperties)
+            table.restoreLocalNew(file, local: LocalState(isNew: true, size: 0, modifiedMillis: now,
+                                                          permissions: AppPropertyKeys.permissions(file)))
+        }
+        for (request, path) in uploads.recovered where request.isNew && !path.isEmpty {
             var info = stat()
             let size = stat(path, &info) == 0 ? Int64(info.st_size) : 0
             let now = nowMillis()
@@ -1014,6 +1087,7 @@ extension DriveFilesystem {
     /// An upload ended: the node shows Drive's new version (unless newer content waits), a
     /// conflicted copy appears beside it, a failure is logged.
     func uploadFinished(_ outcome: UploadOutcome) {
+        if outcome.contentPath.isEmpty { return changeLanded(outcome) }
         verdicts.note(outcome)
         // A landing in a pinned folder is content to keep (and the cache adopts it below).
         defer { pins.requestSweep() }
@@ -1105,6 +1179,36 @@ extension DriveFilesystem {
             node.local?.isNew = false
         }
         trashIfRemoved(outcome)
+    }
+
+    /// A change made offline ended (`UploadQueueing.queueChange`): once nothing more of the item
+    /// waits, the node shows Drive's file as the change left it (also after a restart, when the
+    /// table showed the name from before the change). Dropped (the item was gone from Drive) or
+    /// failed for good (logged by the queue): the change feed says what Drive holds.
+    private func changeLanded(_ outcome: UploadOutcome) {
+        let id = outcome.request.fileID
+        guard let inode = table.inode(forID: id) else { return }
+        let settled = !uploads.holdsChanges(of: id) && uploads.contentPath(of: id) == nil && locals.withLock({ $0[inode] }) == nil
+        guard outcome.error == nil, let landed = outcome.file else {
+            if settled { table.update(inode) { node in if node.local?.isNew != true { node.local = nil } } }
+            invalidator.apply(Invalidations(inodes: [inode]))
+            return
+        }
+        guard settled else {
+            table.update(inode) { node in
+                let name = node.file.name
+                let parents = node.file.parents
+                node.file = landed
+                node.file.name = name
+                node.file.parents = parents
+                node.local?.isNew = false
+            }
+            invalidator.apply(Invalidations(inodes: [inode]))
+            return
+        }
+        table.update(inode) { $0.local = nil }
+        invalidator.apply(table.applyLanded(landed))
+        invalidator.apply(Invalidations(inodes: [inode]))
     }
 
     /// A new file removed while its upload was landing: it goes where removals go.

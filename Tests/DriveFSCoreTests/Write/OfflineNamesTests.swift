@@ -1,0 +1,160 @@
+import DriveClient
+@testable import DriveFSCore
+import DriveSupport
+import Foundation
+import XCTest
+
+/// Offline (issue 18): `mkdir`, `rename`, `unlink`, `chmod` and `utimens` of items already on Drive
+/// are journaled as queued jobs while Drive is unreachable (before, each answered EIO), and land in
+/// order once it answers: a folder made offline before what goes into it, each file's changes after
+/// its earlier ones. Also across a crash. Requests are counted: each change costs what it needs.
+final class OfflineNamesTests: XCTestCase {
+    private var harness: CoreHarness!
+    private var fake: FakeDriveBackend { harness.backend }
+    private let mtime: Int64 = 1_500_000_000_000
+
+    override func setUpWithError() throws {
+        harness = try CoreHarness { $0.readOnly = false }
+    }
+
+    override func tearDown() {
+        harness?.backend.unreachable = nil
+        harness?.remove()
+        harness = nil
+    }
+
+    private func goOffline() {
+        fake.unreachable = FakeDriveBackend.cannotConnect
+        fake.reachability!.markOffline("test: connection refused")
+    }
+
+    private func goOnline() {
+        fake.unreachable = nil
+        fake.reachability!.recordReached()
+    }
+
+    /// One create online fills the ID reserve (a mount's first create asks Drive for IDs).
+    private func fillIDReserve() throws {
+        try harness.writeFile(.root, "online.txt", Array("online\n".utf8))
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60))
+    }
+
+    private func child(_ name: String, of parent: String) -> DriveFile? {
+        fake.children(of: parent).first { $0.name == name }
+    }
+
+    private func setAttributes(_ inode: Inode, _ changes: AttributeChanges) throws {
+        _ = try BlockingCall.wait { harness.fs.setAttributes(inode, changes, handle: nil, reply: $0) }
+    }
+
+    private func remove(_ parent: Inode, _ name: String) throws {
+        try BlockingCall.wait { harness.fs.removeFile(parent: parent, name: name, reply: $0) }
+    }
+
+    func testRenameMkdirMoveChmodTouchAndUnlinkOfflineLandInOrder() throws {
+        let aID = fake.addFile("a.txt", content: Array("a\n".utf8))
+        let bID = fake.addFile("b.txt", content: Array("b\n".utf8))
+        let goneID = fake.addFile("gone.txt", content: Array("gone\n".utf8))
+        try harness.mount()
+        try fillIDReserve()
+        let a = try harness.lookup(.root, "a.txt").inode
+        _ = try harness.lookup(.root, "b.txt")
+        _ = try harness.lookup(.root, "gone.txt")
+
+        goOffline()
+        fake.resetCounters()
+        try harness.rename(.root, "a.txt", to: .root, "renamed.txt")
+        let folder = try harness.makeDirectory(.root, "made offline").inode
+        try harness.rename(.root, "b.txt", to: folder, "b.txt")
+        try setAttributes(a, AttributeChanges(permissions: 0o600))
+        try setAttributes(a, AttributeChanges(modified: .millis(mtime)))
+        try remove(.root, "gone.txt")
+        try harness.writeFile(folder, "new.txt", Array("new\n".utf8))
+        // What the mount shows offline is what was done.
+        XCTAssertEqual(try harness.lookup(.root, "renamed.txt").permissions, 0o600)
+        XCTAssertEqual(try harness.lookup(.root, "renamed.txt").modifiedMillis, mtime)
+        XCTAssertEqual(Set(try harness.listPlus(folder).map(\.entry.name)), [".", "..", "b.txt", "new.txt"])
+        XCTAssertThrowsError(try harness.lookup(.root, "gone.txt"))
+
+        goOnline()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
+        let made = try XCTUnwrap(child("made offline", of: fake.rootID), "on Drive: \(fake.children(of: fake.rootID).map(\.name))")
+        XCTAssertTrue(made.isFolder)
+        let renamed = try XCTUnwrap(fake.file(aID))
+        XCTAssertEqual(renamed.name, "renamed.txt")
+        XCTAssertEqual(renamed.parents, [fake.rootID])
+        XCTAssertEqual(renamed.appProperties?["drivefs.mode"], "600")
+        XCTAssertEqual(renamed.modifiedTime, mtime)
+        XCTAssertEqual(fake.content(of: aID), Array("a\n".utf8))
+        XCTAssertEqual(fake.file(bID)?.parents, [made.id])
+        XCTAssertEqual(fake.file(goneID)?.trashed, true)
+        let new = try XCTUnwrap(child("new.txt", of: made.id))
+        XCTAssertEqual(fake.content(of: new.id), Array("new\n".utf8))
+        XCTAssertEqual(Set(fake.children(of: fake.rootID).map(\.name)), ["online.txt", "renamed.txt", "made offline"])
+        // The rename, chmod and touch of a.txt are one job (one update); the move one update;
+        // the removal one trash (an update too); the folder one create, the new file one upload.
+        // Nothing was tried while offline.
+        XCTAssertEqual(fake.requests["files.update", default: 0], 3, fake.requestSummary)
+        XCTAssertEqual(fake.requests["files.create", default: 0], 1, fake.requestSummary)
+        XCTAssertEqual(fake.requests["files.create.upload", default: 0], 1, fake.requestSummary)
+        XCTAssertEqual(fake.requests["files.delete", default: 0], 0, fake.requestSummary)
+        XCTAssertEqual(try harness.lookup(.root, "renamed.txt").permissions, 0o600)
+        XCTAssertEqual(try harness.lookup(.root, "renamed.txt").modifiedMillis, mtime)
+    }
+
+    func testAFolderMadeOfflineAndRemovedOfflineCostsNothing() throws {
+        try harness.mount()
+        try fillIDReserve()
+        goOffline()
+        fake.resetCounters()
+        _ = try harness.makeDirectory(.root, "scratch")
+        try BlockingCall.wait { harness.fs.removeDirectory(parent: .root, name: "scratch", reply: $0) }
+        goOnline()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60))
+        XCTAssertNil(child("scratch", of: fake.rootID))
+        XCTAssertEqual(fake.requests["files.create", default: 0], 0, fake.requestSummary)
+    }
+
+    func testARenameOfAFileRemovedOnDriveMeanwhileIsDropped() throws {
+        let id = fake.addFile("old.txt", content: Array("x".utf8))
+        try harness.mount()
+        _ = try harness.lookup(.root, "old.txt")
+        goOffline()
+        try harness.rename(.root, "old.txt", to: .root, "new.txt")
+        fake.unreachable = nil
+        try fake.delete(id)
+        goOnline()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
+        XCTAssertNil(fake.file(id))
+        XCTAssertEqual(harness.fs.uploadStatus.failed, 0)
+    }
+
+    func testRenameAndMkdirOfflineLandAfterACrashAndARestartOnline() throws {
+        let aID = fake.addFile("a.txt", content: Array("a\n".utf8))
+        let bID = fake.addFile("b.txt", content: Array("b\n".utf8))
+        // The queue's transfers never start in the first process.
+        let held = HeldUploadQueue(try UploadQueue(directory: harness.uploadsDirectory, backend: fake, transfers: 1))
+        try harness.mount(uploads: held)
+        _ = try harness.lookup(.root, "a.txt")
+        _ = try harness.lookup(.root, "b.txt")
+        // The ID reserve is filled online (it is kept on disk, so the restart has it too).
+        _ = try fake.reserveFileID()
+        goOffline()
+        try harness.rename(.root, "a.txt", to: .root, "renamed.txt")
+        let folder = try harness.makeDirectory(.root, "made offline").inode
+        try harness.rename(.root, "b.txt", to: folder, "b moved.txt")
+        held.inner.crashNow()
+        harness.crash()
+        goOnline()
+        try harness.mount()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
+        let made = try XCTUnwrap(child("made offline", of: fake.rootID), "on Drive: \(fake.children(of: fake.rootID).map(\.name))")
+        XCTAssertEqual(fake.file(aID)?.name, "renamed.txt")
+        XCTAssertEqual(fake.file(bID)?.name, "b moved.txt")
+        XCTAssertEqual(fake.file(bID)?.parents, [made.id])
+        XCTAssertEqual(fake.requests["files.create", default: 0], 1, fake.requestSummary)
+        XCTAssertTrue(waitUntil("the mount shows the landed changes", timeout: 30) {
+            (try? self.harness.resolve("made offline/b moved.txt")) != nil && (try? self.harness.lookup(.root, "renamed.txt")) != nil
+        })
+    }
+}
