@@ -634,6 +634,7 @@ extension UploadQueue {
                 let job = try current(first.seq)
                 if failures == 0 { try point(.starting(job.fileID)) }
                 let file = try sendChange(job)
+                try point(.landed(job.fileID))
                 let outcome = try withLock { (s: inout Shared) throws -> UploadOutcome in
                     if s.crashed { throw Interruption.crashed }
                     do throws(FilesystemError) { try Self.record(.done(seq: first.seq, landed: nil), &s) } catch {

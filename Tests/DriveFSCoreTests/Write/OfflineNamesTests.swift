@@ -129,6 +129,33 @@ final class OfflineNamesTests: XCTestCase {
         XCTAssertEqual(harness.fs.uploadStatus.failed, 0)
     }
 
+    /// A crash after the folder's create reached Drive and before its record: the restart makes
+    /// it again under the same ID, which finds the one made (one folder), and what goes into it follows.
+    func testAFolderMadeOfflineWhoseCreateLandedJustBeforeACrashIsMadeOnce() throws {
+        let aID = fake.addFile("a.txt", content: Array("a\n".utf8))
+        let queue = try UploadQueue(directory: harness.uploadsDirectory, backend: fake, transfers: 1)
+        queue.setCrashHook { point in
+            if case .landed = point { return true }
+            return false
+        }
+        try harness.mount(uploads: queue)
+        _ = try harness.lookup(.root, "a.txt")
+        _ = try fake.reserveFileID()
+        goOffline()
+        let folder = try harness.makeDirectory(.root, "made offline").inode
+        try harness.rename(.root, "a.txt", to: folder, "a.txt")
+        goOnline()
+        XCTAssertTrue(waitUntil("the queue crashed after the folder's create", timeout: 30) { queue.hasCrashed })
+        XCTAssertEqual(fake.children(of: fake.rootID).filter { $0.name == "made offline" }.count, 1, "the create reached Drive")
+        XCTAssertEqual(fake.file(aID)?.parents, [fake.rootID], "the move waited for the folder")
+        harness.crash()
+        try harness.mount()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
+        let made = fake.children(of: fake.rootID).filter { $0.name == "made offline" }
+        XCTAssertEqual(made.count, 1, "one folder: \(fake.children(of: fake.rootID).map(\.name))")
+        XCTAssertEqual(fake.file(aID)?.parents, made.map(\.id))
+    }
+
     func testRenameAndMkdirOfflineLandAfterACrashAndARestartOnline() throws {
         let aID = fake.addFile("a.txt", content: Array("a\n".utf8))
         let bID = fake.addFile("b.txt", content: Array("b\n".utf8))
