@@ -37,6 +37,16 @@ extension DriveFilesystem {
     /// rather than sent now: Drive is unreachable, a change of the item is still queued (what
     /// follows must not overtake it), or the item or the folder was made offline and is not on
     /// Drive yet. Online, with none of these, the change goes to Drive before it answers.
+    /// Whether `error` is Drive going away while the request was tried (the mount is offline now,
+    /// and the last try could not connect): the change is queued as if it had been made offline.
+    /// A try before that may have reached Drive (its answer lost); each queued change repeats
+    /// harmlessly (a create under the same ID, a rename, a time, a trash set again).
+    private func wentOffline(_ error: any Error) -> Bool {
+        guard backend.reachability?.isOffline == true, let drive = error as? DriveError,
+              case .transport(.couldNotConnect) = drive else { return false }
+        return true
+    }
+
     private func queuesChange(_ node: Node?, into folder: Node? = nil) -> Bool {
         if backend.reachability?.isOffline == true { return true }
         if let folder, folder.kind == .directory, folder.local?.isNew == true { return true }
@@ -454,9 +464,9 @@ extension DriveFilesystem {
                                            caller: reply.caller)
             let made: DriveFile
             let id = try reserveID()
-            if queuesChange(nil, into: folder) {
-                // Offline (or in a folder made offline): the folder is a journaled job under its
-                // reserved ID, shown now, made on Drive before anything that goes into it.
+            // Offline (or in a folder made offline): the folder is a journaled job under its
+            // reserved ID, shown now, made on Drive before anything that goes into it.
+            func queueFolder() throws(FilesystemError) -> FileAttributes {
                 let now = nowMillis()
                 let driveName = NameMapper.driveName(forShown: name)
                 let file = DriveFile(id: id, name: driveName, mimeType: DriveFile.folderMimeType, parents: [folder.file.id],
@@ -473,10 +483,16 @@ extension DriveFilesystem {
                     throw error
                 }
             }
+            if queuesChange(nil, into: folder) { return try queueFolder() }
             do {
                 made = try backend.createFolder(name: NameMapper.driveName(forShown: name), parent: folder.file.id, modifiedTime: nowMillis(), id: id,
                                                 appProperties: properties.isEmpty ? nil : properties)
-            } catch { throw FilesystemError.from(error) }
+            } catch {
+                // Drive went away while it was tried: queued under the same ID (a create of it
+                // that reached Drive after all is found by the queue's).
+                if wentOffline(error) { return try queueFolder() }
+                throw FilesystemError.from(error)
+            }
             let node = try table.insertChild(parent: parent, name: name, file: made, local: nil)
             return table.attributes(node)
         }
@@ -539,7 +555,9 @@ extension DriveFilesystem {
         } catch DriveError.notFound {
             // Gone already (removed elsewhere): what the caller wanted.
         } catch {
-            throw FilesystemError.from(error)
+            guard wentOffline(error) else { throw FilesystemError.from(error) }
+            try uploads.queueRemoval(UploadRequest(fileID: node.file.id, isNew: false, parentID: node.file.parents.first ?? table.rootID,
+                                                   name: node.file.name, displayPath: describe(node.inode)))
         }
     }
 
@@ -761,15 +779,16 @@ extension DriveFilesystem {
             return !c.sealed && c.committed == 0
         } ?? false
         if source.local?.isNew == true && (queued || unsent) { return nil }
-        if queuesChange(source, into: table.inode(forID: parentID).flatMap { table.node($0) }) {
-            // Offline: a queued upload of the file carries the rename (it lands after it);
-            // otherwise the rename is a job of its own, in order with the file's others.
+        // Offline: a queued upload of the file carries the rename (it lands after it); otherwise
+        // the rename is a job of its own, in order with the file's others.
+        func queueRename() throws(FilesystemError) -> DriveFile? {
             if queued { return nil }
             let request = UploadRequest(fileID: source.file.id, isNew: false, parentID: parentID, name: name,
                                         appProperties: ctime ?? [:], displayPath: describe(source.inode))
             try uploads.queueChange(QueuedChange(request: request, places: true, leaves: oldParentID ?? parentID))
             return nil
         }
+        if queuesChange(source, into: table.inode(forID: parentID).flatMap { table.node($0) }) { return try queueRename() }
         // Made again under a new ID by an upload the node may not show yet: the rename goes there,
         // and the node keeps its ID (the table indexes it so) until that landing is applied.
         let driveID = uploads.currentID(of: source.file.id)
@@ -783,7 +802,10 @@ extension DriveFilesystem {
             }
             file.id = source.file.id
             return file
-        } catch { throw FilesystemError.from(error) }
+        } catch {
+            if wentOffline(error) { return try queueRename() }
+            throw FilesystemError.from(error)
+        }
     }
 
     public func setAttributes(_ inode: Inode, _ changes: AttributeChanges, handle: UInt64?, reply: Reply<FileAttributes>) {
@@ -889,21 +911,17 @@ extension DriveFilesystem {
             if let modified { request.modifiedTime = modified }
             request.appProperties.merge(keptNow) { $1 }
         }
-        var queuedNow = false
-        if !carried && !queued && queuesChange(current) {
-            // Offline: journaled as a change of its own, sent once Drive answers.
+        // Offline: journaled as a change of its own, sent once Drive answers.
+        func queueChange() throws(FilesystemError) {
             var properties = kept
             if let modeText { properties[AppPropertyKeys.mode] = modeText }
             let request = UploadRequest(fileID: current.file.id, isNew: false, parentID: current.file.parents.first ?? table.rootID,
                                         name: current.file.name, modifiedTime: modified, appProperties: properties,
                                         displayPath: describe(inode))
-            do throws(FilesystemError) { try uploads.queueChange(QueuedChange(request: request, places: false)) } catch {
-                held?.lock.unlock()
-                throw error
-            }
-            queuedNow = true
+            try uploads.queueChange(QueuedChange(request: request, places: false))
         }
-        if carried || queued || queuedNow {
+        // The change shown by the node's local state until what carries it lands.
+        func showLocally() {
             table.update(inode) { node in
                 var local = node.local ?? LocalState(isNew: false, size: node.file.size ?? 0,
                                                      modifiedMillis: node.file.modifiedTime ?? 0)
@@ -916,6 +934,17 @@ extension DriveFilesystem {
                 // a folder's time after filling it).
                 if modified != nil { node.entriesChangedMillis = nil }
             }
+        }
+        var queuedNow = false
+        if !carried && !queued && queuesChange(current) {
+            do throws(FilesystemError) { try queueChange() } catch {
+                held?.lock.unlock()
+                throw error
+            }
+            queuedNow = true
+        }
+        if carried || queued || queuedNow {
+            showLocally()
             held?.lock.unlock()
             return
         }
@@ -926,7 +955,12 @@ extension DriveFilesystem {
         do {
             updated = try backend.updateMetadata(uploads.currentID(of: current.file.id), name: nil, mimeType: nil, modifiedTime: modified,
                                                  appProperties: properties.isEmpty ? nil : properties)
-        } catch { throw FilesystemError.from(error) }
+        } catch {
+            guard wentOffline(error) else { throw FilesystemError.from(error) }
+            try queueChange()
+            showLocally()
+            return
+        }
         table.update(inode) { node in
             let parents = node.file.parents
             let name = node.file.name

@@ -102,6 +102,37 @@ final class OfflineNamesTests: XCTestCase {
         XCTAssertEqual(try harness.lookup(.root, "renamed.txt").modifiedMillis, mtime)
     }
 
+    /// Drive goes away under each request (its failure is what makes the mount offline): the
+    /// change is queued as one made offline, and lands once Drive answers.
+    func testChangesTriedAsDriveGoesAwayAreQueuedAndLand() throws {
+        let aID = fake.addFile("a.txt", content: Array("a\n".utf8))
+        let bID = fake.addFile("b.txt", content: Array("b\n".utf8))
+        let goneID = fake.addFile("gone.txt", content: Array("gone\n".utf8))
+        try harness.mount()
+        try fillIDReserve()
+        _ = try harness.lookup(.root, "a.txt")
+        let b = try harness.lookup(.root, "b.txt").inode
+        _ = try harness.lookup(.root, "gone.txt")
+        fake.unreachable = FakeDriveBackend.cannotConnect
+        fake.marksOfflineWhenUnreachable = true
+        func tryAsDriveGoesAway(_ what: String, _ body: () throws -> Void) {
+            fake.reachability!.recordReached()  // online as far as the mount knows
+            XCTAssertNoThrow(try body(), what)
+            XCTAssertTrue(fake.reachability!.isOffline, "\(what): the request was tried (and failed)")
+        }
+        tryAsDriveGoesAway("rename") { try harness.rename(.root, "a.txt", to: .root, "renamed.txt") }
+        tryAsDriveGoesAway("mkdir") { _ = try harness.makeDirectory(.root, "made") }
+        tryAsDriveGoesAway("chmod") { try setAttributes(b, AttributeChanges(permissions: 0o640)) }
+        tryAsDriveGoesAway("unlink") { try remove(.root, "gone.txt") }
+        fake.marksOfflineWhenUnreachable = false
+        goOnline()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
+        XCTAssertEqual(fake.file(aID)?.name, "renamed.txt")
+        XCTAssertEqual(fake.file(bID)?.appProperties?["drivefs.mode"], "640")
+        XCTAssertEqual(fake.file(goneID)?.trashed, true)
+        XCTAssertNotNil(child("made", of: fake.rootID))
+    }
+
     func testAFolderMadeOfflineAndRemovedOfflineCostsNothing() throws {
         try harness.mount()
         try fillIDReserve()
