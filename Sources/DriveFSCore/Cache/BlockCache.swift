@@ -683,12 +683,28 @@ public final class BlockCache: Sendable {
         indexDirty = true
     }
 
+    /// Room for `bytes` more on the cache's filesystem without going below `minimumFree`
+    /// (`--cache-min-free`; a writer's local copy grows by that much): cached content that may go
+    /// is evicted first, as for the floor itself (least recently used; never open or kept
+    /// content). False when even then the filesystem would keep less than the floor: the writer
+    /// gets ENOSPC. True without a floor, or when the free space cannot be read. Blocks evicted
+    /// and not yet punched count as free (they are, at the next index write).
+    public func makeRoom(for bytes: Int64) -> Bool {
+        guard minimumFree > 0, bytes > 0 else { return true }
+        condition.lock()
+        defer { condition.unlock() }
+        guard let free = freeSpace() else { return true }
+        if free + pendingHoleBytes - bytes >= minimumFree { return true }
+        evictIfNeeded(making: bytes)
+        return free + pendingHoleBytes - bytes >= minimumFree
+    }
+
     /// Least recently used blocks of unpinned content go first, down to 90% of the cap, and further
     /// while the filesystem has less than `minimumFree` free; content of kept files is never a
     /// candidate.
-    private func evictIfNeeded() {
+    private func evictIfNeeded(making extra: Int64 = 0) {
         var shortfall: Int64 = 0
-        if minimumFree > 0, let free = freeSpace() { shortfall = max(0, minimumFree - free - pendingHoleBytes) }
+        if minimumFree > 0, let free = freeSpace() { shortfall = max(0, minimumFree + extra - free - pendingHoleBytes) }
         guard usage > capacity || shortfall > 0 else { return }
         var candidates: [(tick: UInt64, entry: Entry, block: Int)] = []
         for entry in entries.values where entry.pins == 0 && !kept.contains(entry.key.fileID) {

@@ -990,6 +990,21 @@ extension DriveFilesystem {
         guard let file = handles.withLock({ $0.files[handle] }), file.inode == inode else { return reply.fail(.badHandle) }
         guard file.writable, let content = file.local else { return reply.fail(.badHandle) }
         guard let node = table.node(inode) else { return reply.fail(.stale) }
+        // --cache-min-free is a floor for writers too: a write that grows the file takes that
+        // much of the cache's disk, so cached content that may go makes room first, and when
+        // only pinned and unsent content is left the write gets ENOSPC instead of filling the
+        // disk (nothing of it written; what was accepted before stays).
+        if configuration.cacheMinimumFree > 0 {
+            content.lock.lock()
+            let growth = offset + Int64(data.count) - content.size
+            content.lock.unlock()
+            if growth > 0 && !cache.makeRoom(for: growth) {
+                Log.shared.once(.warning, "write", "the cache disk would keep less than --cache-min-free "
+                                + "(\(configuration.cacheMinimumFree) bytes) free: writes that need more space get ENOSPC "
+                                + "until pinned or unsent files make room")
+                return reply.fail(.noSpace)
+            }
+        }
         // Drive's bytes the write leaves standing in its edge blocks are fetched first, with the
         // copy's lock released; the write itself is made under the lock.
         let work = { @Sendable [self] (cancellation: CancellationFlag?) throws(FilesystemError) -> Int in
