@@ -231,7 +231,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// Whether the rename `placement` took effect, as the queue's own jobs of the renamed file say
     /// (their request is what Drive will be told); nil when the queue holds none (Drive says).
     static func placed(_ placement: UploadJob.Placement, _ state: UploadQueueState) -> Bool? {
-        guard let last = state.jobs(of: state.currentID(placement.fileID)).last(where: { $0.kind == .upload }) else { return nil }
+        let jobs = state.jobs(of: state.currentID(placement.fileID))
+        guard let last = jobs.last(where: { $0.kind == .upload || $0.kind == .change && $0.change?.places == true }) else { return nil }
         return last.request.name == placement.name && last.request.parentID == placement.parentID
     }
 

@@ -133,6 +133,24 @@ final class OfflineNamesTests: XCTestCase {
         XCTAssertNotNil(child("made", of: fake.rootID))
     }
 
+    /// A rename over a file on Drive made offline: once Drive answers, the renamed file holds the
+    /// name and the one it replaced is in the trash.
+    func testARenameOverAFileOnDriveMadeOfflineLands() throws {
+        let aID = fake.addFile("a.txt", content: Array("a\n".utf8))
+        let bID = fake.addFile("b.txt", content: Array("b\n".utf8))
+        try harness.mount()
+        XCTAssertEqual(try harness.read(try harness.lookup(.root, "a.txt").inode), Array("a\n".utf8))  // cached
+        _ = try harness.lookup(.root, "b.txt")
+        goOffline()
+        try harness.rename(.root, "a.txt", to: .root, "b.txt")
+        XCTAssertEqual(try harness.read(try harness.lookup(.root, "b.txt").inode), Array("a\n".utf8))
+        goOnline()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
+        XCTAssertEqual(fake.file(aID)?.name, "b.txt")
+        XCTAssertEqual(fake.file(bID)?.trashed, true)
+        XCTAssertEqual(fake.children(of: fake.rootID).map(\.name), ["b.txt"])
+    }
+
     func testAFolderMadeOfflineAndRemovedOfflineCostsNothing() throws {
         try harness.mount()
         try fillIDReserve()
