@@ -33,10 +33,6 @@ extension DriveFilesystem {
 
     private func nowMillis() -> Int64 { Int64((time.now() * 1000).rounded()) }
 
-    /// Whether a change of `node` (into `folder`) is journaled for the upload queue to send
-    /// rather than sent now: Drive is unreachable, a change of the item is still queued (what
-    /// follows must not overtake it), or the item or the folder was made offline and is not on
-    /// Drive yet. Online, with none of these, the change goes to Drive before it answers.
     /// Whether `error` is Drive going away while the request was tried (the mount is offline now,
     /// and the last try could not connect): the change is queued as if it had been made offline.
     /// A try before that may have reached Drive (its answer lost); each queued change repeats
@@ -47,6 +43,10 @@ extension DriveFilesystem {
         return true
     }
 
+    /// Whether a change of `node` (into `folder`) is journaled for the upload queue to send
+    /// rather than sent now: Drive is unreachable, a change of the item is still queued (what
+    /// follows must not overtake it), or the item or the folder was made offline and is not on
+    /// Drive yet. Online, with none of these, the change goes to Drive before it answers.
     private func queuesChange(_ node: Node?, into folder: Node? = nil) -> Bool {
         if backend.reachability?.isOffline == true { return true }
         if let folder, folder.kind == .directory, folder.local?.isNew == true { return true }
