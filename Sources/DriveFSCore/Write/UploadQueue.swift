@@ -763,8 +763,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         withLock { s -> UploadFilePhase in
             let fileID = s.state.currentID(asked)
             if s.running[fileID] != nil || s.landing[fileID] != nil { return .uploading }
-            let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
-            if jobs.isEmpty { return .none }
+            let all = s.state.jobs(of: fileID)
+            let jobs = all.filter { $0.kind == .upload }
+            // A change made offline (a rename, a mode, a time) waits to be sent: queued too.
+            if jobs.isEmpty { return all.contains { $0.kind == .change } ? .queued : .none }
             return jobs.contains(where: \.ready) ? .queued : .notReady
         }
     }

@@ -75,6 +75,7 @@ final class OfflineNamesTests: XCTestCase {
         XCTAssertEqual(try harness.lookup(.root, "renamed.txt").modifiedMillis, mtime)
         XCTAssertEqual(Set(try harness.listPlus(folder).map(\.entry.name)), [".", "..", "b.txt", "new.txt"])
         XCTAssertThrowsError(try harness.lookup(.root, "gone.txt"))
+        XCTAssertEqual(harness.fs.syncState(a).state, .queued, "a change waits to be sent")
 
         goOnline()
         XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
@@ -100,6 +101,7 @@ final class OfflineNamesTests: XCTestCase {
         XCTAssertEqual(fake.requests["files.delete", default: 0], 0, fake.requestSummary)
         XCTAssertEqual(try harness.lookup(.root, "renamed.txt").permissions, 0o600)
         XCTAssertEqual(try harness.lookup(.root, "renamed.txt").modifiedMillis, mtime)
+        XCTAssertEqual(harness.fs.syncState(a).state, .cloud, "landed: nothing of it local")
     }
 
     /// Drive goes away under each request (its failure is what makes the mount offline): the
