@@ -153,6 +153,34 @@ final class OfflineNamesTests: XCTestCase {
         XCTAssertEqual(fake.children(of: fake.rootID).map(\.name), ["b.txt"])
     }
 
+    /// A journal that cannot take a change made offline fails the call with its errno, and nothing
+    /// changes (here or, once Drive answers, on Drive).
+    func testOfflineChangesTheJournalCannotKeepFailAndChangeNothing() throws {
+        let aID = fake.addFile("a.txt", content: Array("a\n".utf8))
+        let queue = try UploadQueue(directory: harness.uploadsDirectory, backend: fake, transfers: 1)
+        try harness.mount(uploads: queue)
+        try fillIDReserve()
+        let a = try harness.lookup(.root, "a.txt").inode
+        goOffline()
+        queue.setJournalFault(FilesystemError(errno: ENOSPC))
+        func refused(_ what: String, _ body: () throws -> Void) {
+            XCTAssertThrowsError(try body(), what) { XCTAssertEqual(($0 as? FilesystemError)?.errno, ENOSPC, what) }
+        }
+        refused("rename") { try harness.rename(.root, "a.txt", to: .root, "renamed.txt") }
+        refused("mkdir") { _ = try harness.makeDirectory(.root, "made") }
+        refused("chmod") { try setAttributes(a, AttributeChanges(permissions: 0o600)) }
+        refused("unlink") { try remove(.root, "a.txt") }
+        queue.setJournalFault(nil)
+        XCTAssertEqual(Set(try harness.listPlus(.root).map(\.entry.name)), [".", "..", "a.txt", "online.txt"])
+        XCTAssertNotEqual(try harness.lookup(.root, "a.txt").permissions, 0o600)
+        goOnline()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60))
+        XCTAssertEqual(fake.file(aID)?.name, "a.txt")
+        XCTAssertEqual(fake.file(aID)?.trashed, false)
+        XCTAssertNil(fake.file(aID)?.appProperties?["drivefs.mode"])
+        XCTAssertNil(child("made", of: fake.rootID))
+    }
+
     func testAFolderMadeOfflineAndRemovedOfflineCostsNothing() throws {
         try harness.mount()
         try fillIDReserve()
