@@ -181,6 +181,26 @@ final class OfflineNamesTests: XCTestCase {
         XCTAssertNil(child("made", of: fake.rootID))
     }
 
+    /// truncate(2) of files on Drive whose bytes are not local, offline: kept as any write is,
+    /// and on Drive once it answers (to nothing, and to a part of Drive's bytes, fetched then).
+    func testTruncatesOfflineOfFilesNotLocalLand() throws {
+        let content = CoreHarness.pattern(300_000, seed: 11)
+        let emptiedID = fake.addFile("emptied.bin", content: content)
+        let halvedID = fake.addFile("halved.bin", content: content)
+        try harness.mount()
+        let emptied = try harness.lookup(.root, "emptied.bin").inode
+        let halved = try harness.lookup(.root, "halved.bin").inode
+        goOffline()
+        try setAttributes(emptied, AttributeChanges(size: 0))
+        try setAttributes(halved, AttributeChanges(size: 150_000))
+        XCTAssertEqual(try harness.lookup(.root, "emptied.bin").size, 0)
+        XCTAssertEqual(try harness.lookup(.root, "halved.bin").size, 150_000)
+        goOnline()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
+        XCTAssertEqual(fake.content(of: emptiedID), [])
+        XCTAssertTrue(fake.content(of: halvedID) == Array(content.prefix(150_000)))
+    }
+
     func testAFolderMadeOfflineAndRemovedOfflineCostsNothing() throws {
         try harness.mount()
         try fillIDReserve()
