@@ -303,6 +303,13 @@ extension NodeTable {
             // Placed by name when the folder's listing is next set (names computed with its siblings').
             var node = Node(inode: inode, file: file, parent: parent, name: file.name)
             node.local = local
+            if file.isFolder {
+                // A folder made offline (its create queued): what was made in it here (restored
+                // after it) is its listing, served offline; stale at once, so that online it is
+                // listed from Drive at its first use (what landed in it meanwhile shows too).
+                node.listing = Listing(children: [:], listedAt: 0, trusted: true)
+                s.materializedFolders += 1
+            }
             s.nodes[inode] = node
             s.byID[file.id] = inode
             s.localNew.insert(inode)

@@ -18,7 +18,9 @@ final class OfflineNamesTests: XCTestCase {
     }
 
     override func tearDown() {
+        // Online again, so that the unmount's drain does not wait out its timeout for jobs held offline.
         harness?.backend.unreachable = nil
+        harness?.backend.reachability?.recordReached()
         harness?.remove()
         harness = nil
     }
@@ -253,6 +255,34 @@ final class OfflineNamesTests: XCTestCase {
         let made = fake.children(of: fake.rootID).filter { $0.name == "made offline" }
         XCTAssertEqual(made.count, 1, "one folder: \(fake.children(of: fake.rootID).map(\.name))")
         XCTAssertEqual(fake.file(aID)?.parents, made.map(\.id))
+    }
+
+    /// A `kill -9` while offline and a restart still offline: the folder made offline is shown
+    /// with the file made in it (both from the journal), and both land once Drive answers.
+    func testAFolderMadeOfflineIsShownAfterARestartOffline() throws {
+        // A clean unmount first saves the index a mount offline starts from.
+        try harness.mount()
+        try fillIDReserve()
+        _ = try harness.listPlus(.root)
+        harness.unmount()
+        let held = HeldUploadQueue(try UploadQueue(directory: harness.uploadsDirectory, backend: fake, transfers: 1))
+        try harness.mount(uploads: held)
+        goOffline()
+        let folder = try harness.makeDirectory(.root, "made offline").inode
+        try harness.writeFile(folder, "inside.txt", Array("inside\n".utf8))
+        held.inner.crashNow()
+        harness.crash()
+        fake.unreachable = nil
+        try harness.mount(beforeStart: { goOffline() })
+        let again = try harness.lookup(.root, "made offline")
+        XCTAssertEqual(again.kind, .directory)
+        XCTAssertEqual(Set(try harness.listPlus(again.inode).map(\.entry.name)), [".", "..", "inside.txt"])
+        XCTAssertEqual(try harness.read(try harness.lookup(again.inode, "inside.txt").inode), Array("inside\n".utf8))
+        goOnline()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
+        let made = try XCTUnwrap(child("made offline", of: fake.rootID))
+        let inside = try XCTUnwrap(child("inside.txt", of: made.id))
+        XCTAssertEqual(fake.content(of: inside.id), Array("inside\n".utf8))
     }
 
     func testRenameAndMkdirOfflineLandAfterACrashAndARestartOnline() throws {
