@@ -59,6 +59,73 @@ final class DriveMountOfflineTests: XCTestCase {
         XCTAssertEqual(onDrive.size, 16)
     }
 
+    /// Issue 18's "written and renamed offline land in order": with the emulator stopped, a file
+    /// is written and renamed, a folder made, a file moved into it, another chmodded and touched to
+    /// a date, a third removed (before, each of these but the first answered EIO). With the
+    /// emulator back, Drive ends with exactly that state, and the requests are what the changes
+    /// need: one create of the folder, one upload, one files.update for the move, one for the mode
+    /// and time together, one for the trash; nothing else written (counted by the emulator from its
+    /// restart to the end of `drivefs unmount`).
+    func testWrittenAndRenamedOfflineLandInOrder() throws {
+        _ = try MountedDriveFS.requireFuse()
+        var tree = SeedTree()
+        let drive = try EmulatedDrive { seed in
+            try tree.file("docs/a.txt", in: seed, text: "moved into a folder made offline\n")
+            try tree.file("docs/b.txt", in: seed, text: "chmodded and touched offline\n")
+            try tree.file("docs/gone.txt", in: seed, text: "removed offline\n")
+        }
+        defer { drive.stop() }
+        func shell(_ script: String) throws -> ExternalCommand.Result { try ExternalCommand.shell(script, timeout: 60) }
+        var mount = try drive.mount()
+        XCTAssertEqual(try ExternalCommand.tool("ls", ["-lR", mount.mountpoint], timeout: 60).status, 0)
+        XCTAssertEqual(try shell("echo first > '\(mount.path("first.txt"))'").status, 0)  // fills the ID reserve
+        try drive.drivefsUnmount(mount)
+
+        drive.stopEmulator()
+        mount = try drive.mount()
+        XCTAssertTrue(mount.log.contains("offline: Google Drive cannot be reached"), mount.log)
+        let docs = mount.path("docs")
+        let steps = [
+            "echo 'written offline' > '\(docs)/new.txt'",
+            "mv '\(docs)/new.txt' '\(docs)/renamed.txt'",
+            "mkdir '\(docs)/made offline'",
+            "mv '\(docs)/a.txt' '\(docs)/made offline/a.txt'",
+            "chmod 600 '\(docs)/b.txt'",
+            "touch -d '2020-01-02 03:04:05 UTC' '\(docs)/b.txt'",
+            "rm '\(docs)/gone.txt'",
+        ]
+        for step in steps {
+            let result = try shell(step)
+            XCTAssertEqual(result.status, 0, "offline: \(step): \(result.summary)")
+        }
+        let shown = try ExternalCommand.tool("ls", ["-R", docs], timeout: 60)
+        XCTAssertEqual(shown.output, "\(docs):\nb.txt\nmade offline\nrenamed.txt\n\n\(docs)/made offline:\na.txt\n", shown.summary)
+
+        try drive.startEmulatorAgain()
+        try drive.drivefsUnmount(mount)
+        // Counted before this test's own look at Drive (which is counted too).
+        let written = ["files.create", "files.create.upload", "files.update", "files.update.upload", "files.delete", "files.copy"]
+            .map { ($0, drive.requests($0)) }
+        let summary = drive.statsSummary()
+        XCTAssertEqual(written.filter { $0.1 > 0 }.map { "\($0.0)=\($0.1)" },
+                       ["files.create=1", "files.create.upload=1", "files.update=3"], summary)
+
+        let folder = try drive.file(at: "docs/made offline")
+        XCTAssertTrue(folder.isFolder)
+        let a = try drive.file(at: "docs/made offline/a.txt")
+        XCTAssertEqual(a.parents, [folder.id])
+        let renamed = try drive.file(at: "docs/renamed.txt")
+        XCTAssertEqual(renamed.size, 16)
+        let b = try drive.file(at: "docs/b.txt")
+        XCTAssertEqual(b.appProperties?["drivefs.mode"], "600")
+        XCTAssertEqual(b.modifiedTime, 1_577_934_245_000)
+        XCTAssertThrowsError(try drive.file(at: "docs/gone.txt"), "removed offline: in the trash")
+        XCTAssertThrowsError(try drive.file(at: "docs/new.txt"))
+        XCTAssertThrowsError(try drive.file(at: "docs/a.txt"))
+        let names = try drive.api().listChildren(of: try drive.file(at: "docs").id).map(\.name).sorted()
+        XCTAssertEqual(names, ["b.txt", "made offline", "renamed.txt"])
+    }
+
     /// A shared drive mounted by name once is mounted by the same name offline: the name is
     /// resolved from what the profile remembers, and the drive's saved index serves the mount
     /// (before, the name needed Drive and the mount failed).

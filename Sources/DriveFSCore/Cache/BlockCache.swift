@@ -317,9 +317,26 @@ public final class BlockCache: Sendable {
         indexDirty = true
     }
 
-    /// Evicts what `eviction` chooses (see `BlockEviction`); a version left with no block goes.
-    func evictIfNeeded() {
-        guard let victims = eviction.victims(in: entries.values, usage: usage) else { return }
+    /// Room for `bytes` more on the cache's filesystem without going below `minimumFree`
+    /// (`--cache-min-free`; a writer's local copy grows by that much): cached content that may go
+    /// is evicted first, as for the floor itself (see `BlockEviction`). False when even then the
+    /// filesystem would keep less than the floor: the writer gets ENOSPC. True without a floor, or
+    /// when the free space cannot be read. Blocks evicted and not yet punched count as free (they
+    /// are, at the next index write).
+    public func makeRoom(for bytes: Int64) -> Bool {
+        guard eviction.minimumFree > 0, bytes > 0 else { return true }
+        condition.lock()
+        defer { condition.unlock() }
+        guard let free = eviction.freeSpace() else { return true }
+        if free + eviction.pendingHoleBytes - bytes >= eviction.minimumFree { return true }
+        evictIfNeeded(making: bytes)
+        return free + eviction.pendingHoleBytes - bytes >= eviction.minimumFree
+    }
+
+    /// Evicts what `eviction` chooses (see `BlockEviction`), with room for `extra` more bytes
+    /// above the floor; a version left with no block goes.
+    func evictIfNeeded(making extra: Int64 = 0) {
+        guard let victims = eviction.victims(in: entries.values, usage: usage, making: extra) else { return }
         var touched: [ObjectIdentifier: Entry] = [:]
         for (entry, block) in victims {
             // The hole is punched after the next index write (see `flush`).

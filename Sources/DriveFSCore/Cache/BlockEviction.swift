@@ -41,10 +41,12 @@ struct BlockEviction {
 
     /// The blocks to evict now, of `entries` holding `usage` bytes, least recently used first; each
     /// is recorded as a pending hole. Nil when nothing is due (under the cap, and enough free);
-    /// empty when eviction is due and nothing may go.
-    mutating func victims(in entries: some Sequence<BlockCache.Entry>, usage: Int64) -> [(entry: BlockCache.Entry, block: Int)]? {
+    /// empty when eviction is due and nothing may go. `extra`: bytes a writer is about to add,
+    /// which the floor must leave room for too.
+    mutating func victims(in entries: some Sequence<BlockCache.Entry>, usage: Int64,
+                          making extra: Int64 = 0) -> [(entry: BlockCache.Entry, block: Int)]? {
         var shortfall: Int64 = 0
-        if minimumFree > 0, let free = freeSpace() { shortfall = max(0, minimumFree - free - pendingHoleBytes) }
+        if minimumFree > 0, let free = freeSpace() { shortfall = max(0, minimumFree + extra - free - pendingHoleBytes) }
         guard usage > capacity || shortfall > 0 else { return nil }
         var candidates: [(tick: UInt64, entry: BlockCache.Entry, block: Int)] = []
         for entry in entries where entry.pins == 0 && !kept.contains(entry.key.fileID) {

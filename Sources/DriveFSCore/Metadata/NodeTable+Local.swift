@@ -297,6 +297,21 @@ extension NodeTable {
         }
     }
 
+    /// A change made offline landed (the queue's `change` job): Drive's file as it left it is
+    /// applied as a change, so that the table shows it there (after a restart the table showed
+    /// the item as it was before the change). Skipped when a change made here since is newer.
+    func applyLanded(_ file: DriveFile) -> Invalidations {
+        let readFrom = withState { $0.generation }
+        return changesHere.whenSettled {
+            withState { s in
+                let out = applyChanges([DriveChange(fileId: file.id, removed: false, time: nil, file: file)], readFrom: readFrom, &s)
+                let folder = s.byID[file.id].flatMap { s.nodes[$0]?.parent }
+                Self.noteChangeHere(&s, folders: folder.map { [$0] } ?? [], ids: [file.id])
+                return out
+            }
+        }
+    }
+
     func restoreLocalNew(_ file: DriveFile, local: LocalState) {
         withState { s in
             guard s.byID[file.id] == nil, let parentID = file.parents.first else { return }
@@ -312,6 +327,13 @@ extension NodeTable {
             // Placed by name when the folder's listing is next set (names computed with its siblings').
             var node = Node(inode: inode, file: file, parent: parent, name: file.name)
             node.local = local
+            if file.isFolder {
+                // A folder made offline (its create queued): what was made in it here (restored
+                // after it) is its listing, served offline; stale at once, so that online it is
+                // listed from Drive at its first use (what landed in it meanwhile shows too).
+                node.listing = Listing(children: [:], listedAt: 0, trusted: true)
+                s.materializedFolders += 1
+            }
             s.nodes[inode] = node
             s.byID[file.id] = inode
             s.localNew.insert(inode)

@@ -21,6 +21,9 @@ public struct DriveFSConfiguration: Sendable {
     /// Bytes the cache's filesystem keeps free (`--cache-min-free`): the block cache evicts below its
     /// cap to keep them (0: only the cap counts).
     public var cacheMinimumFree: Int64 = 0
+    /// The cache's filesystem's free bytes now (nil: statvfs(2) of the cache directory). A test
+    /// seam: `--cache-min-free` is tested against a value the test sets, not a full disk.
+    public var cacheFreeSpace: (@Sendable () -> Int64?)? = nil
     /// A folder's listing is trusted this long (seconds), then listed again when next used.
     public var directoryCacheTTL: Double
     /// Seconds between two reads of the change feed.

@@ -15,6 +15,10 @@ import Glibc
 ///   made on Drive before they answer (one request each). On a file not on Drive yet they change
 ///   only its queued upload: a file made, renamed, chmodded and removed before its upload started
 ///   costs no request at all.
+/// - Offline (`Reachability`), and behind a change of the item still queued, or into a folder not
+///   on Drive yet, they are journaled as the upload queue's jobs instead (`queuesChange`), and
+///   answer once the journal holds them: a folder made under a reserved ID, a rename, a time, a
+///   mode, a removal; each item's jobs land in order, a folder before what goes into it.
 /// - New files carry a reserved ID from the start: the node is keyed by it, the upload creates the
 ///   file under it (never twice), and the change feed then finds the same node.
 extension DriveFilesystem {
@@ -28,6 +32,28 @@ extension DriveFilesystem {
     }
 
     private func nowMillis() -> Int64 { Int64((time.now() * 1000).rounded()) }
+
+    /// Whether `error` is Drive going away while the request was tried (the mount is offline now,
+    /// and the last try could not connect): the change is queued as if it had been made offline.
+    /// A try before that may have reached Drive (its answer lost); each queued change repeats
+    /// harmlessly (a create under the same ID, a rename, a time, a trash set again).
+    private func wentOffline(_ error: any Error) -> Bool {
+        guard backend.reachability?.isOffline == true, let drive = error as? DriveError,
+              case .transport(.couldNotConnect) = drive else { return false }
+        return true
+    }
+
+    /// Whether a change of `node` (into `folder`) is journaled for the upload queue to send
+    /// rather than sent now: Drive is unreachable, a change of the item is still queued (what
+    /// follows must not overtake it), or the item or the folder was made offline and is not on
+    /// Drive yet. Online, with none of these, the change goes to Drive before it answers.
+    private func queuesChange(_ node: Node?, into folder: Node? = nil) -> Bool {
+        if backend.reachability?.isOffline == true { return true }
+        if let folder, folder.kind == .directory, folder.local?.isNew == true { return true }
+        guard let node else { return false }
+        if node.kind == .directory && node.local?.isNew == true { return true }
+        return uploads.holdsChanges(of: node.file.id)
+    }
 
     /// An ID for a new item, from the pool (whose refill thread starts with the first create,
     /// after the fork, and then keeps it filled ahead of need: one request per 1,000 items). The
@@ -438,10 +464,35 @@ extension DriveFilesystem {
                                            caller: reply.caller)
             let made: DriveFile
             let id = try reserveID()
+            // Offline (or in a folder made offline): the folder is a journaled job under its
+            // reserved ID, shown now, made on Drive before anything that goes into it.
+            func queueFolder() throws(FilesystemError) -> FileAttributes {
+                let now = nowMillis()
+                let driveName = NameMapper.driveName(forShown: name)
+                let file = DriveFile(id: id, name: driveName, mimeType: DriveFile.folderMimeType, parents: [folder.file.id],
+                                     modifiedTime: now, createdTime: now, appProperties: properties.isEmpty ? nil : properties)
+                let request = UploadRequest(fileID: id, isNew: true, parentID: folder.file.id, name: driveName, modifiedTime: now,
+                                            appProperties: properties, displayPath: describe(parent) + "/" + name)
+                try uploads.queueChange(QueuedChange(request: request, places: true, makesFolder: true))
+                do throws(FilesystemError) {
+                    let node = try table.insertChild(parent: parent, name: name, file: file,
+                                                     local: LocalState(isNew: true, size: 0, modifiedMillis: now))
+                    return table.attributes(node)
+                } catch {
+                    _ = try? uploads.cancel(id)
+                    throw error
+                }
+            }
+            if queuesChange(nil, into: folder) { return try queueFolder() }
             do {
                 made = try backend.createFolder(name: NameMapper.driveName(forShown: name), parent: folder.file.id, modifiedTime: nowMillis(), id: id,
                                                 appProperties: properties.isEmpty ? nil : properties)
-            } catch { throw FilesystemError.from(error) }
+            } catch {
+                // Drive went away while it was tried: queued under the same ID (a create of it
+                // that reached Drive after all is found by the queue's).
+                if wentOffline(error) { return try queueFolder() }
+                throw FilesystemError.from(error)
+            }
             let node = try table.insertChild(parent: parent, name: name, file: made, local: nil)
             return table.attributes(node)
         }
@@ -454,11 +505,17 @@ extension DriveFilesystem {
         // The copy's lock across the journal's record: no commit from it slips in between, and a
         // removal the journal cannot keep changes nothing (the call fails, the file stays as it was).
         let content = locals.withLock { $0[node.inode] }
+        // Offline (or behind a queued change of it): the removal is the queue's job too.
+        let queues = !isNew && queuesChange(node)
         content?.lock.lock()
         if isNew { removedHere.withLock { _ = $0.insert(node.file.id) } }
         let cancelled: Bool
         do {
             cancelled = try uploads.cancel(node.file.id)
+            if queues && !cancelled {
+                try uploads.queueRemoval(UploadRequest(fileID: node.file.id, isNew: false, parentID: node.file.parents.first ?? table.rootID,
+                                                       name: node.file.name, displayPath: describe(node.inode)))
+            }
         } catch {
             if isNew { removedHere.withLock { _ = $0.remove(node.file.id) } }
             content?.lock.unlock()
@@ -491,6 +548,7 @@ extension DriveFilesystem {
             }
             guard removedHere.withLock({ $0.remove(node.file.id) != nil }) else { return }
         }
+        if queues { return }
         // Made again under a new ID by an upload the node may not show yet: that file goes.
         let driveID = uploads.currentID(of: node.file.id)
         do {
@@ -502,7 +560,9 @@ extension DriveFilesystem {
         } catch DriveError.notFound {
             // Gone already (removed elsewhere): what the caller wanted.
         } catch {
-            throw FilesystemError.from(error)
+            guard wentOffline(error) else { throw FilesystemError.from(error) }
+            try uploads.queueRemoval(UploadRequest(fileID: node.file.id, isNew: false, parentID: node.file.parents.first ?? table.rootID,
+                                                   name: node.file.name, displayPath: describe(node.inode)))
         }
     }
 
@@ -724,6 +784,16 @@ extension DriveFilesystem {
             return !c.sealed && c.committed == 0
         } ?? false
         if source.local?.isNew == true && (queued || unsent) { return nil }
+        // Offline: a queued upload of the file carries the rename (it lands after it); otherwise
+        // the rename is a job of its own, in order with the file's others.
+        func queueRename() throws(FilesystemError) -> DriveFile? {
+            if queued { return nil }
+            let request = UploadRequest(fileID: source.file.id, isNew: false, parentID: parentID, name: name,
+                                        appProperties: ctime ?? [:], displayPath: describe(source.inode))
+            try uploads.queueChange(QueuedChange(request: request, places: true, leaves: oldParentID ?? parentID))
+            return nil
+        }
+        if queuesChange(source, into: table.inode(forID: parentID).flatMap { table.node($0) }) { return try queueRename() }
         // Made again under a new ID by an upload the node may not show yet: the rename goes there,
         // and the node keeps its ID (the table indexes it so) until that landing is applied.
         let driveID = uploads.currentID(of: source.file.id)
@@ -737,7 +807,10 @@ extension DriveFilesystem {
             }
             file.id = source.file.id
             return file
-        } catch { throw FilesystemError.from(error) }
+        } catch {
+            if wentOffline(error) { return try queueRename() }
+            throw FilesystemError.from(error)
+        }
     }
 
     public func setAttributes(_ inode: Inode, _ changes: AttributeChanges, handle: UInt64?, reply: Reply<FileAttributes>) {
@@ -843,7 +916,17 @@ extension DriveFilesystem {
             if let modified { request.modifiedTime = modified }
             request.appProperties.merge(keptNow) { $1 }
         }
-        if carried || queued {
+        // Offline: journaled as a change of its own, sent once Drive answers.
+        func queueChange() throws(FilesystemError) {
+            var properties = kept
+            if let modeText { properties[AppPropertyKeys.mode] = modeText }
+            let request = UploadRequest(fileID: current.file.id, isNew: false, parentID: current.file.parents.first ?? table.rootID,
+                                        name: current.file.name, modifiedTime: modified, appProperties: properties,
+                                        displayPath: describe(inode))
+            try uploads.queueChange(QueuedChange(request: request, places: false))
+        }
+        // The change shown by the node's local state until what carries it lands.
+        func showLocally() {
             table.update(inode) { node in
                 var local = node.local ?? LocalState(isNew: false, size: node.file.size ?? 0,
                                                      modifiedMillis: node.file.modifiedTime ?? 0)
@@ -856,6 +939,17 @@ extension DriveFilesystem {
                 // a folder's time after filling it).
                 if modified != nil { node.entriesChangedMillis = nil }
             }
+        }
+        var queuedNow = false
+        if !carried && !queued && queuesChange(current) {
+            do throws(FilesystemError) { try queueChange() } catch {
+                held?.lock.unlock()
+                throw error
+            }
+            queuedNow = true
+        }
+        if carried || queued || queuedNow {
+            showLocally()
             held?.lock.unlock()
             return
         }
@@ -866,7 +960,12 @@ extension DriveFilesystem {
         do {
             updated = try backend.updateMetadata(uploads.currentID(of: current.file.id), name: nil, mimeType: nil, modifiedTime: modified,
                                                  appProperties: properties.isEmpty ? nil : properties)
-        } catch { throw FilesystemError.from(error) }
+        } catch {
+            guard wentOffline(error) else { throw FilesystemError.from(error) }
+            try queueChange()
+            showLocally()
+            return
+        }
         table.update(inode) { node in
             let parents = node.file.parents
             let name = node.file.name
@@ -896,6 +995,21 @@ extension DriveFilesystem {
         guard let file = handles.withLock({ $0.files[handle] }), file.inode == inode else { return reply.fail(.badHandle) }
         guard file.writable, let content = file.local else { return reply.fail(.badHandle) }
         guard let node = table.node(inode) else { return reply.fail(.stale) }
+        // --cache-min-free is a floor for writers too: a write that grows the file takes that
+        // much of the cache's disk, so cached content that may go makes room first, and when
+        // only pinned and unsent content is left the write gets ENOSPC instead of filling the
+        // disk (nothing of it written; what was accepted before stays).
+        if configuration.cacheMinimumFree > 0 {
+            content.lock.lock()
+            let growth = offset + Int64(data.count) - content.size
+            content.lock.unlock()
+            if growth > 0 && !cache.makeRoom(for: growth) {
+                Log.shared.once(.warning, "write", "the cache disk would keep less than --cache-min-free "
+                                + "(\(configuration.cacheMinimumFree) bytes) free: writes that need more space get ENOSPC "
+                                + "until pinned or unsent files make room")
+                return reply.fail(.noSpace)
+            }
+        }
         // Drive's bytes the write leaves standing in its edge blocks are fetched first, with the
         // copy's lock released; the write itself is made under the lock.
         let work = { @Sendable [self] (cancellation: CancellationFlag?) throws(FilesystemError) -> Int in
@@ -991,7 +1105,7 @@ extension DriveFilesystem {
 
     /// What the journal held at start: new files shown in their folders until they land.
     func restoreUploads() {
-        for (request, path) in uploads.recovered where !request.isNew {
+        for (request, path) in uploads.recovered where !request.isNew && !path.isEmpty {
             // The node shows the queued content (its size and time), not Drive's older version.
             var info = stat()
             let size = stat(path, &info) == 0 ? Int64(info.st_size) : 0
@@ -1001,7 +1115,15 @@ extension DriveFilesystem {
                                                                        modifiedMillis: request.modifiedTime ?? nowMillis(),
                                                                        permissions: permissions, properties: kept))
         }
-        for (request, path) in uploads.recovered where request.isNew {
+        for (request, path) in uploads.recovered where request.isNew && path.isEmpty {
+            // A folder made offline (its create is queued), shown as it was.
+            let now = request.modifiedTime ?? nowMillis()
+            let file = DriveFile(id: request.fileID, name: request.name, mimeType: DriveFile.folderMimeType, parents: [request.parentID],
+                                 modifiedTime: now, createdTime: now, appProperties: request.appProperties.isEmpty ? nil : request.appProperties)
+            table.restoreLocalNew(file, local: LocalState(isNew: true, size: 0, modifiedMillis: now,
+                                                          permissions: AppPropertyKeys.permissions(file)))
+        }
+        for (request, path) in uploads.recovered where request.isNew && !path.isEmpty {
             var info = stat()
             let size = stat(path, &info) == 0 ? Int64(info.st_size) : 0
             let now = nowMillis()
@@ -1019,6 +1141,7 @@ extension DriveFilesystem {
     /// An upload ended: the node shows Drive's new version (unless newer content waits), a
     /// conflicted copy appears beside it, a failure is logged.
     func uploadFinished(_ outcome: UploadOutcome) {
+        if outcome.contentPath.isEmpty { return changeLanded(outcome) }
         verdicts.note(outcome)
         // A landing in a pinned folder is content to keep (and the cache adopts it below).
         defer { pins.requestSweep() }
@@ -1110,6 +1233,36 @@ extension DriveFilesystem {
             node.local?.isNew = false
         }
         trashIfRemoved(outcome)
+    }
+
+    /// A change made offline ended (`UploadQueueing.queueChange`): once nothing more of the item
+    /// waits, the node shows Drive's file as the change left it (also after a restart, when the
+    /// table showed the name from before the change). Dropped (the item was gone from Drive) or
+    /// failed for good (logged by the queue): the change feed says what Drive holds.
+    private func changeLanded(_ outcome: UploadOutcome) {
+        let id = outcome.request.fileID
+        guard let inode = table.inode(forID: id) else { return }
+        let settled = !uploads.holdsChanges(of: id) && uploads.contentPath(of: id) == nil && locals.withLock({ $0[inode] }) == nil
+        guard outcome.error == nil, let landed = outcome.file else {
+            if settled { table.update(inode) { node in if node.local?.isNew != true { node.local = nil } } }
+            invalidator.apply(Invalidations(inodes: [inode]))
+            return
+        }
+        guard settled else {
+            table.update(inode) { node in
+                let name = node.file.name
+                let parents = node.file.parents
+                node.file = landed
+                node.file.name = name
+                node.file.parents = parents
+                node.local?.isNew = false
+            }
+            invalidator.apply(Invalidations(inodes: [inode]))
+            return
+        }
+        table.update(inode) { $0.local = nil }
+        invalidator.apply(table.applyLanded(landed))
+        invalidator.apply(Invalidations(inodes: [inode]))
     }
 
     /// A new file removed while its upload was landing: it goes where removals go.

@@ -121,7 +121,8 @@ public final class DriveFilesystem: FilesystemOperations {
         cacheLock = try CacheDirectoryLock(directory: cacheDirectory)
         let pinSet = PinSet(path: cacheDirectory.appendingPathComponent(PinSet.fileName).path)
         cache = try BlockCache(directory: cacheDirectory.appendingPathComponent("blocks"), capacity: configuration.cacheSize,
-                               blockSize: configuration.blockSize, kept: pinSet.kept, minimumFree: configuration.cacheMinimumFree)
+                               blockSize: configuration.blockSize, kept: pinSet.kept, minimumFree: configuration.cacheMinimumFree,
+                               freeSpace: configuration.cacheFreeSpace)
         index = IndexStore(path: cacheDirectory.appendingPathComponent(IndexStore.fileName).path)
         backgroundListing = WorkPool(name: "drivefs-prefetch", threads: configuration.backgroundListingThreads)
         notifications = WorkPool(name: "drivefs-notify", threads: 1)

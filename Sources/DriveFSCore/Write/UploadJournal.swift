@@ -54,8 +54,11 @@ final class UploadJournal {
         case done(seq: UInt64, landed: UploadJob.Landed?)
         /// The job failed for good; its content was moved to `preservedAt`.
         case failed(seq: UInt64, preservedAt: String?, message: String)
-        /// A live job as compaction writes it.
+        /// A live job as compaction writes it; also a new job that is whole when queued (a change
+        /// made offline, a removal of a file the queue held nothing of).
         case job(UploadJob)
+        /// A queued job, not started, as it is now: a later change merged into it.
+        case rewrite(UploadJob)
         /// A file's last landing as compaction writes it (`UploadJob.LastLanded`).
         case landedEarlier(fileID: String, UploadJob.LastLanded)
         /// A file made again under a new ID as compaction writes it (`UploadQueueState.movedTo`);

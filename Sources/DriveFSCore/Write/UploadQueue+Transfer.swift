@@ -67,6 +67,7 @@ extension UploadQueue {
                 case .upload: runUpload(job, running)
                 case .removal: runRemoval(job, running)
                 case .replacement: runReplacement(job, running)
+                case .change: runChange(job, running)
                 }
             }
             withLock { s in
@@ -91,8 +92,18 @@ extension UploadQueue {
         defer { lock.unlock() }
         while true {
             if shared.stopping || shared.crashed { return nil }
-            // A file someone waits for (fsync, --sync-close) goes first; then commit order.
-            let ready = shared.state.heads.filter { $0.ready && shared.running[$0.fileID] == nil }
+            // A file someone waits for (fsync, --sync-close) goes first; then commit order. A job
+            // whose folder is still to be made by a folder job (made offline) waits for it.
+            // Changes and removals wait while Drive is unreachable (the poller's probe finds it
+            // back): not tried and failed meanwhile, so a folder made and removed offline, or a
+            // change merged into a queued one, costs no request at all.
+            let folders = Set(shared.state.jobs.values.filter(\.makesFolder).map(\.target))
+            let offline = backend.reachability?.isOffline == true
+            let ready = shared.state.heads.filter { job in
+                guard job.ready, shared.running[job.fileID] == nil else { return false }
+                if offline && (job.kind == .change || job.kind == .removal) { return false }
+                return job.kind == .removal || job.kind == .replacement || !folders.contains(job.request.parentID)
+            }
             let waited = Set(shared.waiters.values.map { shared.state.currentID($0.fileID) })
             // A new file just closed settles first (`newFileSettle`), unless someone waits for it.
             let now = Self.uptime
@@ -605,6 +616,110 @@ extension UploadQueue {
                 log.warning("uploads", text)
                 do { try wait(delay, seq: first.seq) } catch { return }
             }
+        }
+    }
+
+    // MARK: Changes made offline
+
+    /// A `change` job: the folder made (`createFolder` under its reserved ID: a retry, or a
+    /// restart after a landing whose record a crash lost, finds it made), or the item's name,
+    /// folder, time and properties set in one files.update (a move that also sets a time takes a
+    /// second). Conflicts: an item gone from Drive meanwhile drops the change (Drive's removal
+    /// stands); one moved elsewhere on Drive meanwhile is moved from where it is now (one
+    /// files.get first); otherwise the change is applied over Drive's (the later one wins).
+    private func runChange(_ first: UploadJob, _ running: Running) {
+        var failures = 0
+        while true {
+            do {
+                let job = try current(first.seq)
+                if failures == 0 { try point(.starting(job.fileID)) }
+                let file = try sendChange(job)
+                try point(.landed(job.fileID))
+                let outcome = try withLock { (s: inout Shared) throws -> UploadOutcome in
+                    if s.crashed { throw Interruption.crashed }
+                    do throws(FilesystemError) { try Self.record(.done(seq: first.seq, landed: nil), &s) } catch {
+                        throw JobFailure(message: "cannot journal the change: \(error)", permanent: false, error: error)
+                    }
+                    if crashes(at: .done(job.fileID), &s) { throw Interruption.crashed }
+                    compactIfWanted(&s)
+                    lock.broadcast()
+                    return UploadOutcome(request: job.request, file: file, wasConflict: false, contentPath: "")
+                }
+                log.debug("uploads", "\(job.request.displayPath): change job \(first.seq) " + (file == nil ? "dropped" : "landed"))
+                withLock { $0.onFinished }?(outcome)
+                return
+            } catch {
+                let failure = jobFailure(error, seq: first.seq)
+                if failure.interruption != nil { return }
+                if failure.job.permanent {
+                    let ended = withLock { s -> Bool in
+                        guard (try? Self.record(.failed(seq: first.seq, preservedAt: nil, message: failure.job.message), &s)) != nil else {
+                            return false
+                        }
+                        s.failedCount += 1
+                        s.lastError = "\(first.request.displayPath): cannot change it on Drive: \(failure.job.message)"
+                        _ = crashes(at: .failed(first.fileID), &s)
+                        lock.broadcast()
+                        return true
+                    }
+                    if ended {
+                        log.error("uploads", "\(first.request.displayPath): what was changed offline cannot be made on Drive: \(failure.job.message)")
+                        withLock { $0.onFinished }?(UploadOutcome(request: first.request, file: nil, wasConflict: false, contentPath: "",
+                                                                  error: failure.job.error))
+                        return
+                    }
+                }
+                failures += 1
+                let delay = backoff(after: failures, retryAfter: failure.job.retryAfter)
+                let text = "\(first.request.displayPath): changing it on Drive: \(failure.job.message); trying again in \(Self.seconds(delay))"
+                withLock { $0.lastError = text }
+                log.warning("uploads", text)
+                do { try wait(delay, seq: first.seq) } catch { return }
+            }
+        }
+    }
+
+    /// The requests of one change job; nil when the item was gone from Drive (the change dropped).
+    private func sendChange(_ job: UploadJob) throws -> DriveFile? {
+        let request = job.request
+        let properties = request.appProperties.isEmpty ? nil : request.appProperties
+        if job.makesFolder {
+            return try step(.create) {
+                try backend.createFolder(name: request.name, parent: request.parentID, modifiedTime: request.modifiedTime,
+                                         id: job.target, appProperties: properties)
+            }
+        }
+        let places = job.change?.places ?? false
+        do {
+            if places, let leaves = job.change?.leaves, leaves != request.parentID {
+                var file: DriveFile
+                do {
+                    file = try step(.other) {
+                        try backend.move(job.target, addParent: request.parentID, removeParent: leaves, newName: request.name,
+                                         appProperties: properties)
+                    }
+                } catch let failure as JobFailure where failure.drive?.reason == "cannotAddParent" {
+                    // Moved elsewhere on Drive meanwhile: taken from where it is now.
+                    let head = try step(.other) { try backend.getFile(job.target) }
+                    log.warning("uploads", "\(request.displayPath): moved on Drive since it was moved here offline; "
+                                + "the move made here wins")
+                    file = try step(.other) {
+                        try backend.move(job.target, addParent: request.parentID, removeParent: head.parents.first,
+                                         newName: request.name, appProperties: properties)
+                    }
+                }
+                if let time = request.modifiedTime {
+                    file = try step(.other) { try backend.updateMetadata(job.target, name: nil, mimeType: nil, modifiedTime: time, appProperties: nil) }
+                }
+                return file
+            }
+            return try step(.other) {
+                try backend.updateMetadata(job.target, name: places ? request.name : nil, mimeType: nil, modifiedTime: request.modifiedTime,
+                                           appProperties: properties)
+            }
+        } catch let failure as JobFailure where failure.isNotFound {
+            log.warning("uploads", "\(request.displayPath): removed from Drive since it was changed here offline; the change is dropped")
+            return nil
         }
     }
 

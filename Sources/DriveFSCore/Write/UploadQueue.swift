@@ -220,7 +220,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         }
         if finished > 0 { log.info("uploads", "\(finished) renames over a file, cut short by the last run's end, finished from the journal") }
         let uploads = state.ordered.filter { $0.kind == .upload }
-        recovered = uploads.map { ($0.request, $0.contentPath) }
+        // Folders made offline are shown, as new files are, until they land (contentPath "").
+        recovered = state.ordered.filter { $0.kind == .upload || $0.makesFolder }.map { ($0.request, $0.contentPath) }
         shared = Shared(state: state, journal: journal, pinned: Set(state.jobs.keys))
         if !state.jobs.isEmpty {
             log.info("uploads", "\(uploads.count) uploads and \(state.jobs.count - uploads.count) removals recovered from \(journal.path)")
@@ -230,7 +231,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     /// Whether the rename `placement` took effect, as the queue's own jobs of the renamed file say
     /// (their request is what Drive will be told); nil when the queue holds none (Drive says).
     static func placed(_ placement: UploadJob.Placement, _ state: UploadQueueState) -> Bool? {
-        guard let last = state.jobs(of: state.currentID(placement.fileID)).last(where: { $0.kind == .upload }) else { return nil }
+        let jobs = state.jobs(of: state.currentID(placement.fileID))
+        guard let last = jobs.last(where: { $0.kind == .upload || $0.kind == .change && $0.change?.places == true }) else { return nil }
         return last.request.name == placement.name && last.request.parentID == placement.parentID
     }
 
@@ -486,6 +488,61 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         }
     }
 
+    public func queueChange(_ change: QueuedChange) throws(FilesystemError) {
+        try withLock { (s: inout Shared) throws(FilesystemError) in
+            guard !s.crashed else { throw FilesystemError(errno: EIO) }
+            let request = Self.current(change.request, s.state)
+            let fileID = request.fileID
+            let jobs = s.state.jobs(of: fileID)
+            let record: UploadJournal.Record
+            if !change.makesFolder, let last = jobs.last, last.kind == .change, s.running[fileID]?.seq != last.seq,
+               !s.pinned.contains(last.seq) {
+                // Merged into the change (or the folder's create) still queued: one job, one request.
+                var merged = last
+                if change.places {
+                    merged.request.name = request.name
+                    merged.request.parentID = request.parentID
+                    if merged.change?.places != true { merged.change = UploadJob.Change(places: true, leaves: change.leaves) }
+                }
+                if let time = request.modifiedTime { merged.request.modifiedTime = time }
+                merged.request.appProperties.merge(request.appProperties) { $1 }
+                merged.request.displayPath = request.displayPath
+                record = .rewrite(merged)
+            } else {
+                record = .job(.change(seq: s.state.nextSeq, request: request, target: jobs.last?.target ?? fileID, places: change.places,
+                                      leaves: change.leaves, makesFolder: change.makesFolder))
+            }
+            do throws(FilesystemError) { try Self.record(record, &s) } catch {
+                // Not applied: the change fails, nothing changed (a crash would forget it).
+                log.error("uploads", "\(request.displayPath): cannot journal a change made offline (\(error)); it is refused")
+                throw error
+            }
+            log.debug("uploads", "\(request.displayPath): change queued (\(record))")
+            if crashes(at: .metadataChanged(fileID), &s) { throw FilesystemError(errno: EIO) }
+            compactIfWanted(&s)
+        }
+        lock.broadcast()
+    }
+
+    public func queueRemoval(_ asked: UploadRequest) throws(FilesystemError) {
+        try withLock { (s: inout Shared) throws(FilesystemError) in
+            guard !s.crashed else { throw FilesystemError(errno: EIO) }
+            let request = Self.current(asked, s.state)
+            let job = UploadJob.removal(seq: s.state.nextSeq, request: request, target: request.fileID, deletes: deletePermanently)
+            do throws(FilesystemError) { try Self.record(.job(job), &s) } catch {
+                log.error("uploads", "\(request.displayPath): cannot journal a removal made offline (\(error)); it is refused")
+                throw error
+            }
+            if crashes(at: .cancelled(request.fileID), &s) { throw FilesystemError(errno: EIO) }
+            compactIfWanted(&s)
+        }
+        lock.broadcast()
+    }
+
+    public func holdsChanges(of asked: String) -> Bool {
+        withLock { s in s.state.jobs(of: s.state.currentID(asked)).contains { $0.kind == .change || $0.kind == .removal } }
+    }
+
     public func cancel(_ asked: String) throws(FilesystemError) -> Bool {
         var dropped: [String] = []
         defer {
@@ -496,7 +553,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         }
         return try withLock { (s: inout Shared) throws(FilesystemError) -> Bool in
             let fileID = s.state.currentID(asked)
-            let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
+            let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload || $0.kind == .change }
             guard let first = jobs.first, !s.crashed else {
                 s.earlies.removeValue(forKey: fileID)?.abandon("the file was removed")
                 return false
@@ -706,8 +763,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         withLock { s -> UploadFilePhase in
             let fileID = s.state.currentID(asked)
             if s.running[fileID] != nil || s.landing[fileID] != nil { return .uploading }
-            let jobs = s.state.jobs(of: fileID).filter { $0.kind == .upload }
-            if jobs.isEmpty { return .none }
+            let all = s.state.jobs(of: fileID)
+            let jobs = all.filter { $0.kind == .upload }
+            // A change made offline (a rename, a mode, a time) waits to be sent: queued too.
+            if jobs.isEmpty { return all.contains { $0.kind == .change } ? .queued : .none }
             return jobs.contains(where: \.ready) ? .queued : .notReady
         }
     }

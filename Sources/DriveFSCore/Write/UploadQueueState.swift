@@ -1,5 +1,6 @@
 /// One job of the upload queue, as the journal keeps it: content owed to Drive, the removal of a
-/// file that Drive may hold, or a rename over a file to finish.
+/// file that Drive may hold, a rename over a file to finish, or a change of an item's name, folder,
+/// time or properties (or a new folder) made while Drive was unreachable.
 struct UploadJob: Codable, Equatable, Sendable {
     enum Kind: String, Codable, Sendable {
         case upload
@@ -9,6 +10,20 @@ struct UploadJob: Codable, Equatable, Sendable {
         /// rename's first step and ended after its last, so a crash in between is finished by the
         /// next start: never both files under the name (docs/architecture.md, "Renames over a file").
         case replacement
+        /// A change made offline (`change`): the item `target` gets `request.name` in
+        /// `request.parentID` (when `change.places`), `request.modifiedTime` (when set) and the
+        /// drivefs properties `request.appProperties`; or, with `creates`, the folder `target` is
+        /// made there with them. Queued in order with the item's other jobs; a job whose folder
+        /// is made by an earlier folder job waits for it (parents before children).
+        case change
+    }
+
+    /// What a `change` job changes besides time and properties.
+    struct Change: Codable, Equatable, Sendable {
+        /// The name and folder of the request are part of the change (a rename or move).
+        var places: Bool
+        /// The folder Drive had the item in when the change was made (a move takes it out of it).
+        var leaves: String?
     }
 
     /// Where a rename puts a file: the file, its new (Drive) name and folder.
@@ -81,6 +96,11 @@ struct UploadJob: Codable, Equatable, Sendable {
     var corruptLandings: [String]? = nil
     /// For a replacement: the rename that replaces the file.
     var replacedBy: Placement? = nil
+    /// For a change: what it changes (nil in journals written before the kind existed).
+    var change: Change? = nil
+
+    /// A folder made offline, not on Drive until this job lands.
+    var makesFolder: Bool { kind == .change && creates }
 
     /// The key jobs run in order under: the file's ID. A replacement has its own, so that it
     /// neither waits for the replaced file's uploads nor counts as one of them.
@@ -101,6 +121,14 @@ struct UploadJob: Codable, Equatable, Sendable {
     static func replacement(seq: UInt64, request: UploadRequest, target: String, by placement: Placement, deletes: Bool) -> UploadJob {
         UploadJob(seq: seq, kind: .replacement, request: request, contentPath: "", ready: false, target: target, creates: false,
                   conflictCopy: nil, deletes: deletes, replacedBy: placement)
+    }
+
+    /// A change of the item `request` names (Drive's copy `target`), or with `makesFolder` the
+    /// folder it describes made under the ID `target` (see `Kind.change`).
+    static func change(seq: UInt64, request: UploadRequest, target: String, places: Bool, leaves: String?,
+                       makesFolder: Bool) -> UploadJob {
+        UploadJob(seq: seq, kind: .change, request: request, contentPath: "", ready: true, target: target, creates: makesFolder,
+                  conflictCopy: nil, deletes: false, change: Change(places: places || makesFolder, leaves: leaves))
     }
 
     /// An earlier job of the file, written on the same base, went to the conflicted copy `landed`
@@ -223,7 +251,7 @@ struct UploadQueueState: Equatable {
             job.request = changed
             jobs[seq] = job
         case .cancel(let fileID, let removal):
-            for job in jobs(of: fileID) where job.kind == .upload {
+            for job in jobs(of: fileID) where job.kind == .upload || job.kind == .change {
                 remove(job.seq)
                 if job.ready { endedContent.append(job.contentPath) }
             }
@@ -273,6 +301,10 @@ struct UploadQueueState: Equatable {
             }
         case .job(let job):
             insert(job)
+        case .rewrite(let job):
+            guard jobs[job.seq] != nil else { return }
+            remove(job.seq)
+            insert(job)
         case .landedEarlier(let fileID, let last):
             landed[fileID] = last
             nextSeq = max(nextSeq, last.seq + 1)
@@ -288,7 +320,7 @@ struct UploadQueueState: Equatable {
         movedTo[from] = (to, seq)
         for later in byFile[from] ?? [] {
             guard var job = remove(later) else { continue }
-            if job.kind == .upload || job.kind == .removal { job.request.fileID = to }
+            if job.kind != .replacement { job.request.fileID = to }
             insert(job)
         }
         if let last = landed.removeValue(forKey: from) { landed[to] = last }

@@ -197,6 +197,22 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// core then makes the change on Drive itself).
     func updateMetadata(of fileID: String, _ change: @Sendable (inout UploadRequest) -> Void) throws(FilesystemError) -> Bool
 
+    /// A change made while Drive was unreachable (or behind another such change of the item, or
+    /// into a folder not on Drive yet), journaled before it returns and sent in order with the
+    /// item's other jobs: a rename or move, a time, drivefs properties (mode, owners), or with
+    /// `makesFolder` a new folder under its reserved ID. Merged into the item's change still
+    /// queued (one request for a rename, chmod and touch made one after the other). Throws when
+    /// the journal cannot take it (nothing changed: the caller fails).
+    func queueChange(_ change: QueuedChange) throws(FilesystemError)
+
+    /// The removal (trash, or delete as the mount is configured) of a file the queue holds no job
+    /// of, made while Drive was unreachable: journaled, sent once Drive answers. Throws as `queueChange`.
+    func queueRemoval(_ request: UploadRequest) throws(FilesystemError)
+
+    /// Whether a change or removal of the item is still queued: what is done to it next is
+    /// queued behind it (never sent around it).
+    func holdsChanges(of fileID: String) -> Bool
+
     /// The file was removed: a queued job is dropped (a new file that never started costs no
     /// request at all); a running one is trashed (or deleted, as the mount is configured) once it
     /// landed. False when the queue holds no job of the file.
@@ -259,6 +275,24 @@ public protocol UploadQueueing: AnyObject, Sendable {
     func start(onFinished: @escaping @Sendable (UploadOutcome) -> Void)
     /// Stops after the transfers in flight end or are interrupted; what is left stays in the journal.
     func stop()
+}
+
+/// A change of an item's metadata to queue (`UploadQueueing.queueChange`). `request` names the
+/// item (`fileID`, `displayPath`) and carries the change: its Drive `name` and folder `parentID`
+/// (when `places`), `modifiedTime` (nil: unchanged), `appProperties` to set (drivefs's: mode,
+/// owners, ctime). `leaves`: the folder Drive has it in now (a move takes it out of it).
+public struct QueuedChange: Sendable {
+    public var request: UploadRequest
+    public var places: Bool
+    public var leaves: String?
+    public var makesFolder: Bool
+
+    public init(request: UploadRequest, places: Bool, leaves: String? = nil, makesFolder: Bool = false) {
+        self.request = request
+        self.places = places
+        self.leaves = leaves
+        self.makesFolder = makesFolder
+    }
 }
 
 /// One file's place in the upload queue.

@@ -401,13 +401,23 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
 
     /// Counts one request of `method` and throws its first pending fault, if any.
     private func request(_ method: String) throws {
-        let fault: DriveError? = {
+        let (fault, marks): (DriveError?, Bool) = {
             lock.lock(); defer { lock.unlock() }
             counts[method, default: 0] += 1
-            return offline ?? takeFault(method, afterLanding: false)
+            return (offline ?? takeFault(method, afterLanding: false), offline != nil && marksOffline)
         }()
+        // As the executor does once every try failed to connect for a while: the mount is offline.
+        if marks { reachability?.markOffline("test: connection refused") }
         if let fault { throw fault }
     }
+
+    /// While `unreachable` is set, a request that fails marks `reachability` offline (as the real
+    /// executor would after its tries failed for a while): Drive going away under a request.
+    var marksOfflineWhenUnreachable: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return marksOffline }
+        set { lock.lock(); marksOffline = newValue; lock.unlock() }
+    }
+    private var marksOffline = false
 
     /// One write request: counted (and maybe failed), the hook's `.before`, the change itself
     /// (`land`, under the lock), the hook's `.after`, then maybe a lost answer.

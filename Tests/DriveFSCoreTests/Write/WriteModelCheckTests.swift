@@ -35,6 +35,9 @@ final class LandingGate: UploadQueueing, @unchecked Sendable {
         try inner.updateMetadata(of: fileID, change)
     }
     func cancel(_ fileID: String) throws(FilesystemError) -> Bool { try inner.cancel(fileID) }
+    func queueChange(_ change: QueuedChange) throws(FilesystemError) { try inner.queueChange(change) }
+    func queueRemoval(_ request: UploadRequest) throws(FilesystemError) { try inner.queueRemoval(request) }
+    func holdsChanges(of fileID: String) -> Bool { inner.holdsChanges(of: fileID) }
     func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool {
         try inner.retarget(fileID, to: request)
     }
