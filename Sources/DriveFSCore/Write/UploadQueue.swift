@@ -206,7 +206,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         state.readyAll()
         // Renames over a file that a crash cut short: finished now where the journal alone says
         // whether the renamed file took the name (it has a job); the others run as jobs (Drive says).
-        let finished = Self.finishReplacements(&state, deletePermanently: deletePermanently)
+        var finishing: [UploadJournal.Record] = []
+        let finished = Self.finishReplacements(&state, deletePermanently: deletePermanently, records: &finishing)
         let live = Set(state.jobs.values.map(\.contentPath))
         for move in state.failedMoves where !live.contains(move.from) && LocalFiles.exists(move.from) && !LocalFiles.exists(move.to) {
             try? LocalFiles.move(move.from, to: move.to)
@@ -216,7 +217,17 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             if unlink(path) == 0 { log.debug("uploads", "removed \(path), left by a job that ended before a restart") }
         }
         if report.skippedBytes > 0 || wereOpen || finished > 0 || journal.wantsCompaction {
-            try journal.compact(to: state.snapshot)
+            do throws(FilesystemError) {
+                try journal.compact(to: state.snapshot)
+            } catch {
+                // A full cache disk (the chaos run's: staging of queued uploads filled it) has no
+                // room for a second copy of the journal, and refusing to start would keep those
+                // uploads from ever draining. The journal stays as it is, which the next start reads
+                // the same way (files open at the end made ready, damage skipped); only the
+                // replacements finished now are new, and their few records are appended.
+                for record in finishing { try journal.append(record) }
+                log.warning("uploads", "cannot compact the journal \(journal.path) at start (\(error)); going on with it as it is")
+            }
         }
         if finished > 0 { log.info("uploads", "\(finished) renames over a file, cut short by the last run's end, finished from the journal") }
         let uploads = state.ordered.filter { $0.kind == .upload }
@@ -249,12 +260,17 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
 
     /// Finishes, in `state` (at opening, before anything runs), the replacements whose rename the
     /// journal alone decides; the others stay, ready, to be decided by Drive. How many it finished.
-    static func finishReplacements(_ state: inout UploadQueueState, deletePermanently: Bool) -> Int {
+    /// `records`: those applied, in order (what a journal that could not be compacted appends).
+    static func finishReplacements(_ state: inout UploadQueueState, deletePermanently: Bool,
+                                   records: inout [UploadJournal.Record]) -> Int {
         var finished = 0
         for job in state.ordered where job.kind == .replacement {
             guard let placement = job.replacedBy, let isPlaced = placed(placement, state) else { continue }
-            if isPlaced { state.apply(removalRecord(of: job, state, deletes: deletePermanently)) }
-            state.apply(.done(seq: job.seq, landed: nil))
+            var applied: [UploadJournal.Record] = []
+            if isPlaced { applied.append(removalRecord(of: job, state, deletes: deletePermanently)) }
+            applied.append(.done(seq: job.seq, landed: nil))
+            for record in applied { state.apply(record) }
+            records += applied
             finished += 1
         }
         return finished
