@@ -35,11 +35,19 @@ extension BlockCache {
         indexDirty = false
         condition.unlock()
 
-        // 1. The data.
-        for path in toSync {
-            guard let fd = try? SystemCall.open(path, O_RDONLY | O_CLOEXEC) else { continue }
-            _ = try? SystemCall.fdatasync(fd)
-            close(fd)
+        // 1. The data. A file whose bytes could not be made durable (an I/O error, no descriptor
+        // left) is left out of this index: listed, its blocks could read back as zeros after a
+        // crash. It is tried again at the next flush; meanwhile a restart fetches it again.
+        let unsynced = Set(toSync.filter { !syncData($0) })
+        if !unsynced.isEmpty {
+            let names = Set(unsynced.map { ($0 as NSString).lastPathComponent })
+            records.removeAll { names.contains($0.file) }
+            Log.shared.warning("cache", "cannot make \(unsynced.count) cached file(s) durable (\(unsynced.sorted().first ?? "")): "
+                               + "left out of the block cache index until they are")
+            condition.lock()
+            indexDirty = true
+            for entry in entries.values where unsynced.contains(entry.path) { entry.dirty = true }
+            condition.unlock()
         }
         // 2. The index.
         do {

@@ -68,6 +68,8 @@ public final class BlockCache: Sendable {
     /// One index write at a time.
     let flushLock = NSLock()
     let index: BlockCacheIndex
+    /// Makes a data file's bytes durable (`flush`'s first step); false when it could not.
+    let syncData: @Sendable (String) -> Bool
     /// The thread that writes the index while mounted (`startFlushing`).
     let flusher = Locked<BackgroundLoop?>(nil)
     /// How often the index is written while mounted.
@@ -83,8 +85,15 @@ public final class BlockCache: Sendable {
     ///   is loaded without evicting them even when the cap shrank.
     /// - Parameter minimumFree: bytes the cache's filesystem keeps free (0: only the cap counts);
     ///   `freeSpace` says how many are free now (default: statvfs(2) of `directory`).
+    /// - Parameter syncData: test seam for `flush`'s first step (default: fdatasync(2) of the file).
     public init(directory: URL, capacity: Int64, blockSize: Int, kept: Set<String> = [], minimumFree: Int64 = 0,
-                freeSpace: (@Sendable () -> Int64?)? = nil) throws(FilesystemError) {
+                freeSpace: (@Sendable () -> Int64?)? = nil,
+                syncData: (@Sendable (String) -> Bool)? = nil) throws(FilesystemError) {
+        self.syncData = syncData ?? { path in
+            guard let fd = try? SystemCall.open(path, O_RDONLY | O_CLOEXEC) else { return false }
+            defer { close(fd) }
+            return (try? SystemCall.fdatasync(fd)) != nil
+        }
         self.directory = directory
         self.capacity = max(Int64(blockSize), capacity)
         self.blockSize = blockSize
