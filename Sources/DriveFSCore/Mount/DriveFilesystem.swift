@@ -526,6 +526,7 @@ public final class DriveFilesystem: FilesystemOperations {
         let (invalidations, folders) = table.shedIdleFolders(idleFor: idleFor)
         invalidator.apply(invalidations)
         _ = notifications.waitUntilIdle(timeout: 60)
+        table.packUnneededFolders()
         return folders
     }
     /// Reads the change feed now (tests; the poller does it every `pollInterval`).
