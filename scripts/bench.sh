@@ -18,8 +18,10 @@
 #   5. The metadata index restore at a size the emulator cannot seed in the bench's time
 #      (`drivefs debug index-restore`): a synthetic index of BENCH_INDEX_ITEMS (default 1,000,000)
 #      items, its file size, IndexStore.load's time, the time until the root and a first folder are
-#      listed, and the restore's peak RSS. The index alone, not a mount's network start-up (the
-#      harness's workload 8c measures that). A few seconds.
+#      listed, and the restore's peak RSS; then a walk through the table (every folder visited once,
+#      then let go as an idle mount lets it go): its time, its peak RSS and the RSS after it. The
+#      index alone, not a mount's network start-up (the harness's workload 8c measures that). A few
+#      seconds.
 #
 # Usage: scripts/bench.sh BIN_DIR (release build: make bench). Needs root (or FUSE access) and python3.
 # Environment: BENCH_SECONDS per measurement (default 3); BENCH_FOLDERS (default 20000) and
@@ -176,4 +178,4 @@ fi
 # 5. The index restore of a synthetic drive (docs/benchmarks.md, "Restoring a 1,000,000-item index").
 echo
 echo "metadata index: restoring a synthetic drive (drivefs debug index-restore; no network)"
-timeout 600 "$drivefs" debug index-restore --items "${BENCH_INDEX_ITEMS:-1000000}"
+timeout 600 "$drivefs" debug index-restore --walk --items "${BENCH_INDEX_ITEMS:-1000000}"
