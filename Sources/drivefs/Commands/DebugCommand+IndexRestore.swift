@@ -107,7 +107,7 @@ extension DebugCommand {
         line("index: RSS with the restored table held", mib(held))
         if let w = restore.walk {
             line("walk: folders visited / entries looked up", "\(grouped(w.foldersVisited)) / \(grouped(w.itemsVisited))")
-            line("walk: time (every folder materialized, each entry looked up)", ms(w.seconds))
+            line("walk: every folder materialized and each entry looked up", ms(w.seconds))
             line("walk: most folders materialized at once", grouped(w.peakMaterialized))
             line("walk: peak RSS (VmHWM, reset before the walk)", mib(walkPeak))
             line("walk: RSS before the walk (where VmHWM was reset)", walkBaseline.map { mib($0) } ?? "not reset")
