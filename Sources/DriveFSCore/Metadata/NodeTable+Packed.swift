@@ -56,6 +56,7 @@ extension NodeTable {
             Log.shared.warning("index", "the packed listing of \(id) does not decode; it is listed again")
             return
         }
+        packed.releasePages()
         var saved: [String: UInt64] = [:]
         for entry in entries { if let inode = entry.inode { saved[entry.file.id] = inode } }
         s.deferred.merge(setChildren(folder, entries.map(\.file), &s, savedInodes: saved))

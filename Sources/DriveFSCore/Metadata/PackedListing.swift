@@ -45,6 +45,13 @@ struct PackedListing: Sendable {
         return false
     }
 
+    /// A mapped listing's pages dropped from the resident set (the whole pages inside its range:
+    /// `MappedFile.release`), once its bytes were decoded into nodes: a walk of a restored index
+    /// touches every page, which would otherwise stay resident while the mapping lives.
+    func releasePages() {
+        if case .mapped(let file, let range) = storage { file.release(range) }
+    }
+
     /// Calls `body` with the packed bytes where they are (no copy).
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         switch storage {
