@@ -57,6 +57,7 @@ extension NodeTable {
             return
         }
         packed.releasePages()
+        if packed.isMapped { s.mappedOrigins[id] = packed }
         var saved: [String: UInt64] = [:]
         for entry in entries { if let inode = entry.inode { saved[entry.file.id] = inode } }
         s.deferred.merge(setChildren(folder, entries.map(\.file), &s, savedInodes: saved))

@@ -167,8 +167,37 @@ extension NodeTable {
         s.folderUse[folder] = nil
         if let changed = s.changedHere[folder], changed > (s.touched[id] ?? 0) { s.touched[id] = changed }
         Self.dropPacked(id, &s)
-        Self.storePacked(id, PackedListing(folderID: id, entries: entries, listedAt: listing.listedAt,
-                                           trusted: listing.trusted), &s)
+        let origin = s.mappedOrigins.removeValue(forKey: id)
+        let packed = origin.flatMap { Self.unchanged($0, id, entries) } ?? PackedListing(folderID: id, entries: entries,
+                                                                                         listedAt: 0, trusted: true)
+        var stored = packed
+        stored.listedAt = listing.listedAt
+        stored.trusted = listing.trusted
+        Self.storePacked(id, stored, &s)
+    }
+
+    /// `origin` (the mapped listing `id` was materialized from), with the inode numbers of
+    /// `entries` that its own entries lack, when it holds exactly `entries` otherwise; else nil.
+    /// Its bytes then stay in the mapping: after a walk of a restored index, the packed index is
+    /// still page cache, not heap (docs/benchmarks.md, "Memory across a walk").
+    static func unchanged(_ origin: PackedListing, _ id: String, _ entries: [PackedListing.Entry]) -> PackedListing? {
+        guard origin.count == entries.count, let old = origin.entries(folderID: id) else { return nil }
+        origin.releasePages()
+        var byID: [String: PackedListing.Entry] = [:]
+        byID.reserveCapacity(entries.count)
+        for entry in entries { byID[entry.file.id] = entry }
+        var overrides: [UInt64] = []
+        overrides.reserveCapacity(old.count)
+        var needed = false
+        for e in old {
+            guard let n = byID[e.file.id], n.file == e.file, n.exportedSize == e.exportedSize,
+                  e.inode == nil || e.inode == n.inode else { return nil }
+            overrides.append(n.inode ?? 0)
+            if e.inode == nil && n.inode != nil { needed = true }
+        }
+        var kept = origin
+        if needed { kept.inodeOverrides = overrides }
+        return kept
     }
 
     /// `inode` leaves the kept children of `folder` (it was one).

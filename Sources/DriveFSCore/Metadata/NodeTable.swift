@@ -200,6 +200,11 @@ final class NodeTable: Sendable {
         /// inode numbers. INVARIANT: each is a node whose `parent` is the key, and the key's node
         /// has no materialized listing.
         var keptChildren: [Inode: Set<Inode>] = [:]
+        /// The mapped listings (of the restored index file) of folders materialized from them, by
+        /// Drive ID: packed back unchanged, a folder takes them again rather than bytes of its own
+        /// on the heap (NodeTable+Repack.swift). A stale one is harmless: it is used only when it
+        /// decodes to the entries being packed.
+        var mappedOrigins: [String: PackedListing] = [:]
         /// Nodes packing dropped since `packUnneededFolders` last gave free memory back.
         var droppedSinceTrim = 0
         /// When each materialized folder not shed since was last used here (NodeTable+Shedding.swift).
@@ -518,7 +523,10 @@ final class NodeTable: Sendable {
             return
         }
         s.nodes[inode] = nil
-        if node.listing != nil { s.materializedFolders -= 1 }
+        if node.listing != nil {
+            s.materializedFolders -= 1
+            s.mappedOrigins[node.file.id] = nil
+        }
         s.folderUse[inode] = nil
         s.localNew.remove(inode)
         if s.byID[node.file.id] == inode { s.byID[node.file.id] = nil }
