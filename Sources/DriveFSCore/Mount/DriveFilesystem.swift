@@ -535,7 +535,9 @@ public final class DriveFilesystem: FilesystemOperations {
     public func waitForPrefetch(timeout: Double = 60) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if lister.queuedCount == 0 && backgroundListing.pending == 0 && lister.inFlightCount == 0 { return true }
+            // The pool idle, not only its queue: a group being listed finishes its tickets before it
+            // queues the folders below (`pending` alone let a test count the folders in between).
+            if lister.queuedCount == 0 && backgroundListing.isIdle && lister.inFlightCount == 0 { return true }
             usleep(10_000)
         }
         return false
