@@ -18,8 +18,13 @@
 #   5. The metadata index restore at a size the emulator cannot seed in the bench's time
 #      (`drivefs debug index-restore`): a synthetic index of BENCH_INDEX_ITEMS (default 1,000,000)
 #      items, its file size, IndexStore.load's time, the time until the root and a first folder are
-#      listed, and the restore's peak RSS. The index alone, not a mount's network start-up (the
-#      harness's workload 8c measures that). A few seconds.
+#      listed, and the restore's peak RSS; then a walk through the table (every folder visited once,
+#      then let go as an idle mount lets it go): its time, its peak RSS and the RSS after it. The
+#      index alone, not a mount's network start-up (the harness's workload 8c measures that). A few
+#      seconds.
+#   6. The daemon's memory across a walk of a 200,000-file drive (scripts/bench-memory.sh): RSS with
+#      the index built, after `find` of the whole mount and after 30 s idle, and `find`'s time.
+#      BENCH_MEMORY=0 skips it. A few minutes.
 #
 # Usage: scripts/bench.sh BIN_DIR (release build: make bench). Needs root (or FUSE access) and python3.
 # Environment: BENCH_SECONDS per measurement (default 3); BENCH_FOLDERS (default 20000) and
@@ -176,4 +181,11 @@ fi
 # 5. The index restore of a synthetic drive (docs/benchmarks.md, "Restoring a 1,000,000-item index").
 echo
 echo "metadata index: restoring a synthetic drive (drivefs debug index-restore; no network)"
-timeout 600 "$drivefs" debug index-restore --items "${BENCH_INDEX_ITEMS:-1000000}"
+timeout 600 "$drivefs" debug index-restore --walk --items "${BENCH_INDEX_ITEMS:-1000000}"
+
+# 6. The daemon's memory across a walk of a 200,000-file drive (docs/benchmarks.md, "Memory across a
+# walk"; scripts/bench-memory.sh; a few minutes). BENCH_MEMORY=0 skips it.
+if [[ "${BENCH_MEMORY:-1}" == 1 ]]; then
+    echo
+    timeout 1800 "$script_dir/bench-memory.sh" "$bin_dir"
+fi

@@ -81,6 +81,36 @@ final class RepackTests: XCTestCase {
         XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, harness.backend.requestSummary)
     }
 
+    /// A folder restored from the index (its listing a range of the mapped file) and packed again
+    /// unchanged takes its mapped bytes back, with the inode numbers given in this run beside them
+    /// (the index saved them for no item: none was ever a node): the same numbers on a re-walk and,
+    /// through the index's save, after a remount.
+    func testARestoredFolderPackedBackUnchangedStaysMappedWithItsInodeNumbers() throws {
+        harness = try CoreHarness { $0.indexWholeDrive = true }
+        CoreHarness.buildTree(harness.backend, top: 4, sub: 5, files: 6)
+        try harness.mount()
+        XCTAssertTrue(harness.fs.waitForPrefetch())
+        harness.unmount()
+        try harness.mount()
+        let mapped = { self.table.withState { s in s.packed.values.filter(\.isMapped).count } }
+        XCTAssertEqual(mapped(), 25, "the root's listing and every folder's, restored mapped")
+
+        let walked = try harness.walk()
+        forget(walked)
+        XCTAssertEqual(materialized, 0)
+        XCTAssertEqual(mapped(), 25, "every folder packed back into its mapped bytes")
+        XCTAssertEqual(table.withState { s in s.packed.values.filter { $0.inodeOverrides != nil }.count }, 25)
+
+        harness.backend.resetCounters()
+        let again = try harness.walk()
+        XCTAssertEqual(again.mapValues(\.inode), walked.mapValues(\.inode), "the numbers given in this run kept")
+        forget(again)
+        harness.unmount()
+        try harness.mount()
+        XCTAssertEqual(try harness.walk().mapValues(\.inode), walked.mapValues(\.inode), "and saved with the index")
+        XCTAssertEqual(harness.backend.requests["files.list"] ?? 0, 0, harness.backend.requestSummary)
+    }
+
     func testAFolderWithALookupStillHeldKeepsItsNodesAndSoDoItsAncestors() throws {
         let entries = try mountTree()
         let walked = try harness.walk()

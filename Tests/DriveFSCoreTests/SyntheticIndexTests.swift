@@ -142,4 +142,19 @@ final class SyntheticIndexTests: XCTestCase {
         let second = SyntheticIndex.write(items: items, folders: folders, directory: other)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: second.path)), first, "the same shape, the same bytes")
     }
+    /// `debug index-restore --walk`: every folder visited once through the table and each entry
+    /// looked up; once idle, every listing is packed again and a node is left per folder (the
+    /// kernel still holds the folders), none per file, nothing lost.
+    func testAWalkThroughTheRestoredTableVisitsEveryFolderAndLeavesItPacked() throws {
+        let small = 2_000, smallFolders = 40
+        _ = SyntheticIndex.write(items: small, folders: smallFolders, directory: directory)
+        let restore = try XCTUnwrap(SyntheticIndex.restore(directory: directory, walk: true))
+        let walk = try XCTUnwrap(restore.walk)
+        XCTAssertEqual(walk.foldersVisited, 1 + smallFolders)
+        XCTAssertEqual(walk.itemsVisited, small)
+        XCTAssertGreaterThan(walk.peakMaterialized, 0)
+        XCTAssertEqual(walk.materializedAfter, 0, "every listing packed again")
+        XCTAssertEqual(walk.nodesAfter, 1 + smallFolders, "the root and the folders the walk still holds")
+        XCTAssertEqual(walk.packedItemsAfter, small)
+    }
 }

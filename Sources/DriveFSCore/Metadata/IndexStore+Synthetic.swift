@@ -50,6 +50,29 @@ public enum SyntheticIndex {
         public var firstFolderEntries: Int
         /// From the start of the load until the first folder's entries were in hand.
         public var totalSeconds: Double
+        /// The walk through the table, when asked for (`restore(walk: true)`).
+        public var walk: Walk?
+    }
+
+    /// A walk through the restored table as `find` of a mount makes one, without a kernel: every
+    /// folder once, breadth first from the root; in each, its entries read (`entries(of:)`, which
+    /// materializes it) and every one looked up with its lookup counted, as readdirplus does; then
+    /// the files' lookups forgotten, as the kernel forgets the entries the shedder asks it to drop
+    /// (it keeps the folders'). Once every folder was visited, the table is left as an idle mount
+    /// leaves it: idle folders shed (`shedIdleFolders`, idle for 0 s) and packed
+    /// (`packUnneededFolders`, which hands freed memory back). The folders' lookups stay held, as
+    /// the kernel's do.
+    public struct Walk: Sendable {
+        public var seconds: Double
+        public var foldersVisited: Int
+        public var itemsVisited: Int
+        /// The most folders materialized at once during the walk.
+        public var peakMaterialized: Int
+        /// Shedding and packing once the walk ended.
+        public var packSeconds: Double
+        public var nodesAfter: Int
+        public var materializedAfter: Int
+        public var packedItemsAfter: Int
     }
 
     static let rootID = "0AsyntheticRootFolder0Uk9PVA"
@@ -179,7 +202,8 @@ public enum SyntheticIndex {
     /// Loads the index `write` left in `directory` as a mount does (IndexStore.load), then lists the
     /// root and its first folder through the table; nil when the index does not load. `whileHeld`
     /// runs after that, while the restored table is still alive (to read what it holds resident).
-    public static func restore(directory: String, whileHeld: () -> Void = {}) -> Restore? {
+    public static func restore(directory: String, walk: Bool = false, whileHeld: () -> Void = {},
+                               afterWalk: () -> Void = {}) -> Restore? {
         let configuration = configuration(directory: directory)
         let path = (directory as NSString).appendingPathComponent(IndexStore.fileName)
         let time = SystemTimeSource()
@@ -202,10 +226,44 @@ public enum SyntheticIndex {
               let firstEntries = table.entries(of: first.inode) else { return nil }
         let firstListed = monotonicSeconds()
         withExtendedLifetime(table) { whileHeld() }
+        var walked: Walk?
+        if walk {
+            walked = walkAll(table)
+            withExtendedLifetime(table) { afterWalk() }
+        }
         return Restore(loadSeconds: loaded - start, nodesAfterLoad: nodes, packedItemsAfterLoad: packedItems,
                        foldersLoaded: foldersLoaded, rootListingSeconds: rootListed - loaded, rootEntries: rootEntries.count,
                        firstFolderSeconds: firstListed - rootListed, firstFolderEntries: firstEntries.count,
-                       totalSeconds: firstListed - start)
+                       totalSeconds: firstListed - start, walk: walked)
+    }
+
+    /// The walk of `Walk`'s contract.
+    static func walkAll(_ table: NodeTable) -> Walk {
+        let start = monotonicSeconds()
+        var queue: [Inode] = [.root]
+        var head = 0
+        var items = 0
+        var peak = 0
+        while head < queue.count {
+            let folder = queue[head]
+            head += 1
+            guard let entries = table.entries(of: folder) else { continue }
+            var files: [Inode] = []
+            for entry in entries {
+                guard case .found(let node) = table.child(of: folder, named: entry.name, countLookup: true) else { continue }
+                items += 1
+                if node.kind == .directory { queue.append(node.inode) } else { files.append(node.inode) }
+            }
+            peak = max(peak, table.withState { $0.materializedFolders })
+            for file in files { table.forget(file, count: 1) }
+        }
+        let walked = monotonicSeconds()
+        while table.shedIdleFolders(idleFor: 0).folders > 0 {}
+        table.packUnneededFolders()
+        let (nodes, materialized, packedItems) = table.withState { ($0.nodes.count, $0.materializedFolders, $0.packedItems) }
+        return Walk(seconds: walked - start, foldersVisited: head, itemsVisited: items, peakMaterialized: peak,
+                    packSeconds: monotonicSeconds() - walked, nodesAfter: nodes, materializedAfter: materialized,
+                    packedItemsAfter: packedItems)
     }
 
     static func monotonicSeconds() -> Double {

@@ -166,7 +166,12 @@ public final class IndexStore: Sendable {
         header.varint(nextInode)
         header.varint(UInt64(snapshot.reduce(0) { $0 + $1.listing.count }))
         header.varint(UInt64(snapshot.count))
-        let body = snapshot.reduce(header.bytes.count) { $0 + Self.folderHead($1.id, $1.listing).count + $1.listing.byteCount }
+        // A listing with inode numbers beside its bytes is encoded anew with them, once for its
+        // length and once for its write: one folder at a time, never the whole file.
+        let body = snapshot.reduce(header.bytes.count) { total, folder in
+            let saved = Self.savedForm(folder.id, folder.listing)
+            return total + Self.folderHead(folder.id, saved).count + saved.byteCount
+        }
         do {
             try AtomicFile.write(to: path, mode: 0o600) { emit in
                 var checksum = Checksum64.Running(count: body)
@@ -182,7 +187,8 @@ public final class IndexStore: Sendable {
                     }
                     pending.removeFirst(whole)
                 }
-                for (id, listing) in snapshot {
+                for (id, held) in snapshot {
+                    let listing = Self.savedForm(id, held)
                     pending += Self.folderHead(id, listing)
                     listing.withBytes { pending.append(contentsOf: $0) }
                     if pending.count >= Self.releaseStep { try flush() }
@@ -200,6 +206,13 @@ public final class IndexStore: Sendable {
         } catch {
             Log.shared.warning("index", "cannot save the index \(path): \(error)")
         }
+    }
+
+    /// `listing` as the file keeps it: its inode numbers kept beside its bytes (`inodeOverrides`)
+    /// encoded into them.
+    private static func savedForm(_ id: String, _ listing: PackedListing) -> PackedListing {
+        guard listing.inodeOverrides != nil, let entries = listing.entries(folderID: id) else { return listing }
+        return PackedListing(folderID: id, entries: entries, listedAt: listing.listedAt, trusted: listing.trusted)
     }
 
     /// A folder's record up to its packed bytes: its ID, item count, subfolders, ID hashes and

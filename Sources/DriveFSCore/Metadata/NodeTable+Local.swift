@@ -236,6 +236,8 @@ extension NodeTable {
             // And its folder is looked at again for shedding (a write pending kept it).
             if hadLocal, node.local == nil, let parent = node.parent { Self.noteUse(parent, at: time.now(), &s) }
             Self.noteChangeHere(&s, folders: node.parent.map { [$0] } ?? [], ids: [id, node.file.id])
+            // A folder kept under a packed listing that the kernel forgot while its change was on its way.
+            if hadLocal, node.local == nil, node.parent != nil { Self.dropIfUnreferenced(inode, &s) }
             assert(Self.invariantsHold(s))
             return node
         }

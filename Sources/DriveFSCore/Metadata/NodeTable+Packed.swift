@@ -56,6 +56,8 @@ extension NodeTable {
             Log.shared.warning("index", "the packed listing of \(id) does not decode; it is listed again")
             return
         }
+        packed.releasePages()
+        if packed.isMapped { s.mappedOrigins[id] = packed }
         var saved: [String: UInt64] = [:]
         for entry in entries { if let inode = entry.inode { saved[entry.file.id] = inode } }
         s.deferred.merge(setChildren(folder, entries.map(\.file), &s, savedInodes: saved))
@@ -106,7 +108,35 @@ extension NodeTable {
                     s.nodes[parent]!.listing!.children[node.name] = nil
                     out.entries.append((parent, node.name))
                 }
+                if s.keptChildren[parent]?.contains(inode) == true {
+                    Self.unkeep(inode, from: parent, &s)
+                    out.entries.append((parent, node.name))
+                }
                 s.nodes[inode]!.parent = nil
+                Self.dropIfUnreferenced(inode, &s)
+            }
+        }
+        // Folders kept as nodes under this packed listing (NodeTable+Repack.swift) that it no longer
+        // shows, or shows under another name: their entries go, and they leave it (a listing places
+        // them again where Drive has them).
+        if let folder = s.byID[folderID], let kept = s.keptChildren[folder] {
+            let names = NameMapper.shownNames(entries.map { entry in
+                NameMapper.Child(id: entry.file.id, name: entry.file.name, createdTime: entry.file.createdTime,
+                                 exportExtension: entry.file.isGoogleWorkspaceDocument
+                                     ? configuration.exportFormats.choice(for: entry.file.mimeType)?.fileExtension : nil)
+            })
+            let shown = Dictionary(entries.map { ($0.file.id, $0.file) }, uniquingKeysWith: { a, _ in a })
+            for inode in kept {
+                guard let node = s.nodes[inode] else { continue }
+                if let file = shown[node.file.id], names[file.id] == node.name {
+                    if node.file.modifiedTime != file.modifiedTime { out.inodes.append(inode) }
+                    s.nodes[inode]!.file = file
+                    continue
+                }
+                Self.unkeep(inode, from: folder, &s)
+                s.nodes[inode]!.parent = nil
+                out.entries.append((folder, node.name))
+                out.inodes.append(inode)
                 Self.dropIfUnreferenced(inode, &s)
             }
         }

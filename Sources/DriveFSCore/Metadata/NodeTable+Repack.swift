@@ -9,11 +9,28 @@ import DriveSupport
 ///
 /// The rule: a materialized folder is packed again when
 /// - no handle is open on it (opendir) and it is in the tree (the root, or a child of a listed folder);
-/// - every child's lookup count is 0 (the kernel forgot it: libfuse's lookup/forget counting),
-///   no handle is open on it, it has no local state (`Node.local`: a write not on Drive yet) and is
-///   not a new file (`localNew`), and it is not a folder with a materialized listing of its own
-///   (folders go back bottom-up: packing one queues its parent);
+/// - every child has no local state (`Node.local`: a write not on Drive yet), is not a new file
+///   (`localNew`), and is not a folder with a materialized listing of its own (folders go back
+///   bottom-up: packing one queues its parent);
+/// - every child that is not a folder is not held: its lookup count is 0 (the kernel forgot it:
+///   libfuse's lookup/forget counting) and no handle is open on it;
 /// - no new file restored from the upload journal waits for this folder's listing to place it.
+///
+/// Subfolders the kernel still holds (a lookup count above 0, a handle open, or held subfolders
+/// of their own) do not keep an idle folder materialized (one shed since its last use,
+/// NodeTable+Shedding.swift: no `folderUse`): the kernel keeps folders' entries (the shedder never
+/// asks for them), so after a walk every folder with subfolders would stay, and with it the nodes
+/// of all its files. (A folder in use is not packed for them: each `ls` would decode it again.)
+/// Their nodes are *kept*
+/// (`keptChildren`) under the packed listing, which has them too, with their inode numbers: a
+/// lookup of a kept folder's name is answered from its node without materializing the parent (the
+/// kernel revalidating a shell's working directory's path), the parent's next materialization takes
+/// the kept nodes back into its listing, and a kept folder goes once the kernel forgot it and
+/// nothing else holds it. So a walked tree goes back to no materialized listing at all and one node
+/// per folder the kernel holds, and a shell's working directory keeps its node and its ancestors'.
+/// A change that renames, moves or removes a kept folder, or a listing of its parent without it,
+/// invalidates its entry and detaches it (NodeTable.applyChanges, `pack`); a listing places it
+/// again, with its inode, where Drive has it.
 ///
 /// Inode numbers stay: each child's number goes into its packed entry (`PackedListing.Entry.inode`),
 /// and materializing gives it back (`setChildren`'s `savedInodes`), so a later lookup answers the
@@ -110,33 +127,105 @@ extension NodeTable {
     /// Whether nothing needs the nodes of `folder`'s children (the rule above).
     static func isUnneeded(_ folder: Inode, _ node: Node, _ listing: Listing, _ s: State) -> Bool {
         guard node.kind == .directory, node.openHandles == 0, node.parent != nil || folder == .root else { return false }
+        // Shed since its last use (NodeTable+Shedding.swift): idle, so its held subfolders may be kept.
+        let shed = s.folderUse[folder] == nil
         for child in listing.children.values {
-            guard let c = s.nodes[child], c.parent == folder, c.lookups == 0, c.openHandles == 0, c.local == nil,
-                  c.listing == nil, !s.localNew.contains(child) else { return false }
+            guard let c = s.nodes[child], c.parent == folder, c.local == nil, c.listing == nil, !s.localNew.contains(child),
+                  !isHeld(child, c, s) || c.kind == .directory && shed else { return false }
         }
         for inode in s.localNew where s.nodes[inode]?.parent == folder { return false }
         return true
     }
 
-    /// Turns `folder`'s materialized listing back into a packed one and drops its children's nodes.
+    /// Whether the kernel or a handle holds `inode` (or, for a folder, a kept child of its own).
+    static func isHeld(_ inode: Inode, _ node: Node, _ s: State) -> Bool {
+        node.lookups > 0 || node.openHandles > 0 || s.keptChildren[inode] != nil
+    }
+
+    /// Turns `folder`'s materialized listing back into a packed one and drops its children's nodes,
+    /// but for the subfolders still held (kept: the rule above).
     func repack(_ folder: Inode, _ node: Node, _ listing: Listing, _ s: inout State) {
         let id = node.file.id
         var entries: [PackedListing.Entry] = []
         entries.reserveCapacity(listing.children.count)
+        var kept = Set<Inode>()
         // In name order, as `ls` shows them: the packed bytes are then the same for the same folder.
         for (_, child) in listing.children.sorted(by: { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }) {
-            guard let c = s.nodes.removeValue(forKey: child) else { continue }
-            s.droppedSinceTrim += 1
+            guard let c = s.nodes[child] else { continue }
             entries.append(PackedListing.Entry(file: c.file, exportedSize: c.exportedSize, inode: child.rawValue))
+            if Self.isHeld(child, c, s) {
+                kept.insert(child)
+                continue
+            }
+            s.nodes[child] = nil
+            s.droppedSinceTrim += 1
             if s.byID[c.file.id] == child { s.byID[c.file.id] = nil }
         }
+        if !kept.isEmpty { s.keptChildren[folder] = kept }
         s.nodes[folder]!.listing = nil
         s.materializedFolders -= 1
         s.folderUse[folder] = nil
         if let changed = s.changedHere[folder], changed > (s.touched[id] ?? 0) { s.touched[id] = changed }
         Self.dropPacked(id, &s)
-        Self.storePacked(id, PackedListing(folderID: id, entries: entries, listedAt: listing.listedAt,
-                                           trusted: listing.trusted), &s)
+        let origin = s.mappedOrigins.removeValue(forKey: id)
+        let packed = origin.flatMap { Self.unchanged($0, id, entries) } ?? PackedListing(folderID: id, entries: entries,
+                                                                                         listedAt: 0, trusted: true)
+        var stored = packed
+        stored.listedAt = listing.listedAt
+        stored.trusted = listing.trusted
+        Self.storePacked(id, stored, &s)
+    }
+
+    /// `origin` (the mapped listing `id` was materialized from), with the inode numbers of
+    /// `entries` that its own entries lack, when it holds exactly `entries` otherwise; else nil.
+    /// Its bytes then stay in the mapping: after a walk of a restored index, the packed index is
+    /// still page cache, not heap (docs/benchmarks.md, "Memory across a walk").
+    static func unchanged(_ origin: PackedListing, _ id: String, _ entries: [PackedListing.Entry]) -> PackedListing? {
+        guard origin.count == entries.count, let old = origin.entries(folderID: id) else { return nil }
+        origin.releasePages()
+        var byID: [String: PackedListing.Entry] = [:]
+        byID.reserveCapacity(entries.count)
+        for entry in entries { byID[entry.file.id] = entry }
+        var overrides: [UInt64] = []
+        overrides.reserveCapacity(old.count)
+        var needed = false
+        for e in old {
+            guard let n = byID[e.file.id], n.file == e.file, n.exportedSize == e.exportedSize,
+                  e.inode == nil || e.inode == n.inode else { return nil }
+            overrides.append(n.inode ?? 0)
+            if e.inode == nil && n.inode != nil { needed = true }
+        }
+        var kept = origin
+        if needed { kept.inodeOverrides = overrides }
+        return kept
+    }
+
+    /// `inode` leaves the kept children of `folder` (it was one).
+    static func unkeep(_ inode: Inode, from folder: Inode, _ s: inout State) {
+        guard s.keptChildren[folder]?.remove(inode) != nil else { return }
+        if s.keptChildren[folder]!.isEmpty { s.keptChildren[folder] = nil }
+    }
+
+    /// Drops `node` if it is a kept child of `parent` that nothing holds any more (the caller checked
+    /// its lookups, handles and kept children): its packed entry has it. The parent may have waited
+    /// for it (a detached folder with kept children is not dropped before them).
+    static func dropIfKept(_ inode: Inode, _ node: Node, under parent: Inode, _ s: inout State) {
+        guard s.keptChildren[parent]?.contains(inode) == true, node.listing == nil, node.local == nil,
+              !s.localNew.contains(inode) else { return }
+        unkeep(inode, from: parent, &s)
+        s.nodes[inode] = nil
+        s.droppedSinceTrim += 1
+        s.folderUse[inode] = nil
+        if s.byID[node.file.id] == inode { s.byID[node.file.id] = nil }
+        if s.keptChildren[parent] == nil { dropIfUnreferenced(parent, &s) }
+    }
+
+    /// The kept child `name` of the packed folder `parent`, when the packed listing may answer for it
+    /// (fresh and trusted, or Drive unreachable): a lookup the kernel repeats for a folder it holds.
+    static func keptChild(of parent: Inode, named name: String, now: Double, ttl: Double, offline: Bool, _ s: State) -> Inode? {
+        guard let kept = s.keptChildren[parent], let folder = s.nodes[parent], folder.listing == nil,
+              let packed = s.packed[folder.file.id], offline || (packed.trusted && now - packed.listedAt < ttl) else { return nil }
+        return kept.first { s.nodes[$0]?.name == name }
     }
 
     /// The name `file` shows under when no sibling shares it (for the kernel's negative entries).

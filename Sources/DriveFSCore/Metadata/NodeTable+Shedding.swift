@@ -16,8 +16,9 @@ import DriveSupport
 ///   nothing is asked for it; a close or an upload landing makes it a candidate again;
 /// - child folders' own entries: the kernel drops a directory's dentry even while it is a
 ///   process's working directory, whose `getcwd` then fails with ENOENT until the path is looked
-///   up again. So folders' own nodes stay (one node each) and so do the listings of folders with
-///   subfolders the kernel holds; the files, which are nearly all of a drive, go.
+///   up again. So folders' own nodes stay (one node each, kept under their packed parents:
+///   NodeTable+Repack.swift); the files, which are nearly all of a drive, go, and every listing is
+///   packed again.
 ///
 /// Bounds: uses are queued in time order (`useQueue`, one entry a folder a second at most), so a
 /// call pops the idle ones from its front and never looks at folders used since; it looks at
@@ -92,6 +93,9 @@ extension NodeTable {
                 guard !held else { continue }
                 out.entries += names.map { (parent: folder, name: $0) }
                 shed += 1
+                // Packed at once when the kernel holds none of its files (only folders, or nothing),
+                // else by the forgets of those asked for.
+                Self.noteUnneeded(folder, &s)
             }
             // The popped front goes once it is half the queue: the queue's work stays in proportion to its uses.
             if s.useQueueHead > 1_024, s.useQueueHead * 2 > s.useQueue.count {

@@ -202,6 +202,16 @@ final class NodeTable: Sendable {
         /// does (NodeTable+Repack.swift). INVARIANT: `repackQueued` is exactly the set of `repackQueue`.
         var repackQueue: [Inode] = []
         var repackQueued: Set<Inode> = []
+        /// Folders the kernel still holds, kept as nodes when their parent's listing was packed again
+        /// (NodeTable+Repack.swift), by that parent: the packed listing has them too, with their
+        /// inode numbers. INVARIANT: each is a node whose `parent` is the key, and the key's node
+        /// has no materialized listing.
+        var keptChildren: [Inode: Set<Inode>] = [:]
+        /// The mapped listings (of the restored index file) of folders materialized from them, by
+        /// Drive ID: packed back unchanged, a folder takes them again rather than bytes of its own
+        /// on the heap (NodeTable+Repack.swift). A stale one is harmless: it is used only when it
+        /// decodes to the entries being packed.
+        var mappedOrigins: [String: PackedListing] = [:]
         /// Nodes packing dropped since `packUnneededFolders` last gave free memory back.
         var droppedSinceTrim = 0
         /// When each materialized folder not shed since was last used here (NodeTable+Shedding.swift).
@@ -253,8 +263,8 @@ final class NodeTable: Sendable {
     var rootID: String { state.withLock { $0.nodes[.root]!.file.id } }
     var generation: UInt64 { state.withLock { $0.generation } }
     var childrenRebuilt: Int { state.withLock { $0.childrenRebuilt } }
-    /// Items known: nodes and packed entries.
-    var count: Int { state.withLock { $0.nodes.count + $0.packedItems } }
+    /// Items known: nodes and packed entries (a kept folder is both, counted once).
+    var count: Int { state.withLock { $0.nodes.count + $0.packedItems - $0.keptChildren.values.reduce(0) { $0 + $1.count } } }
 
     func node(_ inode: Inode) -> Node? { state.withLock { $0.nodes[inode] } }
     func inode(forID id: String) -> Inode? { state.withLock { $0.byID[id] } }
@@ -328,6 +338,10 @@ final class NodeTable: Sendable {
         let offline = self.offline()
         return state.withLock { s in
             guard s.nodes[parent] != nil else { return .unknownParent }
+            if let kept = Self.keptChild(of: parent, named: name, now: now, ttl: ttl, offline: offline, s) {
+                if countLookup { s.nodes[kept]!.lookups += 1 }
+                return .found(s.nodes[kept]!)
+            }
             materialize(parent, &s)
             Self.noteUse(parent, at: now, &s)
             let folder = s.nodes[parent]!
@@ -492,6 +506,13 @@ final class NodeTable: Sendable {
             assertionFailure("the repack queue and its set differ")
             return false
         }
+        for (parent, kept) in s.keptChildren {
+            guard !kept.isEmpty, let folder = s.nodes[parent], folder.listing == nil,
+                  kept.allSatisfy({ s.nodes[$0]?.parent == parent }) else {
+                assertionFailure("\(parent)'s kept children are not nodes under its packed listing")
+                return false
+            }
+        }
         for inode in s.folderUse.keys where s.nodes[inode]?.listing == nil {
             assertionFailure("\(inode) has a use time but no materialized listing")
             return false
@@ -499,11 +520,20 @@ final class NodeTable: Sendable {
         return true
     }
 
-    /// A detached node nobody holds is forgotten (its inode number is never reused).
+    /// A detached node nobody holds is forgotten (its inode number is never reused), and so is a
+    /// kept folder nobody holds (its packed entry keeps its number: NodeTable+Repack.swift).
     static func dropIfUnreferenced(_ inode: Inode, _ s: inout State) {
-        guard inode != .root, let node = s.nodes[inode], node.parent == nil, node.lookups == 0, node.openHandles == 0 else { return }
+        guard inode != .root, let node = s.nodes[inode], node.lookups == 0, node.openHandles == 0,
+              s.keptChildren[inode] == nil else { return }
+        if let parent = node.parent {
+            dropIfKept(inode, node, under: parent, &s)
+            return
+        }
         s.nodes[inode] = nil
-        if node.listing != nil { s.materializedFolders -= 1 }
+        if node.listing != nil {
+            s.materializedFolders -= 1
+            s.mappedOrigins[node.file.id] = nil
+        }
         s.folderUse[inode] = nil
         s.localNew.remove(inode)
         if s.byID[node.file.id] == inode { s.byID[node.file.id] = nil }
@@ -662,7 +692,11 @@ final class NodeTable: Sendable {
         // A folder never listed has nothing in the kernel's name cache to correct (drivefs answers
         // names, even "no such name", only from listings).
         let hadListing = s.nodes[folder]!.listing != nil
-        let old = s.nodes[folder]!.listing?.children ?? [:]
+        // A packed folder's kept children are where the kernel saw them: they are its old entries.
+        var old = s.nodes[folder]!.listing?.children ?? [:]
+        if !hadListing, let kept = s.keptChildren.removeValue(forKey: folder) {
+            for inode in kept { if let node = s.nodes[inode] { old[node.name] = inode } }
+        }
         let names = NameMapper.shownNames(files.map { file in
             NameMapper.Child(id: file.id, name: file.name, createdTime: file.createdTime,
                              exportExtension: file.isGoogleWorkspaceDocument
@@ -679,6 +713,7 @@ final class NodeTable: Sendable {
                     if oldParent != folder, s.nodes[oldParent]?.listing?.children[node.name] == existing {
                         s.nodes[oldParent]!.listing!.children[node.name] = nil
                     }
+                    if oldParent != folder { Self.unkeep(existing, from: oldParent, &s) }
                 }
                 if ContentKey(node.file, exportFormats: configuration.exportFormats)
                     != ContentKey(file, exportFormats: configuration.exportFormats) {
@@ -791,6 +826,7 @@ final class NodeTable: Sendable {
         // the materialized listings it changes, gathered once and rebuilt once at its end.
         var work = PackedWork()
         var moved = MaterializedWork()
+        var detached: [Inode] = []
         for change in changes {
             // Read before a change made here to the same item: older than what the table shows
             // (the next poll brings the item's state after that change).
@@ -811,6 +847,16 @@ final class NodeTable: Sendable {
                 continue
             }
             let newParentIsPacked = applyToPacked(change, visible: visible, generation: generation, &work, &s)
+            // A folder kept under a packed listing (NodeTable+Repack.swift) that was renamed, moved or
+            // removed: its entry goes, and a listing places it again (same inode) where Drive has it.
+            if let oldInode, let node = s.nodes[oldInode], let kept = node.parent, s.keptChildren[kept]?.contains(oldInode) == true,
+               visible?.parents.first != s.nodes[kept]?.file.id || visible?.name != node.file.name {
+                Self.unkeep(oldInode, from: kept, &s)
+                s.nodes[oldInode]!.parent = nil
+                out.entries.append((kept, node.name))
+                out.inodes.append(oldInode)
+                detached.append(oldInode)
+            }
             if newParentIsPacked, let visible, let newParent, s.nodes[newParent]?.listing == nil {
                 // A folder packed again after the kernel saw it may have a negative entry for the name.
                 out.entries.append((newParent, soleShownName(visible)))
@@ -849,6 +895,7 @@ final class NodeTable: Sendable {
             node.file = visible
             s.nodes[inode] = node
         }
+        for inode in detached { Self.dropIfUnreferenced(inode, &s) }
         finish(&work, &s)
         assert(Self.invariantsHold(s))
         return out

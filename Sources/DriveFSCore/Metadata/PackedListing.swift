@@ -45,6 +45,13 @@ struct PackedListing: Sendable {
         return false
     }
 
+    /// A mapped listing's pages dropped from the resident set (the whole pages inside its range:
+    /// `MappedFile.release`), once its bytes were decoded into nodes: a walk of a restored index
+    /// touches every page, which would otherwise stay resident while the mapping lives.
+    func releasePages() {
+        if case .mapped(let file, let range) = storage { file.release(range) }
+    }
+
     /// Calls `body` with the packed bytes where they are (no copy).
     func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         switch storage {
@@ -63,6 +70,11 @@ struct PackedListing: Sendable {
     var subfolders: [String]
     /// `PackedListing.hash` of each child's ID: where NodeTable's `packedLocation` points here.
     var idHashes: [UInt64]
+    /// Inode numbers given in this run to children whose encoded entry has none, in the entries'
+    /// order (0: none): a mapped listing packed back unchanged keeps its bytes in the mapping and
+    /// its children's numbers here (NodeTable+Repack.swift). `entries` applies them; the index's
+    /// save encodes such a listing anew with them (`IndexStore.save`).
+    var inodeOverrides: [UInt64]?
 
     struct Entry: Sendable, Equatable {
         var file: DriveFile
@@ -121,7 +133,10 @@ struct PackedListing: Sendable {
         var out: [Entry] = []
         out.reserveCapacity(count)
         while !decoder.reader.atEnd {
-            guard let entry = decoder.next() else { return nil }
+            guard var entry = decoder.next() else { return nil }
+            if let overrides = inodeOverrides, out.count < overrides.count, overrides[out.count] != 0 {
+                entry.inode = overrides[out.count]
+            }
             out.append(entry)
         }
         return out.count == count ? out : nil

@@ -527,6 +527,7 @@ public final class DriveFilesystem: FilesystemOperations {
         let (invalidations, folders) = table.shedIdleFolders(idleFor: idleFor)
         invalidator.apply(invalidations)
         _ = notifications.waitUntilIdle(timeout: 60)
+        table.packUnneededFolders()
         return folders
     }
     /// Reads the change feed now (tests; the poller does it every `pollInterval`).
@@ -535,7 +536,9 @@ public final class DriveFilesystem: FilesystemOperations {
     public func waitForPrefetch(timeout: Double = 60) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if lister.queuedCount == 0 && backgroundListing.pending == 0 && lister.inFlightCount == 0 { return true }
+            // The pool idle, not only its queue: a group being listed finishes its tickets before it
+            // queues the folders below (`pending` alone let a test count the folders in between).
+            if lister.queuedCount == 0 && backgroundListing.isIdle && lister.inFlightCount == 0 { return true }
             usleep(10_000)
         }
         return false

@@ -63,6 +63,13 @@ public final class WorkPool: Sendable {
         return queue.count - head
     }
 
+    /// Whether nothing is queued or running now.
+    public var isIdle: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return head == queue.count && running == 0
+    }
+
     /// Waits until nothing is queued or running (bounded: false after `timeout` seconds).
     public func waitUntilIdle(timeout: Double) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)

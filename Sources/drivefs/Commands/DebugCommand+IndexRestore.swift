@@ -25,12 +25,18 @@ extension DebugCommand {
                 its first folder. Prints the file's size, the load time, the time until the first
                 folder is listed, and the peak RSS of the restore (VmHWM). Talks to nobody: it
                 measures the index, not a mount's start-up.
+
+                With --walk, then walks the restored table as a `find` of the mount would (every
+                folder listed and each entry looked up, the files' lookups forgotten as the kernel
+                forgets the entries an idle mount asks it to drop), lets the idle folders be packed
+                again, and prints the walk's time, its peak RSS and the RSS after it.
                 """,
             options: [
                 .value("items", valueName: "N", help: "Items in the drive, folders included (default 1000000)",
                        validate: { validateCount($0, max: 50_000_000) }),
                 .value("folders", valueName: "M", help: "Folders among them (default: one per 100 items)",
                        validate: { validateCount($0, max: 50_000_000) }),
+                .flag("walk", help: "Then visit every folder once through the table and let them be packed again"),
             ],
             examples: [("debug index-restore --items 1000000", "A drive of a million items in 10,000 folders")],
             run: runIndexRestore)
@@ -76,10 +82,21 @@ extension DebugCommand {
 
         let baseline = resetPeakRSS()
         var held: Int?
-        guard let restore = SyntheticIndex.restore(directory: directory, whileHeld: { held = procStatus("VmRSS") }) else {
+        var peak: Int?
+        var walkBaseline: Int?
+        var walkPeak: Int?
+        var afterWalk: Int?
+        let walk = invocation.flag("walk")
+        guard let restore = SyntheticIndex.restore(directory: directory, walk: walk, whileHeld: {
+            held = procStatus("VmRSS")
+            peak = procStatus("VmHWM")
+            if walk { walkBaseline = resetPeakRSS() }
+        }, afterWalk: {
+            walkPeak = procStatus("VmHWM")
+            afterWalk = procStatus("VmRSS")
+        }) else {
             throw CLIError.failure("the synthetic index did not load back", hint: "See the log for the reason.")
         }
-        let peak = procStatus("VmHWM")
         line("index: load (IndexStore.load, no item decoded)", ms(restore.loadSeconds))
         line("index: after the load, nodes / items held packed", "\(restore.nodesAfterLoad) / \(grouped(restore.packedItemsAfterLoad))")
         line("index: root listed (\(grouped(restore.rootEntries)) entries materialized)", ms(restore.rootListingSeconds))
@@ -88,6 +105,17 @@ extension DebugCommand {
         line("index: peak RSS of the restore (VmHWM)", mib(peak))
         line("index: RSS before the load (where VmHWM was reset)", baseline.map { mib($0) } ?? "not reset")
         line("index: RSS with the restored table held", mib(held))
+        if let w = restore.walk {
+            line("walk: folders visited / entries looked up", "\(grouped(w.foldersVisited)) / \(grouped(w.itemsVisited))")
+            line("walk: every folder materialized and each entry looked up", ms(w.seconds))
+            line("walk: most folders materialized at once", grouped(w.peakMaterialized))
+            line("walk: peak RSS (VmHWM, reset before the walk)", mib(walkPeak))
+            line("walk: RSS before the walk (where VmHWM was reset)", walkBaseline.map { mib($0) } ?? "not reset")
+            line("walk: idle folders shed and packed again", ms(w.packSeconds))
+            line("walk: after it, nodes / folders materialized", "\(grouped(w.nodesAfter)) / \(grouped(w.materializedAfter))")
+            line("walk: after it, items held packed", grouped(w.packedItemsAfter))
+            line("walk: RSS after the walk, packed again", mib(afterWalk))
+        }
         return ExitStatus.success
     }
 

@@ -152,7 +152,8 @@ final class WriteModelCheckTests: XCTestCase {
         let gate = LandingGate(queue)
         try harness.mount(uploads: gate)
         if let level = ProcessInfo.processInfo.environment["DRIVEFS_MODEL_DEBUG"] {
-            try? Log.shared.configure(level: Log.Level(name: level) ?? .debug, path: nil)
+            try? Log.shared.configure(level: Log.Level(name: level) ?? .debug,
+                                      path: ProcessInfo.processInfo.environment["DRIVEFS_MODEL_LOG"])
         }
         var rng = SplitMix64(seed: seed)
         func below(_ n: Int) -> Int { Int(rng.next() % UInt64(max(1, n))) }
