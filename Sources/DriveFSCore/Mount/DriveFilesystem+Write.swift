@@ -643,8 +643,7 @@ extension DriveFilesystem {
             // The renamed item's ctime moves; under --posix-metadata it rides along with the rename's request.
             let changed = nowMillis()
             do throws(FilesystemError) {
-                moved = try place(source, name: driveName, parentID: newParentID, from: parentID, currentName: source.file.name,
-                                  changed: changed)
+                moved = try place(source, name: driveName, parentID: newParentID, from: parentID, changed: changed)
             } catch {
                 guard replacement != nil else { throw error }
                 // The first step failed, but a request whose answer was lost may have landed (a
@@ -672,8 +671,7 @@ extension DriveFilesystem {
                 } catch {
                     // The rename fails as a whole: the source goes back where it was.
                     do throws(FilesystemError) {
-                        _ = try place(source, name: source.file.name, parentID: parentID ?? newParentID, from: newParentID,
-                                      currentName: newName)
+                        _ = try place(source, name: source.file.name, parentID: parentID ?? newParentID, from: newParentID)
                     } catch let undo {
                         leaveToRestart = true
                         Log.shared.error("write", "\(describe(source.inode)): renaming it over '\(newName)' failed (\(error)), "
@@ -767,23 +765,28 @@ extension DriveFilesystem {
         }
     }
 
-    /// Gives `source` the Drive name `name` in the folder `parentID` (from `oldParentID`, under
-    /// `currentName` on Drive): in its queued upload (journaled), and on Drive unless it is a new
+    /// Gives `source` the Drive name `name` in the folder `parentID` (from `oldParentID`): in its queued upload (journaled), and on Drive unless it is a new
     /// file not there yet (its upload carries the name and folder). The file as Drive now has it,
     /// or nil when no request was made.
-    private func place(_ source: Node, name: String, parentID: String, from oldParentID: String?,
-                       currentName: String, changed: Int64? = nil) throws(FilesystemError) -> DriveFile? {
+    private func place(_ source: Node, name: String, parentID: String, from oldParentID: String?, changed: Int64? = nil) throws(FilesystemError) -> DriveFile? {
         let ctime = configuration.posixMetadata ? changed.map { [AppPropertyKeys.changed: String($0)] } : nil
         let queued = try uploads.updateMetadata(of: source.file.id) { request in
             request.name = name
             request.parentID = parentID
             if let ctime { request.appProperties.merge(ctime) { $1 } }
         }
+        // No job of the file, and its copy never committed: its create has not gone, and will
+        // carry the name. Unless it has gone: landed on Drive, in the window before the mount
+        // hears of it (the queue still holds that landing), the file open again with a new copy.
         let unsent = locals.withLock { $0[source.inode] }.map { c -> Bool in
             c.lock.lock(); defer { c.lock.unlock() }
             return !c.sealed && c.committed == 0
         } ?? false
-        if source.local?.isNew == true && (queued || unsent) { return nil }
+        let landing = !queued && uploads.contentPath(of: source.file.id) != nil
+        if source.local?.isNew == true && (queued || unsent && !landing) {
+            Log.shared.debug("write", "\(describe(source.inode)): renamed to '\(name)' in \(parentID), carried by its create")
+            return nil
+        }
         // Offline: a queued upload of the file carries the rename (it lands after it); otherwise
         // the rename is a job of its own, in order with the file's others.
         func queueRename() throws(FilesystemError) -> DriveFile? {
@@ -802,10 +805,13 @@ extension DriveFilesystem {
             if oldParentID == parentID || oldParentID == nil {
                 file = try backend.updateMetadata(driveID, name: name, mimeType: nil, modifiedTime: nil, appProperties: ctime)
             } else {
-                file = try backend.move(driveID, addParent: parentID, removeParent: oldParentID,
-                                        newName: name == currentName ? nil : name, appProperties: ctime)
+                // The name always goes with the move (free in the same request): the table's name
+                // is not proof of Drive's.
+                file = try backend.move(driveID, addParent: parentID, removeParent: oldParentID, newName: name, appProperties: ctime)
             }
             file.id = source.file.id
+            Log.shared.debug("write", "\(describe(source.inode)): renamed on Drive (\(driveID)) to '\(file.name)' in \(file.parents)"
+                             + (queued ? ", and in its queued upload" : ""))
             return file
         } catch {
             if wentOffline(error) { return try queueRename() }

@@ -158,4 +158,41 @@ final class RemovedWhileLandingTests: XCTestCase {
         XCTAssertEqual(try h.read(draftInode), Array("the draft\n".utf8))
         XCTAssertEqual(h.fs.table.removedBeforeLandingCount, 0, "the change showing it gone ended its mark")
     }
+
+    /// Found by `WriteModelCheckTests` (seed 928349292929): a new file renamed in the window where
+    /// its create had landed on Drive but the mount had not heard of it yet, while it was open
+    /// again with a copy not yet committed. The rename was taken as one its create would carry
+    /// (the copy unsent), so nothing went to Drive, and the create had already gone: Drive kept
+    /// the old name, a later move across folders sent no name (the mount's table already showed
+    /// the new one), and the change feed then moved the file to a name no one gave it.
+    func testARenameWhileItsCreateLandsIsSentToDrive() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 2,
+                                    initialBackoff: 0.01, maximumBackoff: 0.05)
+        let gate = LandingGate(queue)
+        defer { gate.openForGood() }
+        try h.mount(uploads: gate)
+        let sub = try h.makeDirectory(.root, "sub").inode
+        let inode = try h.writeFile(sub, "one.bin", Array("first\n".utf8))
+        XCTAssertTrue(gate.waitForLanding(timeout: 30), "the create landed on Drive, its landing held")
+        // Open again (a copy of its own, not committed) and renamed within the folder.
+        let handle = try h.open(inode, O_RDWR | O_TRUNC)
+        try h.rename(sub, "one.bin", to: sub, "two.bin")
+        gate.deliverHeld()
+        let subID = try XCTUnwrap(h.fs.table.node(sub)?.file.id)
+        XCTAssertEqual(h.backend.children(of: subID).map(\.name), ["two.bin"], "the rename reached Drive")
+        // Then moved to another folder under the same name.
+        try h.rename(sub, "two.bin", to: .root, "two.bin")
+        try h.write(inode, handle, Array("second\n".utf8), at: 0)
+        try h.close(inode, handle)
+        gate.openForGood()
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "uploads drained: \(h.fs.uploadStatus)")
+        let onDrive = h.backend.children(of: h.backend.rootID).filter { $0.mimeType != DriveFile.folderMimeType }
+        XCTAssertEqual(onDrive.map(\.name), ["two.bin"], "Drive has the file under the name it was given")
+        XCTAssertEqual(onDrive.first.flatMap { h.backend.content(of: $0.id) }, Array("second\n".utf8))
+        try h.fs.pollChanges()
+        XCTAssertNotNil(try h.fs.table.listedChild(.root, "two.bin"), "the change feed leaves it where it was put")
+        XCTAssertNil(try h.fs.table.listedChild(.root, "one.bin"))
+    }
 }
