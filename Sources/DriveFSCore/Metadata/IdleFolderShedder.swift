@@ -13,10 +13,7 @@ final class IdleFolderShedder: Sendable {
     private let invalidator: Invalidator
     let idleFor: Double
     let period: Double
-    private let wake = NSCondition()
-    private nonisolated(unsafe) var stopping = false  // GUARDED_BY(wake)
-    private nonisolated(unsafe) var running = false  // GUARDED_BY(wake)
-    private let finished = DispatchGroup()
+    private let loop: BackgroundLoop
 
     init(table: NodeTable, invalidator: Invalidator, idleFor: Double) {
         self.table = table
@@ -24,38 +21,15 @@ final class IdleFolderShedder: Sendable {
         self.idleFor = max(0, idleFor)
         // A quarter of the idle time: a folder goes at most a quarter late; between 0.25 and 5 s.
         period = min(5, max(0.25, idleFor / 4))
+        loop = BackgroundLoop(name: "drivefs-shed", interval: period)
     }
 
     func start() {
-        wake.lock()
-        guard idleFor > 0, !running else { wake.unlock(); return }
-        running = true
-        wake.unlock()
-        finished.enter()
-        let thread = Thread { [self] in
-            defer { finished.leave() }
-            while true {
-                wake.lock()
-                let deadline = Date().addingTimeInterval(period)
-                while !stopping && Date() < deadline { _ = wake.wait(until: deadline) }
-                let stop = stopping
-                wake.unlock()
-                if stop { return }
-                shedNow()
-            }
-        }
-        thread.name = "drivefs-shed"
-        thread.start()
+        guard idleFor > 0 else { return }
+        loop.start { [self] in _ = shedNow() }
     }
 
-    func stop() {
-        wake.lock()
-        stopping = true
-        let wasRunning = running
-        wake.broadcast()
-        wake.unlock()
-        if wasRunning { _ = finished.wait(timeout: .now() + 30) }
-    }
+    func stop() { loop.stop() }
 
     /// One batch (the thread's tick; tests call it directly). Returns the folders shed.
     @discardableResult
