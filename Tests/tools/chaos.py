@@ -11,7 +11,10 @@ Drive acted, stalls, 10-second access tokens, emulator restarts, `kill -9` of dr
 Drive unreachable for a while, the cache disk full for a while (a tmpfs; root only).
 
 Each worker owns a subtree (`wN/`), so what every file must hold is known exactly; a `shared/`
-folder takes editor saves and renames from every worker, one at a time (a lock). The model records
+folder takes editor saves and renames from every worker, one at a time (a lock). A second mount of the
+same account (its own configuration, cache and state: another machine) is up part of the time, with a
+worker of its own; with it, `shared/` takes saves from both mounts, and each name may hold any version
+saved, its conflicted copies too, but the last successful save must be there. The model records
 what each successful close, fsync, rename, unlink, mkdir and rmdir promised; an operation that
 failed (EIO, ENOSPC, ENOTCONN at a kill, ...) leaves its paths "maybe" (either state allowed) until a
 later whole rewrite or removal makes them certain again. Reads of certain files are checked through
@@ -107,8 +110,13 @@ def may_exist(state):
 # ---------------------------------------------------------------------------------------------
 
 class Worker:
-    def __init__(self, idx, seed, mnt, workdir, deadline, lock, big_files):
+    def __init__(self, idx, seed, mnt, workdir, deadline, lock, big_files, gate=None, two_mounts=False):
         self.idx, self.mnt, self.workdir, self.deadline, self.lock = idx, mnt, workdir, deadline, lock
+        # gate: (lock, event) of the second mount, for its worker: an operation runs only while the
+        # mount is up (the event), and holds the lock so that the mount is not taken down under it.
+        self.gate = gate
+        # Two mounts edit shared/: what each name may hold is every version saved (see shared_op).
+        self.two_mounts = two_mounts
         self.rng = random.Random(f"{seed}/worker/{idx}")
         self.root = f"w{idx}"
         self.files = {}      # rel path -> state
@@ -332,6 +340,7 @@ class Worker:
             return self.failure(what + " (writing the temporary file)", e)
         self.set_known(tmp, data, table, store)
         self.op_rename(tmp, rel, table, store)
+        return data
 
     def op_mkdir(self):
         parent = self.rng.choice([d for d in self.present_dirs() if d.count("/") < 3])
@@ -393,7 +402,9 @@ class Worker:
             store = {k: bytes.fromhex(v) for k, v in saved["data"].items()}
             r = self.rng.random()
             names = [f"{SHARED}/{n}" for n in SHARED_NAMES]
-            if r < 0.55:
+            if self.two_mounts:
+                self.shared_op_two_mounts(saved, table, store, names, r)
+            elif r < 0.55:
                 self.op_editor_save(self.rng.choice(names), table, store)
             elif r < 0.75:
                 present = [n for n in names if table.get(n, ABSENT)["k"] == "known"]
@@ -404,14 +415,55 @@ class Worker:
                 present = [n for n in names if n in store]
                 if present:
                     self.op_read_check(self.rng.choice(present), store)
-            saved = {"files": table, "data": {k: v.hex() for k, v in store.items()}}
+            saved.update(files=table, data={k: v.hex() for k, v in store.items()})
             with open(path + ".tmp", "w") as f:
                 json.dump(saved, f)
             os.replace(path + ".tmp", path)
         finally:
             self.lock.release()
 
+    def shared_op_two_mounts(self, saved, table, store, names, r):
+        """shared/ edited through two mounts (one at a time, but each mount sees the other's saves
+        only once they landed and its change feed showed them): editor saves and reads, no renames.
+        A save made on a version the other mount has replaced meanwhile is a true conflict, so the
+        model keeps, per name, every version saved ("history"): the name and its conflicted copies
+        may hold any of them, and the last save, when it succeeded, must be on Drive under the name
+        or as a conflicted copy of it ("last"; checked in the verdict)."""
+        history, last = saved.setdefault("history", {}), saved.setdefault("last", {})
+        rel = self.rng.choice(names)
+        if r < 0.75:
+            data = self.op_editor_save(rel, table, store)   # None: the temporary file was not written
+            if data is not None:   # renamed, or a rename that failed (it may have landed)
+                history.setdefault(rel, []).append(sha(data))
+                last[rel] = sha(data) if table.get(rel, ABSENT)["k"] == "known" else None
+            return
+        try:
+            with open(self.p(rel), "rb") as f:
+                got = f.read()
+        except FileNotFoundError:
+            return self.note(f"read {rel!r} -> ENOENT (not saved yet, or not seen here yet)")
+        except OSError as e:
+            return self.failure(f"read {rel!r}", e)
+        if sha(got) in history.get(rel, []):
+            self.note(f"read {rel!r} {len(got)} B -> ok (a version saved)")
+        else:
+            message = f"read {rel!r}: {len(got)} B through mount w{self.idx}, none of the {len(history.get(rel, []))} versions saved"
+            self.mismatches.append(message)
+            self.note(message + " -> MISMATCH")
+
     # --- the loop ----------------------------------------------------------------------------
+    def gated_step(self):
+        """The second mount's worker: a step only while its mount is up (and it stays up meanwhile)."""
+        lock, up = self.gate
+        if not lock.acquire(timeout=5):
+            return
+        try:
+            if up.is_set():
+                return self.step()
+        finally:
+            lock.release()
+        up.wait(0.5)
+
     def step(self):
         self.ops += 1
         rng = self.rng
@@ -469,7 +521,7 @@ class Worker:
     def run(self):
         while time.time() < self.deadline:
             try:
-                self.step()
+                self.gated_step() if self.gate else self.step()
             except OSError as e:    # an unexpected call outside the handled ones
                 self.failure("step", e)
         self.log.close()
@@ -479,9 +531,9 @@ class Worker:
             json.dump(model, f)
 
 
-def worker_main(idx, seed, mnt, workdir, deadline, lock, big_files):
+def worker_main(idx, seed, mnt, workdir, deadline, lock, big_files, gate=None, two_mounts=False):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    Worker(idx, seed, mnt, workdir, deadline, lock, big_files).run()
+    Worker(idx, seed, mnt, workdir, deadline, lock, big_files, gate, two_mounts).run()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -608,9 +660,9 @@ class Drive:
 
 
 class Mount:
-    def __init__(self, binary, mnt, cache, env, workdir, fusermount):
+    def __init__(self, binary, mnt, cache, env, workdir, fusermount, log="drivefs.log"):
         self.binary, self.mnt, self.cache, self.env, self.fusermount = binary, mnt, cache, env, fusermount
-        self.logpath = os.path.join(workdir, "drivefs.log")
+        self.logpath = os.path.join(workdir, log)
         self.proc = None
         self.mounts = 0
 
@@ -885,6 +937,40 @@ class Chaos:
                     except Exception as e2:   # noqa: BLE001
                         self.fault_errors.append(f"emulator start: {e2}")
 
+    def second_thread(self, r, duration):
+        """The second mount's life: up from a tenth to a fifth of the run in, down (`drivefs unmount`,
+        which drains its uploads) for a while in the middle, up again until the end."""
+        lock, up = self.gate
+        root = os.path.join(self.second.mnt, f"w{self.args.processes}")
+        plan = [(duration * (0.1 + 0.1 * r), "up"), (duration * (0.45 + 0.1 * r), "down"), (duration * (0.6 + 0.1 * r), "up")]
+        start = time.monotonic()
+        for at, what in plan:
+            while time.monotonic() - start < at:
+                if self.stop.wait(0.2):
+                    return
+            try:
+                if what == "up":
+                    self.second.start()
+                    # Its worker's folder, made by the first mount before any fault, shows in its listing.
+                    seen = time.monotonic() + 60
+                    while not os.path.isdir(root) and time.monotonic() < seen:
+                        time.sleep(0.2)
+                    up.set()
+                    say(f"second mount up at {self.second.mnt}" + ("" if os.path.isdir(root) else f" ({root} not seen yet)"))
+                else:
+                    with lock:
+                        up.clear()
+                        t0 = time.monotonic()
+                        status, output, daemon = self.second.drivefs_unmount(timeout=300)
+                    say(f"second mount down: drivefs unmount status {status}, daemon exit {daemon}, "
+                        f"{time.monotonic() - t0:.1f} s {output.strip()}")
+                    if status != 0 or daemon != 0:
+                        self.fault_errors.append(f"the second mount's unmount at {at:.0f}s: status {status}, exit {daemon}")
+                        self.second.teardown()
+            except Exception as e:   # noqa: BLE001 -- reported with the faults, not fatal
+                self.fault_errors.append(f"second mount {what} at {at:.0f}s: {e}")
+                say(f"second mount {what} failed: {e}")
+
     # -----------------------------------------------------------------------------------------
     def run(self):
         a = self.args
@@ -911,7 +997,8 @@ class Chaos:
                 self.tmpfs, cache_full_possible = None, False
         schedule = make_schedule(rng, a.duration, cache_full_possible)
         replay = (f"python3 {os.path.relpath(__file__)} --bin {a.bin} --seed {a.seed} --duration {a.duration} "
-                  f"--processes {a.processes}" + (" --no-disk-full" if a.no_disk_full else ""))
+                  f"--processes {a.processes}" + (" --no-disk-full" if a.no_disk_full else "")
+                  + ("" if a.second_mount else " --no-second-mount"))
         say(f"seed {a.seed}, {a.duration} s, {a.processes} processes, workdir {work}")
         say(f"replay: {replay}")
         say("schedule: " + "; ".join(f"{t}s {k}" + (f" {p['seconds']:.0f}s" if "seconds" in p and k in ('outage', 'diskfull') else "")
@@ -936,8 +1023,27 @@ class Chaos:
         self.mount.start()
         say(f"mounted at {mnt}")
 
+        # The second mount: the same account from another machine (its own configuration, token,
+        # cache and state), up part of the time, with a worker of its own (the last index).
+        self.second = None
+        workers = a.processes
+        if a.second_mount:
+            env2 = dict(env)
+            for name in ("config", "cache", "state", "runtime"):
+                os.makedirs(os.path.join(work, "second", name), exist_ok=True)
+            env2.update(XDG_CONFIG_HOME=os.path.join(work, "second", "config"), XDG_CACHE_HOME=os.path.join(work, "second", "cache"),
+                        XDG_STATE_HOME=os.path.join(work, "second", "state"),
+                        DRIVEFS_RUNTIME_DIR=os.path.join(work, "second", "runtime"))
+            write_profile(env2["XDG_CONFIG_HOME"], self.emulator.base)
+            mnt2 = os.path.join(work, "mnt2")
+            os.makedirs(mnt2, exist_ok=True)
+            cache2 = os.path.join(work, "second", "drivefs-cache")
+            os.makedirs(cache2, exist_ok=True)
+            self.second = Mount(binary, mnt2, cache2, env2, work, fusermount, log="drivefs-2.log")
+            workers += 1
+
         # The workers' roots and the shared folder exist before any fault.
-        for i in range(a.processes):
+        for i in range(workers):
             os.mkdir(os.path.join(mnt, f"w{i}"))
         os.mkdir(os.path.join(mnt, SHARED))
         with open(os.path.join(work, "model-shared.json"), "w") as f:
@@ -947,18 +1053,30 @@ class Chaos:
         ctx = multiprocessing.get_context("spawn")
         lock = ctx.Lock()
         deadline = time.time() + a.duration
-        self.workers = [ctx.Process(target=worker_main, args=(i, a.seed, mnt, work, deadline, lock, not a.no_big_files), daemon=True)
+        two = self.second is not None
+        self.workers = [ctx.Process(target=worker_main, args=(i, a.seed, mnt, work, deadline, lock, not a.no_big_files, None, two),
+                                    daemon=True)
                         for i in range(a.processes)]
+        if two:
+            self.gate = (ctx.Lock(), ctx.Event())
+            self.workers.append(ctx.Process(target=worker_main, args=(a.processes, a.seed, self.second.mnt, work, deadline, lock,
+                                                                      not a.no_big_files, self.gate, True), daemon=True))
         for w in self.workers:
             w.start()
         faults = threading.Thread(target=self.fault_thread, args=(schedule,), daemon=True)
         faults.start()
+        second = None
+        if two:
+            second = threading.Thread(target=self.second_thread, args=(rng.random(), a.duration), daemon=True)
+            second.start()
 
         # At the deadline: no new faults, the armed ones cleared (what is in flight finishes without them).
         while time.time() < deadline and any(w.is_alive() for w in self.workers):
             time.sleep(0.5)
         self.stop.set()
         faults.join(120)
+        if second:
+            second.join(400)
         try:
             self.emulator.control("DELETE", "/__emulator/faults")
         except Exception as e:   # noqa: BLE001 -- the emulator is started again below
@@ -993,6 +1111,17 @@ class Chaos:
         if not unmount_ok:
             say("tail of the mount's log:\n" + self.mount.tail())
             self.mount.teardown()
+        if self.second:
+            # Up again if it was down (what its journal holds goes up), then unmounted the same way.
+            if not self.second.alive():
+                self.second.start()
+            t0 = time.monotonic()
+            status, output, daemon = self.second.drivefs_unmount(timeout=600)
+            say(f"drivefs unmount (second mount): status {status}, daemon exit {daemon}, {time.monotonic() - t0:.1f} s {output.strip()}")
+            if status != 0 or daemon != 0:
+                unmount_ok = False
+                say("tail of the second mount's log:\n" + self.second.tail())
+                self.second.teardown()
         self.emulator.collect_stats()
         return self.verdict(schedule, hung, unmount_ok, replay)
 
@@ -1001,7 +1130,8 @@ class Chaos:
         a, work = self.args, self.args.workdir
         files, dirs = {}, {}
         ops, failed, mismatches, crashed = 0, {}, [], []
-        for i in range(a.processes):
+        workers = a.processes + (1 if self.second else 0)
+        for i in range(workers):
             path = os.path.join(work, f"model-w{i}.json")
             if not os.path.exists(path):
                 crashed.append(f"w{i}")
@@ -1015,8 +1145,13 @@ class Chaos:
             for k, v in m["failed"].items():
                 failed[k] = failed.get(k, 0) + v
         with open(os.path.join(work, "model-shared.json")) as f:
-            files.update(json.load(f)["files"])
-        for i in range(a.processes):
+            shared = json.load(f)
+        files.update(shared["files"])
+        history, last = shared.get("history", {}), shared.get("last", {})
+        lax = {f"{SHARED}/{n}" for n in SHARED_NAMES} if self.second else set()
+        for name in lax:
+            files.pop(name, None)   # checked below against every version saved
+        for i in range(workers):
             dirs.setdefault(f"w{i}", "present")
         dirs[SHARED] = "present"
 
@@ -1074,8 +1209,30 @@ class Chaos:
                 for it in there:
                     if not s["any"] and it["sha"] not in s["cands"]:
                         problems["wrong"].append(f"{p}: {it.get('size')} B on Drive, none of the {len(s['cands'])} allowed contents")
+        # shared/ under two mounts: each name, and each conflicted copy of it, holds a version saved;
+        # the last save, when it succeeded, is there; two files under a name only from two saves.
+        allowed_copies = allowed_dups = 0
+        for name in sorted(lax):
+            saved = set(history.get(name, []))
+            there = on_drive.get(name, [])
+            copies = [(p, it) for p, its in on_drive.items() if CONFLICT.search(p) and CONFLICT.sub("", p) == name for it in its]
+            for p, it in [(name, it) for it in there] + copies:
+                if it["sha"] not in saved:
+                    problems["wrong"].append(f"{p}: {it.get('size')} B on Drive, none of the {len(saved)} versions saved")
+            if last.get(name) and last[name] not in {it["sha"] for it in there} | {it["sha"] for _, it in copies}:
+                problems["lost"].append(f"{name}: its last save is neither under the name nor a conflicted copy of it")
+            if len(there) > 1:
+                allowed_dups += len(there) - 1
+                if len(there) > len(history.get(name, [])):
+                    problems["duplicate"].append(f"{name}: {len(there)} files, {len(history.get(name, []))} saves")
+            allowed_copies += len(copies)
+            for p, _ in copies:
+                files[p] = {"k": "maybe", "absent_ok": True, "cands": [], "any": True, "dup_ok": True}
+        if lax:
+            say(f"shared/ through two mounts: {sum(len(history.get(n, [])) for n in lax)} saves, {allowed_copies} conflicted copies, "
+                f"{allowed_dups} names held twice (two saves replacing one file at once)")
         for p, its in sorted(on_drive.items()):
-            if p not in files:
+            if p not in files and p not in lax:
                 kind = "conflicted copy" if CONFLICT.search(p) else "unexpected"
                 problems[kind].append(f"{p}: {len(its)} on Drive, not in the model")
         for d, s in sorted(dirs.items()):
@@ -1125,6 +1282,8 @@ class Chaos:
                 w.kill()
         if hasattr(self, "mount"):
             self.mount.teardown()
+        if getattr(self, "second", None):
+            self.second.teardown()
         if hasattr(self, "emulator"):
             self.emulator.stop()
         if self.tmpfs:
@@ -1145,6 +1304,8 @@ def main():
     parser.add_argument("--processes", type=int, default=3, help="worker processes (default 3)")
     parser.add_argument("--no-disk-full", action="store_true", help="no cache-disk-full phase even as root")
     parser.add_argument("--no-big-files", action="store_true", help="no 2-9 MiB files")
+    parser.add_argument("--no-second-mount", dest="second_mount", action="store_false",
+                        help="no second mount of the account (by default one is up part of the time, with a worker of its own)")
     args = parser.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1 << 40)
