@@ -215,9 +215,15 @@ extension UploadQueue {
                 file = try createOurs(job, id: job.target, name: job.request.name, digest, running)
             } catch let taken as ChangedSinceOurCreate {
                 (file, wasConflict) = try uploadBeside(seq, head: taken.head, digest, running)
+            } catch let taken as NameTakenMeanwhile {
+                (file, wasConflict) = try uploadBeside(seq, head: taken.head, digest, running, nameTaken: taken.wasTrashed)
             }
         } else {
-            (file, wasConflict) = try updateExisting(seq, digest, running)
+            do {
+                (file, wasConflict) = try updateExisting(seq, digest, running)
+            } catch let taken as NameTakenMeanwhile {
+                (file, wasConflict) = try uploadBeside(seq, head: taken.head, digest, running, nameTaken: taken.wasTrashed)
+            }
             if job.landsBeside == true { wasConflict = true }
         }
         try point(.landed(job.fileID))
@@ -309,6 +315,22 @@ extension UploadQueue {
         var head: DriveFile
     }
 
+    /// The file is gone from Drive and another file holds its name in its folder now.
+    struct NameTakenMeanwhile: Error {
+        var head: DriveFile
+        var wasTrashed: Bool
+    }
+
+    /// Another file (not trashed) under the job's name in its folder, if there is one: one
+    /// files.list, only when a file is found gone from Drive.
+    private func nameHolder(of job: UploadJob) throws -> DriveFile? {
+        let name = job.request.name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
+        let parent = job.request.parentID.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
+        let query = "name = '\(name)' and '\(parent)' in parents and trashed = false"
+        let found = try step(.other) { try backend.list(query: query, orderBy: nil, pageSize: 10) }
+        return found.first { $0.id != job.target && $0.id != job.fileID && !$0.trashed && $0.name == job.request.name }
+    }
+
     /// Whether Drive's file still has what our create gave it but for its bytes: the time we set
     /// and our size (a create whose stored bytes did not match the md5 we sent, to be sent again).
     /// Anyone else's change sets another time (Drive's, or theirs) or another size.
@@ -325,14 +347,23 @@ extension UploadQueue {
 
     /// Drive's `head` is not what this job's content was based on: it stays, and the content is
     /// uploaded beside it as a conflicted copy (journaled first, so a crash goes on with the copy).
-    private func uploadBeside(_ seq: UInt64, head: DriveFile, _ digest: Digest3, _ running: Running) throws -> (DriveFile, Bool) {
+    /// `nameTaken`: the file was gone from Drive (trashed: true, deleted: false) and `head` is the
+    /// other file under its name now.
+    private func uploadBeside(_ seq: UInt64, head: DriveFile, _ digest: Digest3, _ running: Running,
+                              nameTaken: Bool? = nil) throws -> (DriveFile, Bool) {
         let job = try current(seq)
         let copyID = try step(.other) { try backend.reserveFileID() }
         let copy = UploadJob.ConflictCopy(id: copyID, name: Self.conflictName(job.request.name, at: time.now()))
         try decide(.conflict(seq: seq, copy: copy), seq: seq, point: .conflictDecided(job.fileID))
-        log.warning("uploads", "\(job.request.displayPath): changed on Drive since this copy was written (Drive has revision "
-                    + "\(head.headRevisionId ?? "?"), this copy was based on \(job.request.baseRevision ?? job.request.baseMD5 ?? "its own create")); "
-                    + "Drive's version is kept and this one is uploaded beside it as '\(copy.name)'")
+        if let trashed = nameTaken {
+            log.warning("uploads", "\(job.request.displayPath): the file is gone from Drive (\(trashed ? "trashed" : "deleted")) and "
+                        + "another file holds its name now (\(head.id), replaced elsewhere); that one is kept and this copy is "
+                        + "uploaded beside it as '\(copy.name)'")
+        } else {
+            log.warning("uploads", "\(job.request.displayPath): changed on Drive since this copy was written (Drive has revision "
+                        + "\(head.headRevisionId ?? "?"), this copy was based on \(job.request.baseRevision ?? job.request.baseMD5 ?? "its own create")); "
+                        + "Drive's version is kept and this one is uploaded beside it as '\(copy.name)'")
+        }
         let now = try current(seq)
         return (try createOurs(now, id: copy.id, name: copy.name, digest, running), true)
     }
@@ -395,6 +426,10 @@ extension UploadQueue {
     /// journaled before the create.
     private func recreate(_ seq: UInt64, wasTrashed: Bool, _ digest: Digest3, _ running: Running) throws -> DriveFile {
         let job = try current(seq)
+        // Gone because someone replaced it (another machine's save: a new file renamed over it,
+        // which trashes it): the name is that file's now. Made again under the name, ours would be
+        // a second file under it; it goes beside, as a conflicted copy, as for any conflict.
+        if let holder = try nameHolder(of: job) { throw NameTakenMeanwhile(head: holder, wasTrashed: wasTrashed) }
         let newID = try step(.other) { try backend.reserveFileID() }
         try decide(.retarget(seq: seq, target: newID), seq: seq, point: .retargeted(job.fileID))
         log.warning("uploads", "\(job.request.displayPath): the file is gone from Drive (\(wasTrashed ? "trashed" : "deleted")); "

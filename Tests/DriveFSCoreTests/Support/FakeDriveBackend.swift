@@ -218,8 +218,39 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         return all
     }
 
+    /// Only the query the upload queue sends for a name in a folder:
+    /// `name = 'N' and 'P' in parents and trashed = false` (quotes and backslashes escaped).
     func list(query q: String, orderBy: String?, pageSize: Int) throws -> [DriveFile] {
-        throw DriveError.invalidArgument(GoogleErrorInfo(status: 400, reason: "invalid", message: "the fake lists children only"))
+        let literals = Self.quotedLiterals(q)
+        let shape = q.replacingOccurrences(of: "'[^'\\\\]*(?:\\\\.[^'\\\\]*)*'", with: "''", options: .regularExpression)
+        guard literals.count == 2, shape == "name = '' and '' in parents and trashed = false" else {
+            throw DriveError.invalidArgument(GoogleErrorInfo(status: 400, reason: "invalid", message: "the fake does not know the query \(q)"))
+        }
+        try request("files.list")
+        let parent = literals[1] == "root" ? rootID : literals[1]
+        lock.lock(); defer { lock.unlock() }
+        return files.values.filter { !$0.trashed && $0.name == literals[0] && $0.parents.contains(parent) }.sorted { $0.id < $1.id }
+    }
+
+    /// The single-quoted literals of a Drive query, unescaped.
+    private static func quotedLiterals(_ q: String) -> [String] {
+        var literals: [String] = [], current = "", inside = false, escaped = false
+        for c in q {
+            if !inside {
+                if c == "'" { inside = true; current = "" }
+            } else if escaped {
+                current.append(c)
+                escaped = false
+            } else if c == "\\" {
+                escaped = true
+            } else if c == "'" {
+                literals.append(current)
+                inside = false
+            } else {
+                current.append(c)
+            }
+        }
+        return literals
     }
 
     func listChildren(ofAny parents: [String], fields: String, pageSize: Int, onPage: (DriveFileListPage) throws -> Bool) throws {

@@ -96,6 +96,33 @@ final class RecreatedFileTests: XCTestCase {
     /// core heard of that landing (its node still shows the old ID): both go to the new file, and
     /// the node keeps the ID the table indexes it by until the landing is applied. (The chaos run
     /// of 30 minutes crashed here: the rename gave the node the new ID behind the table's back.)
+    /// Found by the chaos run's second mount: another machine saved the file the way editors do
+    /// (a new file renamed over it, which trashes it) while an edit of it waited here. The edit
+    /// found the file trashed and made it again under the same name: two files named doc.txt,
+    /// and each save after that replaced only one of them (six files under one name in a 90 s run).
+    /// The other machine's file keeps the name; the edit goes beside it as a conflicted copy.
+    func testAnEditOfAFileReplacedElsewhereGoesBesideTheReplacementAsAConflictedCopy() throws {
+        let old = fake.addFile("doc.txt", content: Array("version 0\n".utf8))
+        try harness.mount()
+        let inode = try harness.lookup(.root, "doc.txt").inode
+        XCTAssertEqual(try harness.read(inode), Array("version 0\n".utf8))
+        // The other machine's save: its new file takes the name, the old one goes to the trash.
+        let theirs = fake.addFile(".doc.txt.swp", content: Array("their save\n".utf8))
+        fake.rename(theirs, to: "doc.txt")
+        fake.trashFile(old)
+        // The edit here, made before this mount heard of it.
+        try harness.rewrite(inode, Array("our edit\n".utf8))
+        waitUntil("every upload landed") { harness.fs.uploadStatus.isIdle }
+
+        let files = untrashed()
+        XCTAssertEqual(files.filter { $0.name == "doc.txt" }.map(\.id), [theirs], "one file under the name: the other machine's")
+        XCTAssertEqual(fake.content(of: theirs), Array("their save\n".utf8))
+        let copies = files.filter { $0.name.hasPrefix("doc (conflicted copy ") && $0.name.hasSuffix(").txt") }
+        XCTAssertEqual(copies.count, 1, "our edit beside it as a conflicted copy: \(files.map(\.name))")
+        XCTAssertEqual(copies.first.flatMap { fake.content(of: $0.id) }, Array("our edit\n".utf8))
+        XCTAssertEqual(files.count, 2, "nothing else: \(files.map(\.name))")
+    }
+
     func testARenameAndAChmodBeforeTheCoreHeardOfTheRecreateGoToTheNewFile() throws {
         let old = fake.addFile("doc.txt", content: Array("version 0\n".utf8))
         let queue = try UploadQueue(directory: harness.uploadsDirectory, backend: fake, transfers: 2,
