@@ -54,6 +54,13 @@ public enum SystemCall {
         try retrying("ftruncate") { Glibc.ftruncate(fd, off_t(length)) }
     }
 
+    /// `fstat(2)` of the open file.
+    public static func status(_ fd: Int32) throws(SystemCallError) -> stat {
+        var info = stat()
+        try retrying("fstat") { Glibc.fstat(fd, &info) }
+        return info
+    }
+
     /// `fstat(2)`'s size of the open file.
     public static func size(_ fd: Int32) throws(SystemCallError) -> Int64 {
         var info = stat()

@@ -229,8 +229,9 @@ extension DriveFilesystem {
         case .bytes(let b): return b
         case .file(let fd, let offset, let length):
             var buffer = [UInt8](repeating: 0, count: length)
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
-            return Array(buffer.prefix(max(0, n)))
+            // What the file holds of the range (shorter at its end); nothing when the read fails.
+            let n = buffer.withUnsafeMutableBytes { (try? SystemCall.readFully(fd, into: $0, at: offset)) ?? 0 }
+            return Array(buffer.prefix(n))
         }
     }
 

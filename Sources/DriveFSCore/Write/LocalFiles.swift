@@ -79,11 +79,9 @@ enum LocalFiles {
     /// (the digest then throws EINTR).
     static func digest(_ path: String, progress: (Int64) -> Bool = { _ in true })
         throws(FilesystemError) -> (size: Int64, mtimeNanos: Int64, md5: String) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw FilesystemError(errno: errno) }
+        let fd = try call { try SystemCall.open(path, O_RDONLY | O_CLOEXEC) }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw FilesystemError(errno: errno) }
+        let info = try call { try SystemCall.status(fd) }
         let size = Int64(info.st_size)
         let chunk = Int64(zeros.count)
         var digest = Digest(.md5)

@@ -270,9 +270,8 @@ final class UploadJournal {
     }
 
     private func readAll() throws(FilesystemError) -> [UInt8] {
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw FilesystemError(errno: errno) }
-        var data = [UInt8](repeating: 0, count: Int(info.st_size))
+        let size = try LocalFiles.call { try SystemCall.size(fd) }
+        var data = [UInt8](repeating: 0, count: Int(size))
         let done = try LocalFiles.call { try data.withUnsafeMutableBytes { try SystemCall.readFully(fd, into: $0, at: 0) } }
         return Array(data.prefix(done))
     }

@@ -235,12 +235,11 @@ extension UploadQueue {
     /// job journaled as whole, before anything is sent. A revision Drive no longer has fails the
     /// job for good (its content is kept in `failed/`).
     private func fillMissing(_ seq: UInt64, _ job: UploadJob, _ missing: [ByteSpan]) throws {
-        let fd = Glibc.open(job.contentPath, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let e = errno
+        let fd: Int32
+        do throws(SystemCallError) { fd = try SystemCall.open(job.contentPath, O_WRONLY | O_CLOEXEC) } catch {
             // A content file that is gone does not come back: failed for good, like at recovery.
-            throw JobFailure(message: "cannot open its content \(job.contentPath): \(String(cString: strerror(e)))",
-                             permanent: e == ENOENT, error: FilesystemError(local: e))
+            throw JobFailure(message: "cannot open its content \(job.contentPath): \(error.reason)",
+                             permanent: error.errno == ENOENT, error: FilesystemError(local: error))
         }
         defer { Glibc.close(fd) }
         for span in missing where span.length > 0 {
