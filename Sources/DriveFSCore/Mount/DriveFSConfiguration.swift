@@ -47,6 +47,10 @@ public struct DriveFSConfiguration: Sendable {
     /// At unmount, how long the daemon goes on uploading what was closed before it exits (what is
     /// left stays in the journal for the next mount).
     public var drainTimeout: Double
+    /// At unmount, how long the drain goes on while the mount is offline (Drive unreachable) before
+    /// it gives up: what is left stays in the journal, and an unmount on a train takes seconds,
+    /// not the whole `drainTimeout`. A probe that reaches Drive meanwhile makes it go on.
+    public var offlineDrainGrace: Double = 10
 
     /// The block cache's unit, in bytes: a cold random read fetches whole blocks, never less.
     public var blockSize: Int

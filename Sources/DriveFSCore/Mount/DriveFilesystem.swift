@@ -214,9 +214,7 @@ public final class DriveFilesystem: FilesystemOperations {
     public func stop() {
         // Unmounted (fusermount -u, drivefs unmount, a signal): what was closed goes to Drive first;
         // what cannot go in time stays in the journal for the next mount.
-        let drained = drainUploads(timeout: configuration.drainTimeout) { status in
-            Log.shared.info("write", "unmounting: uploads \(status.progressSummary)")
-        }
+        let drained = drainAtUnmount()
         // Files held for room on Drive (their close answered ENOSPC) are journaled, not sent:
         // they are left too, and `drivefs unmount` says so.
         let left = uploads.status.queued + uploads.status.running.count + heldForRoom.withLock { $0.count }
@@ -237,6 +235,36 @@ public final class DriveFilesystem: FilesystemOperations {
         cache.flush()
         poller.saveIndex()
         cacheLock.release()
+    }
+
+    /// The unmount's drain: until the queue is idle, `drainTimeout` passed, or the mount has been
+    /// offline for `offlineDrainGrace` seconds of it in a row (Drive unreachable: nothing would go).
+    private func drainAtUnmount() -> Bool {
+        let deadline = time.now() + configuration.drainTimeout
+        var offlineFrom: Double?
+        // Bounded in count too (each round waits up to a second of the queue's clock), should the
+        // mount's clock stand still (a test's).
+        for _ in 0..<(Int(min(configuration.drainTimeout, 1e7).rounded(.up)) + 2) {
+            let left = deadline - time.now()
+            let drained = drainUploads(timeout: max(0, min(left, 1))) { status in
+                Log.shared.info("write", "unmounting: uploads \(status.progressSummary)")
+            }
+            if drained { return true }
+            if left <= 1 { return false }
+            guard backend.reachability?.isOffline == true else {
+                offlineFrom = nil
+                continue
+            }
+            let now = time.now()
+            let since = offlineFrom ?? now
+            offlineFrom = since
+            if now - since >= configuration.offlineDrainGrace {
+                Log.shared.warning("write", "unmounting offline: Google Drive cannot be reached, so the uploads left "
+                                   + "(\(uploads.status.progressSummary)) wait in the journal for the next mount")
+                return false
+            }
+        }
+        return false
     }
 
     /// Test seam: the process died (`kill -9`) after its upload queue was abandoned at a commit
