@@ -106,6 +106,34 @@ final class OfflineNamesTests: XCTestCase {
         XCTAssertEqual(harness.fs.syncState(a).state, .cloud, "landed: nothing of it local")
     }
 
+    /// docs/semantics.md: "an item moved elsewhere on Drive meanwhile is moved from where it is now
+    /// to the folder given here". A file moved into another folder offline, while a colleague moved
+    /// it to a third one on Drive: it ends where it was moved here, in that folder alone (not in
+    /// both, not left in the colleague's).
+    func testAMoveOfflineOfAFileMovedElsewhereOnDriveMeanwhileEndsWhereItWasMovedHere() throws {
+        let aID = fake.addFile("a.txt", content: Array("a\n".utf8))
+        let subID = fake.addFolder("sub")
+        let otherID = fake.addFolder("other")
+        try harness.mount()
+        try fillIDReserve()
+        _ = try harness.lookup(.root, "a.txt")
+        let sub = try harness.lookup(.root, "sub").inode
+        _ = try harness.listPlus(sub)
+
+        goOffline()
+        try harness.rename(.root, "a.txt", to: sub, "a2.txt")
+        fake.moveFile(aID, to: otherID)   // the colleague, on Drive
+        goOnline()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
+        let moved = try XCTUnwrap(fake.file(aID))
+        XCTAssertEqual(moved.name, "a2.txt")
+        XCTAssertEqual(moved.parents, [subID], "in the folder it was moved to here, and only there")
+        XCTAssertEqual(fake.children(of: otherID).map(\.name), [], "not left in the colleague's folder")
+        try harness.fs.pollChanges()
+        XCTAssertNoThrow(try harness.lookup(sub, "a2.txt"), "the mount shows it where it was moved")
+        XCTAssertThrowsError(try harness.lookup(.root, "a.txt"))
+    }
+
     /// Drive goes away under each request (its failure is what makes the mount offline): the
     /// change is queued as one made offline, and lands once Drive answers.
     func testChangesTriedAsDriveGoesAwayAreQueuedAndLand() throws {
