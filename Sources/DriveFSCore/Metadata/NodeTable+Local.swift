@@ -200,7 +200,13 @@ extension NodeTable {
             let newID = node.file.id
             s.nodes[parent]!.listing!.children[name] = nil
             s.byID[newID] = nil
-            node.file = file
+            // The replaced file as the table has it now (a landing applied since the caller read
+            // it stays), under the name and folder given.
+            var taken = old.file
+            taken.id = file.id
+            taken.name = file.name
+            taken.parents = file.parents
+            node.file = taken
             node.parent = newParent
             node.name = newName
             node.local?.isNew = false

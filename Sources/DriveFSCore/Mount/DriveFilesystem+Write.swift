@@ -701,7 +701,7 @@ extension DriveFilesystem {
     /// one journal record. False (the ordinary rename follows) unless both are plain files, the
     /// new file is closed and its upload has not started, and the replaced file is on Drive,
     /// editable, not open, and its own queued upload (if any) has not started.
-    private func saveOver(_ source: Node, _ replaced: Node, parent: Inode, name: String, newParent: Inode, newName: String,
+    func saveOver(_ source: Node, _ replaced: Node, parent: Inode, name: String, newParent: Inode, newName: String,
                           newParentID: String) throws(FilesystemError) -> Bool {
         guard source.kind == .regular, replaced.kind == .regular, source.local?.isNew == true, replaced.local?.isNew != true,
               replaced.openHandles == 0, !replaced.file.isGoogleWorkspaceDocument, replaced.file.capabilities?.canEdit != false,
@@ -715,14 +715,18 @@ extension DriveFilesystem {
         defer { replacedCopy?.lock.unlock() }
         guard locals.withLock({ $0[source.inode] === content && $0[replaced.inode] === replacedCopy }), content.handles == 0,
               content.early == nil, !content.removed,
-              let current = table.node(source.inode), current.local?.isNew == true, current.file.id == source.file.id
+              let current = table.node(source.inode), current.local?.isNew == true, current.file.id == source.file.id,
+              // The replaced file as the table has it now: an upload of it may have landed since
+              // the rename looked it up (its new revision is what this content goes over).
+              let replacedNow = table.node(replaced.inode), replacedNow.file.id == replaced.file.id,
+              replacedNow.local?.isNew != true, replacedNow.openHandles == 0
         else { return false }
         if let replacedCopy {
             // A copy kept only until its upload lands: nothing in it that the queue does not hold.
             guard replacedCopy.handles == 0, replacedCopy.writers == 0, !replacedCopy.isDirty, !replacedCopy.hasUnreadyCommit
             else { return false }
         }
-        var file = replaced.file
+        var file = replacedNow.file
         file.name = NameMapper.driveName(forShown: newName)
         file.parents = [newParentID]
         // Written on the version Drive has: the one the replaced file's queued upload (if any)
@@ -733,7 +737,9 @@ extension DriveFilesystem {
                                     modifiedTime: current.local?.modifiedMillis, appProperties: appProperties(current),
                                     baseRevision: base.revision, baseMD5: base.md5, displayPath: describe(replaced.inode))
         guard try uploads.retarget(source.file.id, to: request) else { return false }
-        content.rebase(revision: base.revision, md5: base.md5)
+        // The base the queue took (over a landing of ours it knew of and the table did not yet).
+        let taken = uploads.queuedBase(of: file.id)
+        content.rebase(revision: taken.revision, md5: taken.md5)
         if let replacedCopy {
             // Its content was the queue's (superseded now): the copy goes without touching it.
             replacedCopy.removed = true

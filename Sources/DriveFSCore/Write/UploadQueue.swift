@@ -428,10 +428,17 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             guard let job = jobs.first else { return others.isEmpty }  // nothing committed yet: the next commit names the other file
             guard job.kind == .upload, job.creates, job.request.isNew, !s.pinned.contains(job.seq), job.request.missing == nil
             else { return false }
+            var taking = request
+            if let last = s.state.landed[target], last.isStale(taking) {
+                // Written on the version an upload of ours replaced since the caller read it (it
+                // landed in between): the new content is whole, so it goes over that landing.
+                taking.baseRevision = last.landed.headRevisionId
+                taking.baseMD5 = last.landed.md5
+            }
             let seq = s.state.nextSeq
             // One record: the new file's job is gone and the other file's stands in its place,
             // with the same content file (a crash sees one or the other, never both or neither).
-            try Self.record(.takeOver(seq: seq, request: request, from: job.seq, replacing: others.map(\.seq)), &s)
+            try Self.record(.takeOver(seq: seq, request: taking, from: job.seq, replacing: others.map(\.seq)), &s)
             // Saved just now: another save may follow as quickly (it supersedes this one).
             s.settling[job.seq] = nil
             for other in others { s.settling[other.seq] = nil }

@@ -83,6 +83,42 @@ final class EditorSaveTests: XCTestCase {
 
     /// Someone changed the original on Drive after the mount saw it: the save is a conflict like
     /// any edit made on an old version (the colleague's version stays, ours goes beside it).
+    /// Chaos (seed 670062432207): an edit of a file was on its way when an editor's save was renamed
+    /// over it; the edit landed between the rename's look-up of the file and the save going in. The
+    /// save was taken as written on the revision before that landing: a conflict with our own edit
+    /// (the save went beside as a conflicted copy), and the name showed that older revision, so the
+    /// next edit was made on it and sent over Drive's newer one.
+    func testASaveOverAFileWhoseOwnEditLandedSinceTheRenameLookedItUpGoesOverThatEdit() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let original = h.backend.addFile("notes.txt", content: Array("first draft\n".utf8))
+        let held = try mount(h)
+        held.release()
+        let inode = try h.lookup(.root, "notes.txt").inode
+        // What the rename looked up: the file before the edit below landed.
+        let lookedUp = try XCTUnwrap(h.fs.table.node(inode))
+        let edit = Array("an edit, on its way\n".utf8)
+        try h.rewrite(inode, edit)
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(h.backend.content(of: original), edit)
+        let landed = h.fs.table.node(inode)?.file.headRevisionId
+        XCTAssertNotEqual(landed, lookedUp.file.headRevisionId, "the edit landed and the table heard of it")
+
+        let save = Array("the editor's save, written on the edit\n".utf8)
+        let swap = try h.writeFile(.root, ".notes.txt.swp", save)
+        let source = try XCTUnwrap(h.fs.table.node(swap))
+        h.fs.table.changesHere.begin()
+        let saved = try h.fs.saveOver(source, lookedUp, parent: .root, name: ".notes.txt.swp", newParent: .root, newName: "notes.txt",
+                                      newParentID: h.backend.rootID)
+        h.fs.table.changesHere.end()
+        XCTAssertTrue(saved, "saved as new content of notes.txt")
+        XCTAssertEqual(h.fs.table.node(swap)?.file.headRevisionId, landed, "the name shows the revision Drive has, not the one looked up")
+        XCTAssertEqual(try h.read(try h.lookup(.root, "notes.txt").inode), save)
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(names(h, h.backend.rootID), ["notes.txt"], "no conflicted copy: the edit that landed was ours")
+        XCTAssertEqual(h.backend.content(of: original), save)
+    }
+
     func testASaveOverAFileChangedOnDriveGoesBesideIt() throws {
         let h = try CoreHarness { $0.readOnly = false }
         defer { h.remove() }

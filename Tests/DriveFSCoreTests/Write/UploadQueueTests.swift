@@ -50,6 +50,32 @@ final class UploadQueueTests: XCTestCase {
         queue.stop()
     }
 
+    /// An editor's save retargeted over a file with the revision the core read, when an upload of
+    /// ours replaced that revision in between (the core had not applied the landing when it read
+    /// it): the save goes over our landing, not beside it as a conflict with our own edit.
+    func testASaveRetargetedOverARevisionOurOwnUploadReplacedGoesOverThatUpload() throws {
+        let h = try UploadQueueHarness()
+        let id = h.fake.addFile("doc.txt", content: Array("first".utf8))
+        let queue = try UploadQueue(directory: h.uploads, backend: h.fake, transfers: 2, time: h.time, log: h.log, newFileSettle: 3600)
+        h.start(queue)
+        let before = h.update(id)
+        try queue.commit(before, contentPath: h.content("our edit"), ready: true)
+        try queue.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)
+        h.waitIdle(queue)  // the core heard of the landing (a landing in progress refuses a retarget)
+        XCTAssertNotEqual(h.fake.file(id)?.headRevisionId, before.baseRevision)
+
+        let swap = try h.newFile(".doc.txt.swp")
+        try queue.commit(swap, contentPath: h.content("the save"), ready: true)
+        var save = before
+        save.displayPath = "/doc.txt"
+        XCTAssertTrue(try queue.retarget(swap.fileID, to: save))
+        XCTAssertEqual(queue.queuedBase(of: id).revision, h.fake.file(id)?.headRevisionId, "rebased on our landing")
+        XCTAssertTrue(queue.drain(timeout: 60) { _ in })
+        XCTAssertEqual(h.fake.content(of: id), Array("the save".utf8))
+        XCTAssertEqual(h.rootNames(), ["doc.txt"], "no conflicted copy")
+        queue.stop()
+    }
+
     func testAQueuedJobIsReplacedByNewerContentAndOnlyTheNewestIsSent() throws {
         let h = try UploadQueueHarness()
         let queue = try h.makeQueue()
