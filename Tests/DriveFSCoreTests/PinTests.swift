@@ -148,6 +148,42 @@ final class PinTests: XCTestCase {
         XCTAssertEqual(try harness.read(file), second, "the new version was fetched while online")
     }
 
+    func testAPinnedDocumentIsKeptAsItsExportAndReadOffline() throws {
+        harness = try CoreHarness()
+        let keep = fake.addFolder("keep")
+        let doc = fake.addDocument("Plan", in: keep, text: "the plan\n")
+        try harness.mount()
+        let folder = try harness.resolve("keep").inode
+        let file = try harness.lookup(folder, "Plan.docx").inode
+        XCTAssertEqual(try state(file), "cloud", "a document never opened has no export here")
+        var exports: Int { fake.requests["files.export", default: 0] }
+
+        try setPinned(folder, "1")
+        try waitUntil("the document's export is local") { try state(file) == "offline" }
+        XCTAssertEqual(exports, 1)
+        let first = Array("export as application/vnd.openxmlformats-officedocument.wordprocessingml.document\nthe plan\n".utf8)
+        try waitUntil("the sweep has counted the export") { fs.pinStatus.first?.documentsNotExported == 0 }
+        XCTAssertEqual(fs.pinStatus.first?.files, 1)
+        XCTAssertEqual(fs.pinStatus.first?.bytes, Int64(first.count), "the export's bytes, once made")
+        XCTAssertEqual(fs.pinStatus.first?.localBytes, Int64(first.count))
+
+        // Edited on Drive: a new version, exported again by the sweep after the poll.
+        fake.replaceContent(doc, with: Array("the plan, revised\n".utf8))
+        try fs.pollChanges()
+        try waitUntil("the new version's export is local") { try state(file) == "offline" && exports == 2 }
+        goOffline()
+        fake.resetCounters()
+        let read = try harness.read(file)
+        XCTAssertEqual(String(decoding: read, as: UTF8.self),
+                       "export as application/vnd.openxmlformats-officedocument.wordprocessingml.document\nthe plan, revised\n",
+                       "offline, the pinned document opens as the export made while online")
+        XCTAssertEqual(exports, 0, "the export was not asked of Drive again: \(fake.requestSummary)")
+
+        // Unpinned, its export is cache content like any other.
+        try setPinned(folder, "0")
+        XCTAssertEqual(try state(file), "synced")
+    }
+
     func testAPinFollowsARenameAndAnUnpinInsideAPinnedFolderIsItsOwn() throws {
         harness = try CoreHarness { $0.readOnly = false }
         let keep = fake.addFolder("keep")

@@ -140,6 +140,15 @@ public final class BlockCache: Sendable {
         return entry.presentBytes
     }
 
+    /// The size of version `key` when the cache holds all of it (an export is kept whole or not at
+    /// all), nil otherwise.
+    public func completeSize(_ key: ContentKey) -> Int64? {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let entry = entries[key], !entry.doomed, entry.isComplete else { return nil }
+        return entry.size
+    }
+
     // MARK: Opening and closing
 
     /// Pins `key` (a blob of `size` bytes), creating its sparse file if needed.

@@ -19,6 +19,23 @@ extension DriveFilesystem {
         for _ in 0..<streams { continueFill(content, running: running, then: release) }
     }
 
+    /// Exports version `key` of a pinned Workspace document into the cache, at `.background`
+    /// priority, and lets it go (kept: the keeper marked it before); a failure is logged and the
+    /// next sweep tries again.
+    func exportPinned(_ key: ContentKey) {
+        guard let mimeType = key.exportMimeType else { return }
+        let context = RequestContext(priority: .background, deadline: time.now() + configuration.requestDeadline)
+        do {
+            let content = try context.scope { () throws -> BlockCache.Handle in
+                try cache.openExport(key, cancellation: nil) { try backend.export(key.fileID, mimeType: mimeType) }
+            }
+            cache.release(content)
+            Log.shared.debug("pins", "exported \(key) to keep it offline")
+        } catch {
+            Log.shared.info("pins", "cannot export \(key.fileID) to keep it offline: \(error)")
+        }
+    }
+
     /// The state of `inode` (see `SyncState`), from the table, the local copies, the upload queue
     /// and the cache; never waits for a lock held across I/O (a copy busy filling or committing is
     /// `local`).
@@ -26,22 +43,24 @@ extension DriveFilesystem {
         guard let node = table.node(inode) else { return (.synced, nil) }
         guard node.kind == .regular else { return (.synced, nil) }
         let id = node.file.id
+        // Bytes written here and not queued yet come first: an upload queued or running meanwhile
+        // (a new file's early create, an earlier close) does not carry them. So does a file open
+        // for writing: the kernel may hold its latest writes (writeback) until the close.
+        let held = locals.withLock { $0[inode] }
+        if let held {
+            // The copy's lock is held for local work only (never across a fetch): a short wait.
+            held.lock.lock()
+            let written = held.isDirty || held.hasUnreadyCommit || held.writers > 0
+            held.lock.unlock()
+            if written { return (.local, nil) }
+        }
         switch uploads.phase(of: id) {
         case .uploading: return (.uploading, nil)
         case .queued: return (.queued, nil)
         case .notReady: return (.local, nil)
         case .none: break
         }
-        let held = locals.withLock { $0[inode] }
-        if let held {
-            // The copy's lock is held for local work only (never across a fetch): a short wait.
-            held.lock.lock()
-            let written = held.isDirty || held.hasUnreadyCommit
-            held.lock.unlock()
-            if written { return (.local, nil) }
-        } else if node.local != nil {
-            return (.local, nil)
-        }
+        if held == nil, node.local != nil { return (.local, nil) }
         switch verdicts.verdict(of: id) {
         case .failed(let reason)?: return (.failed, reason)
         case .conflict?: return (.conflict, nil)
@@ -50,8 +69,11 @@ extension DriveFilesystem {
         let pinned = pins.isPinned(inode)
         // A copy held here (open, or landed and not let go yet) is the current content.
         if held != nil { return (pinned ? .offline : .synced, nil) }
-        guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats), key.exportMimeType == nil else {
-            return (.synced, nil)
+        guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats) else { return (.synced, nil) }
+        if key.exportMimeType != nil {
+            // A document: its export of the current version, whole or not there.
+            let exported = cache.completeSize(key) != nil
+            return (exported ? (pinned ? .offline : .synced) : .cloud, nil)
         }
         let size = max(0, node.file.size ?? 0)
         let present = cache.presentBytes(key, size: size)

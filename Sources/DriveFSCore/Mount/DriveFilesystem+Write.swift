@@ -702,7 +702,7 @@ extension DriveFilesystem {
     /// new file is closed and its upload has not started, and the replaced file is on Drive,
     /// editable, not open, and its own queued upload (if any) has not started.
     func saveOver(_ source: Node, _ replaced: Node, parent: Inode, name: String, newParent: Inode, newName: String,
-                          newParentID: String) throws(FilesystemError) -> Bool {
+                  newParentID: String) throws(FilesystemError) -> Bool {
         guard source.kind == .regular, replaced.kind == .regular, source.local?.isNew == true, replaced.local?.isNew != true,
               replaced.openHandles == 0, !replaced.file.isGoogleWorkspaceDocument, replaced.file.capabilities?.canEdit != false,
               replaced.file.appProperties?[AppPropertyKeys.link] == nil, replaced.file.parents.contains(newParentID),

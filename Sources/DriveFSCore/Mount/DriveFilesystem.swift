@@ -207,6 +207,7 @@ public final class DriveFilesystem: FilesystemOperations {
         if configuration.indexWholeDrive { lister.indexWholeDrive() }
         poller.whenPolled { [pins] in pins.requestSweep() }
         pins.start(fill: { [weak self] key, size in self?.fillPinned(key, size: size) },
+                   export: { [weak self] key in self?.exportPinned(key) },
                    describe: { [weak self] inode in self?.describe(inode) ?? "\(inode)" })
         cache.startFlushing(interval: BlockCache.flushInterval)
     }

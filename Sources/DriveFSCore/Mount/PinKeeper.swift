@@ -18,8 +18,13 @@ import Foundation
 ///   changes, after each successful read of the change feed and after each upload landed: never on
 ///   a timer, so an offline mount does not spin.
 /// - Files written here and not yet on Drive are local already (their staging copy): counted,
-///   never fetched. Workspace documents have no bytes to keep (exports are made on open): they
-///   are not counted.
+///   never fetched.
+/// - A Workspace document (Docs, Sheets, Slides, Drawings) is kept as its export in the format
+///   the mount shows it in (`--export-formats`): a sweep exports each covered document whose
+///   current version the cache does not hold whole (`export`, one at a time on the sweep's thread,
+///   at background priority, after the kept set is given to the cache), so an open offline reads
+///   that export. A document Drive cannot export is not counted. Its bytes count once exported
+///   (Drive gives no size before); until then `drivefs pin --list` counts it as not local.
 final class PinKeeper: Sendable {
     let set: PinSet
     private let table: NodeTable
@@ -35,6 +40,8 @@ final class PinKeeper: Sendable {
     struct Hooks {
         /// Starts a background fill of a version (`size` bytes) if none runs.
         let fill: @Sendable (ContentKey, Int64) -> Void
+        /// Exports a Workspace document's version into the cache (returns once it is there or failed).
+        let export: @Sendable (ContentKey) -> Void
         /// Where an inode shows in the mount, for `drivefs pin --list`.
         let describe: @Sendable (Inode) -> String
     }
@@ -48,6 +55,8 @@ final class PinKeeper: Sendable {
         /// Bytes of files written here and not on Drive yet (local whatever the cache holds).
         var localOnly: Int64 = 0
         var versions: [(key: ContentKey, size: Int64)] = []
+        /// The Workspace documents' current export versions.
+        var exports: [ContentKey] = []
         var found = true
     }
 
@@ -61,8 +70,9 @@ final class PinKeeper: Sendable {
         self.configuration = configuration
     }
 
-    func start(fill: @escaping @Sendable (ContentKey, Int64) -> Void, describe: @escaping @Sendable (Inode) -> String) {
-        hooks.withLock { $0 = Hooks(fill: fill, describe: describe) }
+    func start(fill: @escaping @Sendable (ContentKey, Int64) -> Void, export: @escaping @Sendable (ContentKey) -> Void,
+               describe: @escaping @Sendable (Inode) -> String) {
+        hooks.withLock { $0 = Hooks(fill: fill, export: export, describe: describe) }
         loop.start { [self] in sweep() }
         requestSweep()
     }
@@ -105,6 +115,7 @@ final class PinKeeper: Sendable {
         let rules = set.rules
         var kept = Set<String>()
         var found: [Tracked] = []
+        var exportsDue: [ContentKey] = []
         for (id, pinned) in rules.sorted(by: { $0.key < $1.key }) where pinned {
             guard let inode = table.materializeItem(id), let node = table.node(inode) else {
                 found.append(Tracked(id: id, path: "(not found: \(id))", isFolder: false, found: false))
@@ -113,17 +124,19 @@ final class PinKeeper: Sendable {
             // Inside another pinned item: counted there.
             if inode != .root, let parent = node.parent, table.pinRule(of: parent, rules: rules)?.pinned == true { continue }
             var item = Tracked(id: id, path: hooks.describe(inode), isFolder: node.kind == .directory)
-            walk(inode, rules: rules, into: &item, kept: &kept, fill: hooks.fill)
+            walk(inode, rules: rules, into: &item, kept: &kept, exportsDue: &exportsDue, fill: hooks.fill)
             found.append(item)
         }
         Log.shared.debug("pins", "swept \(found.count) pinned item(s): \(found.reduce(0) { $0 + $1.files }) file(s) kept")
         cache.setKept(kept)
         do { try set.setKept(kept) } catch { Log.shared.warning("pins", "cannot save the pins in \(set.path): \(error)") }
         tracked.withLock { $0 = found }
+        // Kept before they are made, so that no eviction takes an export between the two.
+        for key in exportsDue where self.hooks.withLock({ $0 }) != nil && cache.completeSize(key) == nil { hooks.export(key) }
     }
 
     private func walk(_ root: Inode, rules: [String: Bool], into item: inout Tracked, kept: inout Set<String>,
-                      fill: (ContentKey, Int64) -> Void) {
+                      exportsDue: inout [ContentKey], fill: (ContentKey, Int64) -> Void) {
         var stack = [root]
         var seen: Set<Inode> = []
         while let inode = stack.popLast() {
@@ -145,8 +158,15 @@ final class PinKeeper: Sendable {
                     kept.insert(node.file.id)
                     continue
                 }
-                guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats), key.exportMimeType == nil,
+                guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats),
                       node.file.capabilities?.canDownload != false else { continue }
+                if key.exportMimeType != nil {
+                    item.files += 1
+                    item.exports.append(key)
+                    kept.insert(node.file.id)
+                    if cache.completeSize(key) == nil { exportsDue.append(key) }
+                    continue
+                }
                 let size = max(0, node.file.size ?? 0)
                 item.files += 1
                 item.versions.append((key, size))
@@ -162,10 +182,12 @@ final class PinKeeper: Sendable {
     /// blocks now).
     var summary: [MountStatus.Pin] {
         tracked.withLock { $0 }.map { item in
-            let bytes = item.versions.reduce(item.localOnly) { $0 + $1.size }
-            let local = item.versions.reduce(item.localOnly) { $0 + cache.presentBytes($1.key, size: $1.size) }
+            let exported = item.exports.map { cache.completeSize($0) }
+            let exportedBytes = exported.reduce(Int64(0)) { $0 + ($1 ?? 0) }
+            let bytes = item.versions.reduce(item.localOnly + exportedBytes) { $0 + $1.size }
+            let local = item.versions.reduce(item.localOnly + exportedBytes) { $0 + cache.presentBytes($1.key, size: $1.size) }
             return MountStatus.Pin(path: item.path, id: item.id, folder: item.isFolder, files: item.files, bytes: bytes,
-                                   localBytes: local, found: item.found)
+                                   localBytes: local, found: item.found, documentsNotExported: exported.count { $0 == nil })
         }
     }
 }

@@ -55,8 +55,13 @@ public struct MountStatus: Codable, Sendable, Equatable {
         public var localBytes: Int64
         /// False when the item is not in the index (removed from Drive, or not listed yet).
         public var found: Bool
+        /// Workspace documents it covers whose current export is not in the cache yet (their bytes
+        /// are counted once exported: Drive gives no size before).
+        public var documentsNotExported: Int
 
-        public init(path: String, id: String, folder: Bool, files: Int, bytes: Int64, localBytes: Int64, found: Bool) {
+        public init(path: String, id: String, folder: Bool, files: Int, bytes: Int64, localBytes: Int64, found: Bool,
+                    documentsNotExported: Int = 0) {
+            self.documentsNotExported = documentsNotExported
             self.path = path
             self.id = id
             self.folder = folder

@@ -81,7 +81,10 @@ enum PinCommand {
             for pin in status.pins ?? [] {
                 let shown = pin.found ? status.mountpoint + (pin.path == "/" ? "" : pin.path) : "\(status.mountpoint): \(pin.path)"
                 let percent = pin.bytes > 0 ? Int((Double(pin.localBytes) / Double(pin.bytes) * 100).rounded(.down)) : 100
-                let state = pin.localBytes >= pin.bytes ? "all local" : "\(percent) % local"
+                let documents = pin.documentsNotExported
+                // A document's bytes are known once exported: until then it is what is not local.
+                let state = documents > 0 ? "\(percent) % local, \(documents) document\(documents == 1 ? "" : "s") not exported yet"
+                    : pin.localBytes >= pin.bytes ? "all local" : "\(percent) % local"
                 lines.append("\(shown)  \(pin.files) file\(pin.files == 1 ? "" : "s"), "
                              + "\(StatusCommand.bytes(pin.localBytes)) of \(StatusCommand.bytes(pin.bytes)) local (\(state))")
             }
