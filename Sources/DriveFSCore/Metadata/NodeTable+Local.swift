@@ -125,8 +125,9 @@ extension NodeTable {
     }
 
     /// Moves `name` of `parent` to `newName` of `newParent` (a rename), replacing what was there;
-    /// `file` is the item as Drive now has it (nil: unchanged but for name and parent). The inode
-    /// stays the same.
+    /// `file` is the item as Drive answered the rename (nil: unchanged but for name and parent);
+    /// an answer of an older `version` than the node shows (a landing applied since) gives only
+    /// the name and parents. The inode stays the same.
     /// `source`: the node meant, found by its inode when a listing applied since it was looked up
     /// gave it another name in `parent`.
     func moveChild(parent: Inode, name: String, newParent: Inode, newName: String, file: DriveFile?, source: Inode? = nil,
@@ -153,7 +154,12 @@ extension NodeTable {
                 Self.dropIfUnreferenced(replaced, &s)
             }
             s.nodes[parent]!.listing!.children[name] = nil
-            if let file {
+            if let file, let shown = node.file.version, let answered = file.version, answered < shown {
+                // Drive answered before a landing the table has applied since (chaos finding 18):
+                // only where the item is now is the answer's.
+                node.file.name = file.name
+                node.file.parents = file.parents
+            } else if let file {
                 node.file = file
             } else {
                 node.file.name = NameMapper.driveName(forShown: newName)
