@@ -273,6 +273,8 @@ extension DriveFilesystem {
         // not (it is away, or failing), the copy is committed as it is with those spans listed,
         // and the upload fills them from the revision it was based on before it sends anything. A
         // crash after the commit finds the spans in the journal (UploadQueue's fill step).
+        // The upload sends the staging file up to its length: nothing past the copy's size.
+        try content.trimToSize()
         let missing = content.missingSpans
         var request = uploadRequest(node, content)
         if !missing.isEmpty {

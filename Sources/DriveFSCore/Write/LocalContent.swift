@@ -341,7 +341,17 @@ final class LocalContent: @unchecked Sendable {
             Log.shared.error("write", "\(path): a write reached a block whose Drive bytes were not fetched")
             throw .ioError
         }
-        try FileRanges.writeAll(descriptor, data, count: data.count, at: offset)
+        do throws(FilesystemError) {
+            try FileRanges.writeAll(descriptor, data, count: data.count, at: offset)
+        } catch {
+            // Failed partway (a full disk, EIO): the bytes it wrote past the end go again, since
+            // the upload sends the staging file up to its length (chaos finding 19); what it
+            // changed below the end counts as a change (POSIX leaves a failed write's range
+            // unspecified), so that it is committed as it now is.
+            if end > size { try? trimToSize() }
+            if offset < size { generation += 1 }
+            throw error
+        }
         for b in first...last where Int64(b) * B >= offset && min(Int64(b + 1) * B, remoteLimit) <= end { setPresent(b) }
         if offset != size { appendOnly = false }
         size = max(size, end)
@@ -354,6 +364,18 @@ final class LocalContent: @unchecked Sendable {
     func wantsEarlyUpload(threshold: Int64) -> Bool {
         threshold > 0 && !earlyAsked && early == nil && appendOnly && remote == nil && committed == 0 && !sealed && !removed
             && writers == 1 && size >= threshold
+    }
+
+    /// Cuts the staging file back to `size` if it is longer (bytes of a write that failed
+    /// partway); a commit does it too and fails when it cannot (lock held).
+    func trimToSize() throws(FilesystemError) {
+        do throws(SystemCallError) {
+            guard try SystemCall.size(descriptor) > size else { return }
+            try SystemCall.truncate(descriptor, to: size)
+        } catch {
+            Log.shared.error("write", "\(path): cannot cut the staging file back to \(size) bytes: \(error)")
+            throw FilesystemError(local: error)
+        }
     }
 
     func truncate(to length: Int64) throws(FilesystemError) {
