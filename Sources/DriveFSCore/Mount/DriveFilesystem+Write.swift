@@ -338,6 +338,35 @@ extension DriveFilesystem {
         }
     }
 
+    /// Commits again, ready, every copy that no handle holds and whose last commit failed (a full
+    /// cache disk, a journal that could not be written: "the last close could not keep what was
+    /// written"). Its queued upload may have been taken back by the open (`reclaim`), and a queue
+    /// drains only ready jobs: left so, it would reach Drive only at the next mount (chaos finding
+    /// 20). Called after each read of the change feed and before the drain at unmount; a copy held
+    /// for room on Drive (`heldForRoom`) waits for its own way out.
+    func commitFailedCloses() {
+        let held = heldForRoom.withLock { $0 }
+        for (inode, content) in locals.withLock({ $0 }) where !held.contains(inode) {
+            let closed = { (content: LocalContent) in
+                content.handles == 0 && content.writers == 0 && !content.removed && (content.isDirty || content.hasUnreadyCommit)
+            }
+            content.lock.lock()
+            let left = closed(content)
+            content.lock.unlock()
+            guard left else { continue }
+            do throws(FilesystemError) {
+                try commit(inode, content, ready: true, cancellation: nil, when: closed)
+                Log.shared.info("write", "\(describe(inode)): what its last close could not keep is journaled now")
+            } catch {
+                Log.shared.warning("write", "\(describe(inode)): what its last close could not keep still cannot be journaled (\(error)); "
+                                   + "the local copy stays at \(content.path)")
+            }
+            content.lock.lock()
+            if content.handles == 0 && content.writers == 0 { forgetIfDone(inode, content) }
+            content.lock.unlock()
+        }
+    }
+
     /// Forgets `content` (locked by the caller) when nothing needs it any more: its staging file
     /// goes with it unless the queue owns it.
     private func forgetIfDone(_ inode: Inode, _ content: LocalContent) {

@@ -205,7 +205,11 @@ public final class DriveFilesystem: FilesystemOperations {
         poller.start(pollFirst: !caughtUp)
         shedder.start()
         if configuration.indexWholeDrive { lister.indexWholeDrive() }
-        poller.whenPolled { [pins] in pins.requestSweep() }
+        poller.whenPolled { [weak self, pins] in
+            pins.requestSweep()
+            guard let fs = self else { return }
+            fs.commits.submit { [weak fs] in fs?.commitFailedCloses() }
+        }
         pins.start(fill: { [weak self] key, size in self?.fillPinned(key, size: size) },
                    export: { [weak self] key in self?.exportPinned(key) },
                    describe: { [weak self] inode in self?.describe(inode) ?? "\(inode)" })
@@ -242,6 +246,8 @@ public final class DriveFilesystem: FilesystemOperations {
     /// offline for `offlineDrainGrace` seconds of it in a row (Drive unreachable: nothing would go).
     private func drainAtUnmount() -> Bool {
         let deadline = time.now() + configuration.drainTimeout
+        // What a close could not journal then (a full disk) goes now, or it would wait for the next mount.
+        commitFailedCloses()
         var offlineFrom: Double?
         // Bounded in count too (each round waits up to a second of the queue's clock), should the
         // mount's clock stand still (a test's).
