@@ -985,6 +985,15 @@ class Chaos:
             return 2
         work = a.workdir
         os.makedirs(work, exist_ok=True)
+        # drivefs's crash guard frees the mount of a daemon killed with -9 by writing fusectl's
+        # abort (docs/chaos-findings.md, 9): a desktop system mounts fusectl at boot, a container
+        # often does not. As root, the run mounts it when it is missing (and leaves it mounted).
+        connections = "/sys/fs/fuse/connections"
+        if os.geteuid() == 0 and os.path.isdir(connections) and not os.path.ismount(connections):
+            r = subprocess.run(["mount", "-t", "fusectl", "fusectl", connections], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=20)
+            say("mounted fusectl at " + connections if r.returncode == 0
+                else f"fusectl not mounted ({r.stdout.decode().strip()}): a daemon killed with -9 may hold its mount")
         rng = random.Random(f"{a.seed}/schedule")
         cache_full_possible = os.geteuid() == 0 and not a.no_disk_full and shutil.which("mount") is not None
         if cache_full_possible:
