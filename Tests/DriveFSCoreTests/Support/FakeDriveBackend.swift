@@ -48,6 +48,14 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         set { lock.lock(); listing = newValue; lock.unlock() }
     }
     private var listing: (@Sendable ([String]) -> Void)?
+    /// Called with the parents of every children listing once its answer is made, before its first
+    /// page is handed back (outside the fake's lock): a test may hold a listing's answer there while
+    /// Drive changes, so that the listing is older than what happens meanwhile.
+    var listAnsweredHook: (@Sendable ([String]) -> Void)? {
+        get { lock.lock(); defer { lock.unlock() }; return listAnswered }
+        set { lock.lock(); listAnswered = newValue; lock.unlock() }
+    }
+    private var listAnswered: (@Sendable ([String]) -> Void)?
     /// Called with every page of changes once it is read, before it is answered (outside the
     /// fake's lock): a test may hold the page there, so that what it does meanwhile comes after the read.
     var changesHook: (@Sendable (DriveChangePage) -> Void)? {
@@ -272,6 +280,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
             if groupedQueriesAnswerNothing && wanted.count > 1 { return [] }
             return files.values.filter { !$0.trashed && $0.parents.contains(where: wanted.contains) }.sorted { $0.id < $1.id }
         }()
+        listAnsweredHook?(parents)
         let cap = min(pageSize, fields.contains("parents") ? Self.pageCapWithParents : 1000)
         var start = 0
         repeat {

@@ -238,4 +238,59 @@ final class RecoveredNewFileTests: XCTestCase {
         XCTAssertEqual(h.backend.file(s.fileID)?.parents, [s.dir], "the landing sent the folder")
         try renameAndFinish(h, s) {}
     }
+
+    /// A new file queued before a crash, its folder not listed by the next run yet; the folder's
+    /// listing is answered before the recovered create lands and applied after the landing: the
+    /// file stays in its folder. (A suspect of chaos finding 21, where such a file was ENOENT after
+    /// the restart; this order passes, and the finding is not reduced yet.)
+    func testARecoveredNewFileLandingWhileItsFolderIsListedStaysInItsFolder() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        var holds: [HeldUploadQueue] = []
+        defer {
+            holds.forEach { $0.release() }
+            h.remove()
+        }
+        let dir = h.backend.addFolder("dir")
+        // A run writes a new file; its upload never starts; the daemon dies (no index saved).
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        holds.append(HeldUploadQueue(queue))
+        try h.mount(uploads: holds[0])
+        let text = Array("written before the crash\n".utf8)
+        try h.writeFile(try h.resolve("dir").inode, "new.txt", text)
+        queue.crashNow()
+        h.crash()
+
+        let state = Locked((listingAnswered: false, landed: false))
+        h.backend.writeHook = { method, phase, _ in
+            guard method == "files.create.upload", phase == .before else { return }
+            // The recovered create waits until the folder's listing was answered (without it).
+            let end = Date(timeIntervalSinceNow: 30)
+            while !state.withLock({ $0.listingAnswered }) && Date() < end { usleep(500) }
+        }
+        h.backend.listAnsweredHook = { parents in
+            guard parents.contains(dir), !state.withLock({ $0.listingAnswered }) else { return }
+            state.withLock { $0.listingAnswered = true }
+            let end = Date(timeIntervalSinceNow: 30)
+            while !state.withLock({ $0.landed }) && Date() < end { usleep(500) }
+        }
+        try h.mount()
+        let fs = h.fs!
+        let folder = try h.lookup(.root, "dir").inode
+        let listed = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            try? fs.lister.ensureListed(folder, cancellation: nil)  // what a lookup in the folder does
+            listed.signal()
+        }
+        let end = Date(timeIntervalSinceNow: 30)
+        while !state.withLock({ $0.listingAnswered }) && Date() < end { usleep(500) }
+        XCTAssertTrue(state.withLock { $0.listingAnswered }, "the folder's listing was answered before the create")
+        while !(h.backend.children(of: dir).contains { $0.name == "new.txt" } && fs.uploadStatus.isIdle) && Date() < end { usleep(1_000) }
+        XCTAssertTrue(fs.uploadStatus.isIdle, "the recovered create landed")
+        state.withLock { $0.landed = true }
+        XCTAssertEqual(listed.wait(timeout: .now() + 30), .success)
+
+        XCTAssertEqual(fs.table.entries(of: folder)?.map(\.name), ["new.txt"], "the file is in its folder")
+        XCTAssertEqual(try h.read(try h.lookup(folder, "new.txt").inode), text)
+        XCTAssertEqual(h.backend.children(of: dir).map(\.name), ["new.txt"])
+    }
 }
