@@ -98,6 +98,9 @@ class Emulator:
             cmd += ["--bandwidth", str(profile["bandwidth"])]
         if profile and profile.get("total_bandwidth"):
             cmd += ["--total-bandwidth", str(profile["total_bandwidth"])]
+        # What this emulator limits ("google", or "metered": counted, nothing refused); a mount under test
+        # is told so (systems/drivefs.py).
+        self.limits = profile.get("limits") if profile else None
         if profile:
             cmd += quota.emulator_flags(profile.get("limits"))
         if public_url:

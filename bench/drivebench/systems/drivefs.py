@@ -63,9 +63,16 @@ class Drivefs(MountSystem):
         url = emulator.client_url
         return ["--api-url=" + url, "--token-url=%stoken" % url] + (["--ca-file=" + emulator.ca] if emulator.ca else [])
 
+    # An emulator that refuses no writes (`lan`'s "metered"): drivefs is told so, as a user of such a server
+    # would, instead of keeping Google's write limit (its default, 2.5 a second): `lan` measures CPU and FUSE,
+    # not the pacer. rclone's default pacer does not limit writes that way either.
+    UNLIMITED_WRITES = ["--write-rate", "100", "--write-burst", "200"]
+
     def command(self, cache, emulator):
+        writes = self.UNLIMITED_WRITES if getattr(emulator, "limits", None) == "metered" else []
         return [self.binary, "mount", self.mnt, "-f", "--cache-dir", cache, "--cache-size", CACHE_SIZE,
-                "--poll-interval", POLL_INTERVAL, "--dir-cache-ttl", DIR_CACHE, "--log-file", self.logfile] + self.endpoints(emulator)
+                "--poll-interval", POLL_INTERVAL, "--dir-cache-ttl", DIR_CACHE, "--log-file", self.logfile] \
+            + writes + self.endpoints(emulator)
 
     def finish_writes(self):
         """`drivefs unmount` returns once every upload is on Drive (drivefs's write contract); the daemon
