@@ -641,7 +641,14 @@ final class NodeTable: Sendable {
             // in); the listing held already does (materialized, or packed again since), and the
             // change feed brings what else changed.
             if let folder = s.byID[folderID], let changed = s.changedHere[folder], changed > generation,
-               s.nodes[folder]?.listing != nil || s.packed[folderID] != nil { return out }
+               s.nodes[folder]?.listing != nil || s.packed[folderID] != nil {
+                Log.shared.debug("listing", "\(folderID): \(files.count) item(s) listed from generation \(generation), "
+                                 + "not applied (changed here at \(changed))")
+                return out
+            }
+            Log.shared.debug("listing", "\(folderID): \(files.count) item(s) listed from generation \(generation), applied"
+                             + (trusted ? "" : " untrusted (a change came in since)")
+                             + (s.byID[folderID].flatMap { s.nodes[$0]?.listing } != nil ? "" : " (the folder had no listing)"))
             if let folder = s.byID[folderID], let node = s.nodes[folder], node.kind == .directory, node.listing != nil {
                 out.merge(setChildren(folder, files, &s))
                 s.nodes[folder]!.listing!.listedAt = now
