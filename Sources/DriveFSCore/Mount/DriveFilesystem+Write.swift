@@ -674,17 +674,35 @@ extension DriveFilesystem {
             var moved: DriveFile?
             // The renamed item's ctime moves; under --posix-metadata it rides along with the rename's request.
             let changed = nowMillis()
+            // The rename failed: the file's queued upload, given the new place first, must not carry
+            // it to Drive later (the mount shows the old one).
+            func unplace() {
+                do throws(FilesystemError) {
+                    _ = try uploads.updateMetadata(of: source.file.id) { request in
+                        request.name = source.file.name
+                        if let parentID { request.parentID = parentID }
+                    }
+                } catch {
+                    Log.shared.error("write", "\(describe(source.inode)): its rename failed, and its queued upload could not be "
+                                     + "given its name back (\(error)); it may be renamed on Drive when it lands")
+                }
+            }
             do throws(FilesystemError) {
                 moved = try place(source, name: driveName, parentID: newParentID, from: parentID, changed: changed)
             } catch {
-                guard replacement != nil else { throw error }
+                guard replacement != nil else {
+                    unplace()
+                    throw error
+                }
                 // The first step failed, but a request whose answer was lost may have landed (a
                 // reset after Drive applied it, then a refusal of the retry): Drive says whether
                 // the source holds the name now. If it does, the rename goes on (the target must
                 // go, or both stay under the name); if Drive cannot say, the next start decides.
                 switch placedOnDrive(source.file.id, name: driveName, parentID: newParentID) {
                 case .placed(let file): moved = file
-                case .notPlaced: throw error
+                case .notPlaced:
+                    unplace()
+                    throw error
                 case .unknown:
                     leaveToRestart = true
                     throw error

@@ -64,3 +64,29 @@ final class StaleAnswerTests: XCTestCase {
         XCTAssertEqual(h.backend.file(id)?.name, "renamed.txt")
     }
 }
+
+/// A rename whose request Drive refused (the call failed) must not reach Drive later through the
+/// file's queued upload, which the rename had given the new name first: the mount showed the old
+/// name (the rename failed), and the upload's landing renamed the file on Drive (a lead of chaos
+/// finding 21: a rename cut short, then a file in no folder of the mount).
+final class FailedRenameTests: XCTestCase {
+    func testARenameDriveRefusedIsNotCarriedByTheQueuedUpload() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let id = h.backend.addFile("a.txt", content: Array("first\n".utf8))
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        let held = HeldUploadQueue(queue)
+        try h.mount(uploads: held)
+        let inode = try h.lookup(.root, "a.txt").inode
+        let edit = Array("edited, its upload queued\n".utf8)
+        try h.rewrite(inode, edit)
+        h.backend.failNext(method: "files.update")
+        XCTAssertThrowsError(try h.rename(.root, "a.txt", to: .root, "b.txt"), "Drive refused the rename")
+        XCTAssertEqual(try h.lookup(.root, "a.txt").inode, inode, "the mount shows the old name")
+        held.release()
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(h.backend.file(id)?.name, "a.txt", "Drive keeps the name the mount shows")
+        XCTAssertEqual(h.backend.content(of: id), edit)
+        XCTAssertEqual(try h.read(try h.lookup(.root, "a.txt").inode), edit)
+    }
+}
