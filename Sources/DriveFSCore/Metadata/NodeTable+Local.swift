@@ -116,6 +116,7 @@ extension NodeTable {
             node.changedMillis = millis
             s.nodes[inode] = node
             s.localNew.remove(inode)
+            s.queuedPlaces[node.file.id] = nil
             Self.noteChangeHere(&s, folders: [parent], ids: [node.file.id])
             Self.noteEntriesChanged(&s, folders: [parent], at: millis)
             Self.dropIfUnreferenced(inode, &s)
@@ -171,6 +172,11 @@ extension NodeTable {
             node.changedMillis = millis
             s.nodes[inode] = node
             s.nodes[newParent]!.listing!.children[newName] = inode
+            // Renamed again while a queued change of the last run's places it: this place now
+            // (the queue's jobs of the file carry it).
+            if s.queuedPlaces[node.file.id] != nil {
+                s.queuedPlaces[node.file.id] = QueuedPlace(name: node.file.name, parentID: parentID, file: node.file)
+            }
             Self.noteChangeHere(&s, folders: [parent, newParent], ids: touchedIDs)
             Self.noteEntriesChanged(&s, folders: [parent, newParent], at: millis)
             assert(Self.invariantsHold(s))
@@ -275,13 +281,53 @@ extension NodeTable {
     /// folder is known) until its upload lands. Nothing when the item is known already.
     /// New content of a file on Drive that the journal held at start: its node shows it (size,
     /// time, mode) until the upload ends, made now or when its folder is listed.
-    func restoreLocalUpdate(_ fileID: String, local: LocalState) {
+    ///
+    /// `placed`: the file where its queued upload puts it (the name and folder of its request).
+    /// A rename made while the upload was queued is given to the upload first and sent to Drive
+    /// after, so a crash in between leaves Drive with the old place and the journal with the new
+    /// one, which the upload brings to Drive when it lands. The file is shown there from the start
+    /// (as a new file waiting for its folder is), never where Drive still has it: shown there, a
+    /// program that looked for the new name found none and made the file again, and Drive ended
+    /// with two under the name once the upload landed (chaos finding 21, `RecoveredMoveTests`).
+    func restoreLocalUpdate(_ fileID: String, local: LocalState, placedAs placed: DriveFile) {
         withState { s in
-            if let inode = s.byID[fileID], s.nodes[inode] != nil {
-                if s.nodes[inode]!.local == nil { s.nodes[inode]!.local = local }
-            } else {
-                s.recoveredLocal[fileID] = local
+            guard let parentID = placed.parents.first else { return }
+            var file = placed
+            if let inode = s.byID[fileID], let node = s.nodes[inode] {
+                let shownIn = node.parent.flatMap { s.nodes[$0]?.file.id }
+                if node.file.name == placed.name && shownIn == parentID || inode == .root {
+                    if node.local == nil { s.nodes[inode]!.local = local }
+                    return
+                }
+                // Restored where Drive had it: taken out of that folder (nothing refers to it yet
+                // at start), and placed below as a file waiting for its folder.
+                file = node.file
+                file.name = placed.name
+                file.parents = [parentID]
+                if let parent = node.parent, s.nodes[parent]?.listing?.children[node.name] == inode {
+                    s.nodes[parent]!.listing!.children[node.name] = nil
+                }
+                if let parent = node.parent { Self.unkeep(inode, from: parent, &s) }
+                s.nodes[inode]!.parent = nil
+                Self.dropIfUnreferenced(inode, &s)
+                if s.nodes[inode] != nil {
+                    // Still held (a folder's kept child): shown as before, where Drive has it.
+                    s.nodes[inode]!.local = s.nodes[inode]!.local ?? local
+                    return
+                }
             }
+            s.recoveredLocal[fileID] = nil
+            if let folder = s.recoveredNewFolder[fileID] {
+                s.recoveredNew[folder]?[fileID] = nil
+                if s.recoveredNew[folder]?.isEmpty == true { s.recoveredNew[folder] = nil }
+            }
+            s.recoveredNew[parentID, default: [:]][fileID] = (file, local)
+            s.recoveredNewFolder[fileID] = parentID
+            if let parent = s.byID[parentID], s.nodes[parent]?.kind == .directory, s.nodes[parent]?.listing != nil {
+                let files = s.nodes[parent]!.listing!.children.values.compactMap { s.nodes[$0]?.file }
+                _ = setChildren(parent, files, &s)
+            }
+            assert(Self.invariantsHold(s))
         }
     }
 
@@ -324,6 +370,53 @@ extension NodeTable {
                 return out
             }
         }
+    }
+
+    /// A file whose removal the journal held at start (an `rm` of the last run, or the file a
+    /// rename over it replaced, finished by this start): hidden from the start, wherever the
+    /// restored index or Drive still shows it, as a file removed in this run is until its removal
+    /// lands (`noteRemovedBeforeLanding`).
+    func restoreRemoval(_ fileID: String) {
+        withState { s in
+            guard s.byID[fileID] != .root else { return }
+            // Kept for the kernel, which hears of them once it is attached.
+            s.deferred.merge(applyChanges([DriveChange(fileId: fileID, removed: true, time: nil, file: nil)], readFrom: .max, &s))
+        }
+        // After the change above, which would end the mark (it ends when Drive shows the removal).
+        noteRemovedBeforeLanding(fileID)
+    }
+
+    /// A rename or move of the file on Drive `fileID` that the journal held at start as a queued
+    /// change (made offline, then a crash): shown where it puts the file (`name`, a Drive name, in
+    /// `parentID`) from the start, until it lands or fails (`forgetQueuedPlace`): not where Drive
+    /// and the restored index still have it, or a program looking for the new name would make the
+    /// file again (chaos finding 21's kind).
+    func restoreQueuedPlace(_ fileID: String, name: String, parentID: String) {
+        withState { s in
+            guard s.byID[fileID] != .root else { return }
+            s.queuedPlaces[fileID] = QueuedPlace(name: name, parentID: parentID, file: nil)
+            // Drive's item as the restored index holds it, moved there as a change would move it.
+            // Not held: placed when a listing or a change shows it.
+            var known: DriveFile?
+            if let inode = s.byID[fileID], let node = s.nodes[inode] {
+                known = node.file
+            } else if let folder = s.packedLocation[PackedListing.hash(fileID)],
+                      let entry = s.packed[folder]?.entries(folderID: folder)?.first(where: { $0.file.id == fileID }) {
+                known = entry.file
+            }
+            guard var file = known else { return }
+            file.name = name
+            file.parents = [parentID]
+            s.queuedPlaces[fileID]!.file = file
+            s.deferred.merge(applyChanges([DriveChange(fileId: fileID, removed: false, time: nil, file: file)], readFrom: .max, &s))
+            assert(Self.invariantsHold(s))
+        }
+    }
+
+    /// The queued change that placed `fileID` (`restoreQueuedPlace`) ended, landed or failed:
+    /// Drive shows the file from now on.
+    func forgetQueuedPlace(_ fileID: String) {
+        withState { s in _ = s.queuedPlaces.removeValue(forKey: fileID) }
     }
 
     func restoreLocalNew(_ file: DriveFile, local: LocalState) {

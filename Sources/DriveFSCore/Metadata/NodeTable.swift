@@ -48,6 +48,13 @@ struct Node: Sendable {
 
 /// A file's state while what was written here is not yet on Drive: it overrides what listings and
 /// the change feed say of its size, times and mode until its upload landed.
+/// Where a queued change puts a file on Drive (`NodeTable.State.queuedPlaces`).
+struct QueuedPlace: Sendable, Equatable {
+    var name: String
+    var parentID: String
+    var file: DriveFile?
+}
+
 struct LocalState: Sendable, Equatable {
     /// Made here and not on Drive at all yet: `file.id` is its reserved ID; listings of its folder
     /// keep it although Drive does not list it.
@@ -180,6 +187,12 @@ final class NodeTable: Sendable {
         /// (known only from the packed index, or not at all), by folder Drive ID, then file ID:
         /// the folder's first listing shows them, as made here.
         var recoveredNew: [String: [String: (file: DriveFile, local: LocalState)]] = [:]
+        /// Renames and moves of files on Drive that the journal held at start as queued changes
+        /// (made offline, then a crash), by Drive ID: shown where they put the file, over what
+        /// Drive and listings say, until the change lands or fails (`forgetQueuedPlace`). `file`:
+        /// the item as last seen (the index, a listing, a change), placed there, for the
+        /// destination's listing to show while Drive lists it elsewhere; nil until seen.
+        var queuedPlaces: [String: QueuedPlace] = [:]
         /// The folder (Drive ID) each file of `recoveredNew` waits in, by file ID.
         /// INVARIANT: `recoveredNewFolder[f] == d` exactly when `recoveredNew[d]![f]` is there.
         var recoveredNewFolder: [String: String] = [:]
@@ -683,6 +696,12 @@ final class NodeTable: Sendable {
                 files.append(node.file)
             }
         }
+        // And files a queued change of the last run moves here, while Drive lists them elsewhere.
+        if let folderID = s.nodes[folder]?.file.id {
+            for (id, queued) in s.queuedPlaces where queued.parentID == folderID && !incomingIDs.contains(id) {
+                if let file = queued.file { files.append(file) }
+            }
+        }
         // So do those the journal held at start, waiting for this folder to be a node.
         var recovered: [String: LocalState] = [:]
         if let folderID = s.nodes[folder]?.file.id, let pending = s.recoveredNew.removeValue(forKey: folderID) {
@@ -782,15 +801,27 @@ final class NodeTable: Sendable {
     /// the name and folder it started with, and a rename made here since is in the job's request
     /// (chaos finding 12: shown under the old name, the new one answered ENOENT, and Drive ended
     /// with the file under a name renamed away after the queue sent the journaled one).
+    ///
+    /// A file whose rename or move the journal held at start as a queued change (`queuedPlaces`)
+    /// is placed where that change puts it, likewise.
     static func withPendingPlace(_ file: DriveFile, _ s: inout State) -> DriveFile {
         var placed = file
-        if let inode = s.byID[file.id], let node = s.nodes[inode] {
-            guard node.local != nil else { return file }
+        let node = s.byID[file.id].flatMap { s.nodes[$0] }
+        if let node, node.local != nil {
             placed.name = node.file.name
             if let parent = node.parent, let parentID = s.nodes[parent]?.file.id { placed.parents = [parentID] }
+        } else if let queued = s.queuedPlaces[file.id] {
+            placed.name = queued.name
+            placed.parents = [queued.parentID]
+            s.queuedPlaces[file.id]!.file = placed
+        } else if node != nil {
+            return file
         } else if let folderID = s.recoveredNewFolder[file.id], let pending = s.recoveredNew[folderID]?[file.id] {
             placed.name = pending.file.name
             placed.parents = [folderID]
+            // Drive's metadata from now on (the journal's request had only name, folder and time),
+            // for the folder's listing to show when Drive lists the file elsewhere.
+            s.recoveredNew[folderID]![file.id]!.file = placed
         }
         return placed
     }

@@ -1165,7 +1165,8 @@ extension DriveFilesystem {
 
     // MARK: Uploads
 
-    /// What the journal held at start: new files shown in their folders until they land.
+    /// What the journal held at start: new files shown in their folders until they land, files
+    /// with new content where their uploads put them, files being removed hidden.
     func restoreUploads() {
         for (request, path) in uploads.recovered where !request.isNew && !path.isEmpty {
             // The node shows the queued content (its size and time), not Drive's older version.
@@ -1173,9 +1174,14 @@ extension DriveFilesystem {
             let size = stat(path, &info) == 0 ? Int64(info.st_size) : 0
             let permissions = request.appProperties[AppPropertyKeys.mode].flatMap { UInt32($0, radix: 8) }
             let kept = request.appProperties.filter { AppPropertyKeys.carried.contains($0.key) }
-            table.restoreLocalUpdate(request.fileID, local: LocalState(isNew: false, size: size,
-                                                                       modifiedMillis: request.modifiedTime ?? nowMillis(),
-                                                                       permissions: permissions, properties: kept))
+            // Shown where the upload puts it: a rename of the file is in its request (see `restoreLocalUpdate`).
+            let modified = request.modifiedTime ?? nowMillis()
+            let placed = DriveFile(id: request.fileID, name: request.name, mimeType: request.mimeType ?? "application/octet-stream",
+                                   parents: [request.parentID], size: size, modifiedTime: modified,
+                                   appProperties: request.appProperties.isEmpty ? nil : request.appProperties)
+            table.restoreLocalUpdate(request.fileID, local: LocalState(isNew: false, size: size, modifiedMillis: modified,
+                                                                       permissions: permissions, properties: kept),
+                                     placedAs: placed)
         }
         for (request, path) in uploads.recovered where request.isNew && path.isEmpty {
             // A folder made offline (its create is queued), shown as it was.
@@ -1195,6 +1201,8 @@ extension DriveFilesystem {
             table.restoreLocalNew(file, local: LocalState(isNew: true, size: size, modifiedMillis: request.modifiedTime ?? now,
                                                           permissions: AppPropertyKeys.permissions(file)))
         }
+        for request in uploads.recoveredPlacings { table.restoreQueuedPlace(request.fileID, name: request.name, parentID: request.parentID) }
+        for id in uploads.recoveredRemovals { table.restoreRemoval(id) }
         if !uploads.recovered.isEmpty {
             Log.shared.info("write", "\(uploads.recovered.count) upload(s) from the last run are queued again")
         }
@@ -1303,6 +1311,9 @@ extension DriveFilesystem {
     /// failed for good (logged by the queue): the change feed says what Drive holds.
     private func changeLanded(_ outcome: UploadOutcome) {
         let id = outcome.request.fileID
+        // A rename of the last run's, shown where it put the file until now: Drive's word from here
+        // on (applied below when it landed).
+        if !uploads.holdsChanges(of: id) { table.forgetQueuedPlace(id) }
         guard let inode = table.inode(forID: id) else { return }
         let settled = !uploads.holdsChanges(of: id) && uploads.contentPath(of: id) == nil && locals.withLock({ $0[inode] }) == nil
         guard outcome.error == nil, let landed = outcome.file else {

@@ -51,6 +51,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     let time: any TimeSource
     let log: Log
     public let recovered: [(request: UploadRequest, contentPath: String)]
+    public let recoveredRemovals: [String]
+    public let recoveredPlacings: [UploadRequest]
 
     /// Backoff between attempts of a job after a transient failure: `initialBackoff` doubling up to
     /// `maximumBackoff` seconds (or the server's Retry-After when longer).
@@ -233,6 +235,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         let uploads = state.ordered.filter { $0.kind == .upload }
         // Folders made offline are shown, as new files are, until they land (contentPath "").
         recovered = state.ordered.filter { $0.kind == .upload || $0.makesFolder }.map { ($0.request, $0.contentPath) }
+        recoveredRemovals = state.ordered.filter { $0.kind == .removal }.map(\.target)
+        recoveredPlacings = state.ordered.filter { $0.kind == .change && !$0.makesFolder && $0.change?.places == true }.map(\.request)
         shared = Shared(state: state, journal: journal, pinned: Set(state.jobs.keys))
         if !state.jobs.isEmpty {
             log.info("uploads", "\(uploads.count) uploads and \(state.jobs.count - uploads.count) removals recovered from \(journal.path)")

@@ -166,6 +166,16 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// order: the core shows them as local files until they land. They run after `start`.
     var recovered: [(request: UploadRequest, contentPath: String)] { get }
 
+    /// The Drive IDs of files whose removal the journal held when the queue was made (an earlier
+    /// run's `rm`, or the replaced file of a rename over it that the start finished): the core
+    /// hides them until Drive shows them gone.
+    var recoveredRemovals: [String] { get }
+
+    /// The queued renames and moves of files on Drive that the journal held when the queue was
+    /// made (made offline; each request names the file, its new name and folder), in order: the
+    /// core shows the files there until they land.
+    var recoveredPlacings: [UploadRequest] { get }
+
     /// Makes `contentPath` and `request` durable in the journal. `ready == false`: the file is
     /// still open for writing (a `flush` that is not the last close): not uploaded now, but
     /// recovered (and then uploaded) after a crash; a later commit of the same file replaces it.

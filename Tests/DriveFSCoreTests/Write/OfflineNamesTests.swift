@@ -341,4 +341,38 @@ final class OfflineNamesTests: XCTestCase {
             (try? self.harness.resolve("made offline/b moved.txt")) != nil && (try? self.harness.lookup(.root, "renamed.txt")) != nil
         })
     }
+
+    /// A `kill -9` after an `rm` and a rename made offline, and a restart whose queue has not sent
+    /// them yet: the mount shows both done from its first answer, not Drive's older state (shown
+    /// under its old name, a renamed file is made again by a program that looks for the new one:
+    /// chaos finding 21's kind), and both land once the queue runs.
+    func testAnUnlinkAndARenameMadeOfflineAreShownDoneAfterACrashBeforeTheyLand() throws {
+        let goneID = fake.addFile("gone.txt", content: Array("gone\n".utf8))
+        let aID = fake.addFile("a.txt", content: Array("a\n".utf8))
+        let held = HeldUploadQueue(try UploadQueue(directory: harness.uploadsDirectory, backend: fake, transfers: 1))
+        try harness.mount(uploads: held)
+        _ = try harness.lookup(.root, "gone.txt")
+        _ = try harness.lookup(.root, "a.txt")
+        goOffline()
+        try remove(.root, "gone.txt")
+        try harness.rename(.root, "a.txt", to: .root, "renamed.txt")
+        held.inner.crashNow()
+        harness.crash()
+        goOnline()
+        let again = HeldUploadQueue(try UploadQueue(directory: harness.uploadsDirectory, backend: fake, transfers: 1))
+        defer { again.release() }
+        try harness.mount(uploads: again)
+        let names = Set(try harness.listPlus(.root).map(\.entry.name))
+        XCTAssertEqual(names, [".", "..", "renamed.txt"])
+        XCTAssertThrowsError(try harness.lookup(.root, "gone.txt"))
+        XCTAssertThrowsError(try harness.lookup(.root, "a.txt"))
+        XCTAssertEqual(harness.fs.table.node(try harness.lookup(.root, "renamed.txt").inode)?.file.id, aID)
+        XCTAssertEqual(try harness.read(try harness.lookup(.root, "renamed.txt").inode), Array("a\n".utf8))
+        again.release()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
+        XCTAssertEqual(fake.file(goneID)?.trashed, true)
+        XCTAssertEqual(fake.file(aID)?.name, "renamed.txt")
+        XCTAssertEqual(fake.children(of: fake.rootID).map(\.name), ["renamed.txt"])
+        XCTAssertEqual(Set(try harness.listPlus(.root).map(\.entry.name)), [".", "..", "renamed.txt"])
+    }
 }

@@ -23,6 +23,8 @@ final class LandingGate: UploadQueueing, @unchecked Sendable {
     init(_ inner: UploadQueue) { self.inner = inner }
 
     var recovered: [(request: UploadRequest, contentPath: String)] { inner.recovered }
+    var recoveredRemovals: [String] { inner.recoveredRemovals }
+    var recoveredPlacings: [UploadRequest] { inner.recoveredPlacings }
     func commit(_ request: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError) {
         try inner.commit(request, contentPath: contentPath, ready: ready)
     }
