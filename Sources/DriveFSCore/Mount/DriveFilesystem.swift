@@ -198,6 +198,12 @@ public final class DriveFilesystem: FilesystemOperations {
     public func start(notifier: any KernelNotifier) {
         invalidator.attach(notifier)
         for pool in [interactive, readAhead, backgroundListing, notifications, commits] { pool.start() }
+        // Renames over a file cut short by the last run's end are decided before anything is
+        // served: the file that goes is never shown under the name a program may write.
+        if !configuration.readOnly {
+            let context = RequestContext(priority: .interactive, deadline: time.now() + Self.catchUpSeconds)
+            for id in uploads.decideCutRenames(context) { table.restoreRemoval(id) }
+        }
         uploads.start { [weak self] outcome in self?.uploadFinished(outcome) }
         // Over a saved index, Drive's changes since it was saved are read before anything is served
         // (chaos finding 11: a file changed just before a crash was read as the index had it).

@@ -614,31 +614,7 @@ extension UploadQueue {
                         isPlaced = false
                     }
                 }
-                var dropped: [String] = []
-                let removal: UploadJob? = try withLock { (s: inout Shared) throws -> UploadJob? in
-                    if s.crashed { throw Interruption.crashed }
-                    let replaced = s.state.currentID(job.request.fileID)
-                    let runningSeq = s.running[replaced]?.seq
-                    if isPlaced == true {
-                        dropped = s.state.jobs(of: replaced)
-                            .filter { $0.kind == .upload && $0.ready && $0.seq != runningSeq }.map(\.contentPath)
-                    }
-                    var records: [UploadJournal.Record] = []
-                    if isPlaced == true { records.append(Self.removalRecord(of: job, s.state, deletes: job.deletes)) }
-                    records.append(.done(seq: first.seq, landed: nil))
-                    for record in records {
-                        do throws(FilesystemError) { try Self.record(record, &s) } catch {
-                            throw JobFailure(message: "cannot journal the end of a rename: \(error)", permanent: false, error: error)
-                        }
-                    }
-                    if let running = s.running[replaced], isPlaced == true { running.flag.cancel() }
-                    if crashes(at: .replaced(job.request.fileID), &s) { throw Interruption.crashed }
-                    lock.broadcast()
-                    return isPlaced == true ? s.state.jobs(of: replaced).last : nil
-                }
-                dropped.forEach(removeContent)
-                log.info("uploads", "\(job.request.displayPath): a rename over it was cut short by the last run's end; "
-                         + (removal != nil ? "the renamed file holds the name, so this one goes" : "it was not done, so this one stays"))
+                _ = try finishCutRename(job, isPlaced: isPlaced == true)
                 return
             } catch {
                 let failure = jobFailure(error, seq: first.seq)
@@ -651,6 +627,71 @@ extension UploadQueue {
                 do { try wait(delay, seq: first.seq) } catch { return }
             }
         }
+    }
+
+    /// Ends the replacement `job` (a rename over a file that the last run's end cut short) as
+    /// Drive or the journal decided: when the renamed file holds the name the replaced file goes
+    /// (its queued jobs dropped, its removal queued), else it stays. Returns the removal job.
+    func finishCutRename(_ job: UploadJob, isPlaced: Bool) throws -> UploadJob? {
+        var dropped: [String] = []
+        let removal: UploadJob? = try withLock { (s: inout Shared) throws -> UploadJob? in
+            if s.crashed { throw Interruption.crashed }
+            let replaced = s.state.currentID(job.request.fileID)
+            let runningSeq = s.running[replaced]?.seq
+            if isPlaced {
+                dropped = s.state.jobs(of: replaced)
+                    .filter { $0.kind == .upload && $0.ready && $0.seq != runningSeq }.map(\.contentPath)
+            }
+            var records: [UploadJournal.Record] = []
+            if isPlaced { records.append(Self.removalRecord(of: job, s.state, deletes: job.deletes)) }
+            records.append(.done(seq: job.seq, landed: nil))
+            for record in records {
+                do throws(FilesystemError) { try Self.record(record, &s) } catch {
+                    throw JobFailure(message: "cannot journal the end of a rename: \(error)", permanent: false, error: error)
+                }
+            }
+            if let running = s.running[replaced], isPlaced { running.flag.cancel() }
+            if crashes(at: .replaced(job.request.fileID), &s) { throw Interruption.crashed }
+            lock.broadcast()
+            return isPlaced ? s.state.jobs(of: replaced).last : nil
+        }
+        dropped.forEach(removeContent)
+        log.info("uploads", "\(job.request.displayPath): a rename over it was cut short by the last run's end; "
+                 + (removal != nil ? "the renamed file holds the name, so this one goes" : "it was not done, so this one stays"))
+        return removal
+    }
+
+    /// Decides, before the mount serves, the renames over a file that the last run's end cut short
+    /// and the journal alone could not decide (`finishReplacements`): Drive is asked whether the
+    /// renamed file holds the name. Left as jobs, they were decided after the mount had served
+    /// both files under the name for a while, and a program that wrote the name could write the
+    /// file that then went: its edit was uploaded beside as a conflicted copy, and the name held
+    /// the other file's bytes (chaos finding 22). Each question is bounded by `context`'s deadline;
+    /// one Drive does not answer in time stays a job, decided when Drive answers (the mount shows
+    /// both files meanwhile). Returns the Drive IDs of the files that now go.
+    public func decideCutRenames(_ context: RequestContext) -> [String] {
+        let cut = withLock { s in s.state.ordered.filter { $0.kind == .replacement } }
+        var removed: [String] = []
+        for job in cut {
+            guard let placement = job.replacedBy else { continue }
+            let isPlaced: Bool
+            do {
+                let renamed = try context.scope { try backend.getFile(withLock { $0.state.currentID(placement.fileID) }) }
+                isPlaced = !renamed.trashed && renamed.name == placement.name && renamed.parents.contains(placement.parentID)
+            } catch DriveError.notFound {
+                isPlaced = false
+            } catch {
+                log.warning("uploads", "\(job.request.displayPath): a rename over it was cut short by the last run's end, and Drive "
+                            + "cannot say yet whether it was done (\(error)); decided when Drive answers")
+                continue
+            }
+            do {
+                if let removal = try finishCutRename(job, isPlaced: isPlaced) { removed.append(removal.target) }
+            } catch {
+                log.warning("uploads", "\(job.request.displayPath): cannot journal the end of a rename over it (\(error)); decided later")
+            }
+        }
+        return removed
     }
 
     // MARK: Changes made offline

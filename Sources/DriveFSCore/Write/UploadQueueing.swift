@@ -176,6 +176,11 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// core shows the files there until they land.
     var recoveredPlacings: [UploadRequest] { get }
 
+    /// Decides, by asking Drive (each question bounded by `context`), the renames over a file that
+    /// the last run's end cut short and the journal could not decide; before `start`. Returns the
+    /// Drive IDs of the files that now go (their removal queued).
+    func decideCutRenames(_ context: RequestContext) -> [String]
+
     /// Makes `contentPath` and `request` durable in the journal. `ready == false`: the file is
     /// still open for writing (a `flush` that is not the last close): not uploaded now, but
     /// recovered (and then uploaded) after a crash; a later commit of the same file replaces it.

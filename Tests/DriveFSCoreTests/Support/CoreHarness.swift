@@ -246,6 +246,7 @@ final class HeldUploadQueue: UploadQueueing, @unchecked Sendable {
     var recovered: [(request: UploadRequest, contentPath: String)] { inner.recovered }
     var recoveredRemovals: [String] { inner.recoveredRemovals }
     var recoveredPlacings: [UploadRequest] { inner.recoveredPlacings }
+    func decideCutRenames(_ context: RequestContext) -> [String] { inner.decideCutRenames(context) }
     func commit(_ request: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError) {
         try inner.commit(request, contentPath: contentPath, ready: ready)
     }

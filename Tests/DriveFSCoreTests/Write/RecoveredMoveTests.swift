@@ -146,4 +146,50 @@ final class RecoveredMoveTests: XCTestCase {
         XCTAssertEqual(h.backend.file(file)?.name, "g.txt")
         XCTAssertEqual(h.backend.content(of: file), Array("written\n".utf8))
     }
+
+    /// Chaos finding 22: a rename of a file on Drive over another (two steps on Drive: the rename,
+    /// then the trash of the replaced file) cut by a `kill -9` between the two. The restart decides
+    /// it before it serves (the renamed file holds the name on Drive, so the replaced one goes): the
+    /// name is the renamed file from the first answer on, and an edit of it is an edit of that file.
+    /// Before, the decision came after the mount had served both under the name, the edit went to
+    /// the file that then went, and it was uploaded beside as a conflicted copy.
+    func testARenameOverAFileCutBetweenItsTwoStepsIsDecidedBeforeTheRestartServes() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let work = h.backend.addFolder("work")
+        let replaced = h.backend.addFile("t.txt", in: work, content: Array("replaced\n".utf8))
+        let renamed = h.backend.addFile("s.txt", in: work, content: Array("saved\n".utf8))
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        try h.mount(uploads: queue)
+        let folder = try h.resolve("work").inode
+        _ = try h.lookup(folder, "t.txt")
+        _ = try h.lookup(folder, "s.txt")
+        // Dead from the trash's request on: nothing more reaches Drive (not the rename's undo either).
+        let dead = Locked(false)
+        h.backend.writeHook = { _, phase, id in
+            guard dead.withLock({ $0 }) || phase == .before && id == replaced else { return }
+            dead.withLock { $0 = true }
+            queue.crashNow()
+            throw DriveError.cancelled
+        }
+        XCTAssertThrowsError(try h.rename(folder, "s.txt", to: folder, "t.txt"), "the process died during the rename")
+        h.backend.writeHook = nil
+        h.crash()
+        XCTAssertEqual(h.backend.file(renamed)?.name, "t.txt", "the rename's first step reached Drive")
+        XCTAssertEqual(h.backend.file(replaced)?.trashed, false, "its second did not")
+
+        let again = HeldUploadQueue(try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1))
+        defer { again.release() }
+        try h.mount(uploads: again)
+        let folderAgain = try h.resolve("work").inode
+        let found = try h.lookup(folderAgain, "t.txt")
+        XCTAssertEqual(h.fs.table.entries(of: folderAgain)?.map(\.name), ["t.txt"], "one file under the name")
+        XCTAssertEqual(h.fs.table.node(found.inode)?.file.id, renamed)
+        try h.rewrite(found.inode, Array("edited after the restart\n".utf8))
+        again.release()
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(h.backend.children(of: work).map(\.id), [renamed], "no conflicted copy: \(h.backend.children(of: work).map(\.name))")
+        XCTAssertEqual(h.backend.content(of: renamed), Array("edited after the restart\n".utf8))
+        XCTAssertEqual(h.backend.file(replaced)?.trashed, true)
+    }
 }
