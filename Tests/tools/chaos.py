@@ -333,10 +333,12 @@ class Worker:
         fsync = self.rng.random() < 0.5
         what = f"editor save {rel!r} via {tmp!r} {len(data)} B{'' if fsync else ' (no fsync)'}"
         s_tmp = table.get(tmp, ABSENT)
+        self.failed_save = None
         try:
             self.whole_write(tmp, data, fsync=fsync)
         except OSError as e:
             self.set_state(tmp, merge(s_tmp, ANY, ABSENT), table, store)
+            self.failed_save = data
             return self.failure(what + " (writing the temporary file)", e)
         self.set_known(tmp, data, table, store)
         self.op_rename(tmp, rel, table, store)
@@ -431,11 +433,19 @@ class Worker:
         or as a conflicted copy of it ("last"; checked in the verdict)."""
         history, last = saved.setdefault("history", {}), saved.setdefault("last", {})
         rel = self.rng.choice(names)
+        # Versions a read may show besides the saved ones, never what Drive may hold at the end: the
+        # whole content of a save whose temporary file's write failed (a kill cut it; it was kept
+        # all the same). The next save writes that temporary file again and renames it over the
+        # name; the rename may reach Drive before the new content does, so the other mount may read
+        # the earlier content under the name until the new content lands (chaos finding 23).
+        maybe = saved.setdefault("maybe", {})
         if r < 0.75:
             data = self.op_editor_save(rel, table, store)   # None: the temporary file was not written
             if data is not None:   # renamed, or a rename that failed (it may have landed)
                 history.setdefault(rel, []).append(sha(data))
                 last[rel] = sha(data) if table.get(rel, ABSENT)["k"] == "known" else None
+            elif self.failed_save is not None:
+                maybe.setdefault(rel, []).append(sha(self.failed_save))
             return
         try:
             with open(self.p(rel), "rb") as f:
@@ -446,6 +456,8 @@ class Worker:
             return self.failure(f"read {rel!r}", e)
         if sha(got) in history.get(rel, []):
             self.note(f"read {rel!r} {len(got)} B -> ok (a version saved)")
+        elif sha(got) in maybe.get(rel, []):
+            self.note(f"read {rel!r} {len(got)} B -> ok (the content of a save whose write failed, renamed over it since)")
         else:
             message = f"read {rel!r}: {len(got)} B through mount w{self.idx}, none of the {len(history.get(rel, []))} versions saved"
             self.mismatches.append(message)
