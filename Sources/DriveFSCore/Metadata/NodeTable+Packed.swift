@@ -81,17 +81,12 @@ extension NodeTable {
         // As in `setChildren`: a file whose upload or queued change puts it elsewhere is shown
         // there, not here (Drive lists it where it was until that lands); one put here is.
         var entries = incoming.compactMap { entry -> PackedListing.Entry? in
-            let placed = Self.withPendingPlace(entry.file, &s)
-            guard placed.parents.first == nil || placed.parents.first == folderID || placed.parents == entry.file.parents
-            else { return nil }
+            guard let placed = Self.placedIn(folderID, entry.file, &s) else { return nil }
             var kept = entry
             kept.file = placed
             return kept
         }
-        let incomingIDs = Set(incoming.map(\.file.id))
-        for (id, queued) in s.queuedPlaces where queued.parentID == folderID && !incomingIDs.contains(id) {
-            if let file = queued.file { entries.append(PackedListing.Entry(file: file)) }
-        }
+        entries += Self.queuedArrivals(in: folderID, listed: Set(incoming.map(\.file.id)), s).map { PackedListing.Entry(file: $0) }
         if let old = s.packed[folderID] {
             // Saved inode numbers survive a relisting, and so do exported sizes of unchanged documents.
             if let previous = old.entries(folderID: folderID) {

@@ -683,12 +683,8 @@ final class NodeTable: Sendable {
         s.childrenRebuilt += incoming.count
         // What Drive shows of a file whose upload is still on its way is where the upload started
         // from: the name and folder given here since are what the queue brings to Drive.
-        var files = incoming.compactMap { file -> DriveFile? in
-            let placed = Self.withPendingPlace(file, &s)
-            guard placed.parents.first == nil || placed.parents.first == s.nodes[folder]?.file.id
-                  || placed.parents == file.parents else { return nil }
-            return placed
-        }
+        let folderID = s.nodes[folder]?.file.id
+        var files = incoming.compactMap { Self.placedIn(folderID, $0, &s) }
         // Files made here and not on Drive yet stay: Drive cannot list them.
         let incomingIDs = Set(incoming.map(\.id))
         for inode in s.localNew {
@@ -697,14 +693,10 @@ final class NodeTable: Sendable {
             }
         }
         // And files a queued change of the last run moves here, while Drive lists them elsewhere.
-        if let folderID = s.nodes[folder]?.file.id {
-            for (id, queued) in s.queuedPlaces where queued.parentID == folderID && !incomingIDs.contains(id) {
-                if let file = queued.file { files.append(file) }
-            }
-        }
+        if let folderID { files += Self.queuedArrivals(in: folderID, listed: incomingIDs, s) }
         // So do those the journal held at start, waiting for this folder to be a node.
         var recovered: [String: LocalState] = [:]
-        if let folderID = s.nodes[folder]?.file.id, let pending = s.recoveredNew.removeValue(forKey: folderID) {
+        if let folderID, let pending = s.recoveredNew.removeValue(forKey: folderID) {
             for (id, entry) in pending {
                 s.recoveredNewFolder[id] = nil
                 guard s.byID[id] == nil else { continue }
@@ -824,6 +816,20 @@ final class NodeTable: Sendable {
             s.recoveredNew[folderID]![file.id]!.file = placed
         }
         return placed
+    }
+
+    /// `file` as a listing of `folderID` shows it (`withPendingPlace`), or nil when its upload or a
+    /// queued change puts it in another folder (it is shown there, not here).
+    static func placedIn(_ folderID: String?, _ file: DriveFile, _ s: inout State) -> DriveFile? {
+        let placed = withPendingPlace(file, &s)
+        guard placed.parents.first == nil || placed.parents.first == folderID || placed.parents == file.parents else { return nil }
+        return placed
+    }
+
+    /// Files a queued change of the last run moves into `folderID` (`queuedPlaces`) that its
+    /// listing from Drive (`listed`, by ID) does not hold yet: a listing of the folder shows them.
+    static func queuedArrivals(in folderID: String, listed: Set<String>, _ s: State) -> [DriveFile] {
+        s.queuedPlaces.compactMap { id, queued in queued.parentID == folderID && !listed.contains(id) ? queued.file : nil }
     }
 
     /// The change feed was read to its end: the restored index is as current as a listing.

@@ -609,7 +609,7 @@ extension UploadQueue {
                 if isPlaced == nil {
                     do {
                         let renamed = try step(.other) { try backend.getFile(placement.fileID) }
-                        isPlaced = !renamed.trashed && renamed.name == placement.name && renamed.parents.contains(placement.parentID)
+                        isPlaced = placement.isHeld(by: renamed)
                     } catch let failure as JobFailure where failure.isNotFound {
                         isPlaced = false
                     }
@@ -677,7 +677,7 @@ extension UploadQueue {
             let isPlaced: Bool
             do {
                 let renamed = try context.scope { try backend.getFile(withLock { $0.state.currentID(placement.fileID) }) }
-                isPlaced = !renamed.trashed && renamed.name == placement.name && renamed.parents.contains(placement.parentID)
+                isPlaced = placement.isHeld(by: renamed)
             } catch DriveError.notFound {
                 isPlaced = false
             } catch {
@@ -1051,4 +1051,9 @@ extension UploadQueue {
     }
 
     static func seconds(_ value: Double) -> String { String(format: "%.0f s", value) }
+}
+
+extension UploadJob.Placement {
+    /// Whether Drive's `file` (the renamed one) holds this place.
+    func isHeld(by file: DriveFile) -> Bool { !file.trashed && file.name == name && file.parents.contains(parentID) }
 }
