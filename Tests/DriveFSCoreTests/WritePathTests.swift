@@ -408,7 +408,16 @@ final class WritePathTests: XCTestCase {
         fs.release(doomed.attributes.inode, handle: doomed.opened.handle)
     }
 
+    /// With no upload delay (`--upload-delay 0`): an fsync of a new file waits for Drive. (With
+    /// one, the fsync answers once the file is kept here, and a later fsync reports the failure:
+    /// EditorSaveTests.testAnFsyncedNewFileThatCannotLandReportsItAtTheNextFsync.)
     func testFsyncReportsAnUploadThatFailedAfterClose() throws {
+        harness.remove()
+        harness = try CoreHarness {
+            $0.readOnly = false
+            $0.newFileSettle = 0
+        }
+        try harness.mount()
         let folderID = fake.addFolder("gone")
         let folder = try harness.lookup(.root, "gone")
         let created = try create(folder.inode, "late.txt")

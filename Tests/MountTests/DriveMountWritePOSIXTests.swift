@@ -113,13 +113,18 @@ final class DriveMountWritePOSIXTests: XCTestCase {
     // MARK: An editor's save
 
     /// Write a temporary file, fsync it, rename it over the original (vim's `backupcopy=no`,
-    /// gedit, most IDEs), twice in a row.
+    /// gedit and GLib's g_file_replace, most IDEs), twice in a row. The fsync answers once the
+    /// temporary file is kept here (a new file waits its upload delay, for this rename): each save
+    /// is one content update of the original, which keeps its Drive ID; nothing is created or trashed.
     func testEditorStyleSaveThroughATemporaryFile() throws {
         _ = try MountedDriveFS.requireFuse()
         var tree = SeedTree()
         let drive = try EmulatedDrive { seed in try tree.file("docs/notes.txt", in: seed, text: "first draft\n") }
         defer { drive.stop() }
-        let mount = try drive.mount()
+        let original = try XCTUnwrap(try RemoteTree.read(drive, at: "docs").file("notes.txt"))
+        // A minute's delay before a new file goes up: the renames never race the uploads here (the
+        // default 2 s would almost always do; an unmount does not wait for it).
+        let mount = try drive.mount(extraArguments: ["--upload-delay", "60s"])
         let save = """
             import os, sys
             path, tmp, content, rename = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "rename"
@@ -139,12 +144,13 @@ final class DriveMountWritePOSIXTests: XCTestCase {
         let buffers = try WriteTests.directory(drive.temp, "buffers")
         try Data(second.utf8).write(to: buffers.appendingPathComponent("second"))
         try Data(third.utf8).write(to: buffers.appendingPathComponent("third"))
+        let before = drive.emulator.stats()
 
-        // fsync returns once the file is on Drive: the temporary file is there, whole, before its rename.
+        // The fsync answers with the temporary file kept here, not sent: its rename comes next.
         try WriteTests.python(save, [notes, tmp, buffers.appendingPathComponent("second").path, "no-rename"]).requireSuccess("write and fsync the temporary file")
-        let tmpOnDrive = try RemoteTree.read(drive, at: "docs").file(".notes.txt.swp")
-        XCTAssertEqual(tmpOnDrive?.md5Checksum, WriteTests.md5(Array(second.utf8)),
-                       "once fsync returned, the fsynced temporary file must be on Drive with its bytes")
+        XCTAssertNil(try RemoteTree.read(drive, at: "docs").file(".notes.txt.swp"),
+                     "the fsynced temporary file waits its upload delay, not sent as a file of its own")
+        XCTAssertEqual(try cat(tmp), second, "the fsynced temporary file in the mount")
         try ExternalCommand.tool("mv", [tmp, notes]).requireSuccess("rename the temporary file over the original")
         XCTAssertEqual(try cat(notes), second, "the saved content in the mount right after the rename")
         // The next save at once, in one go.
@@ -157,7 +163,16 @@ final class DriveMountWritePOSIXTests: XCTestCase {
         let remote = try RemoteTree.read(drive, at: "docs")
         XCTAssertEqual(remote.entries.map(\.path), ["notes.txt"], "on Drive the folder holds notes.txt alone: no temporary file left")
         let final = try XCTUnwrap(remote.file("notes.txt"), "notes.txt on Drive")
+        XCTAssertEqual(final.id, original.id, "the original keeps its Drive ID through fsynced saves")
         XCTAssertEqual(final.md5Checksum, WriteTests.md5(Array(third.utf8)), "notes.txt on Drive has the last save's bytes")
+        let after = drive.emulator.stats()
+        func count(_ method: String) -> Int {
+            (after.methods[method]?.requests ?? 0) - (before.methods[method]?.requests ?? 0)
+        }
+        XCTAssertEqual(count("files.create") + count("files.create.upload"), 0, "nothing created: \(drive.statsSummary())")
+        XCTAssertEqual(count("files.update"), 0, "no rename, no trash: \(drive.statsSummary())")
+        XCTAssertEqual(count("files.delete"), 0, "nothing deleted: \(drive.statsSummary())")
+        XCTAssertLessThanOrEqual(count("files.update.upload"), 2, "at most one update a save: \(drive.statsSummary())")
     }
 
     /// The way rsync, `sed -i` and editors that do not fsync save: write a temporary file, close

@@ -114,7 +114,8 @@ final class DriveMountWriteRecoveryTests: XCTestCase {
         defer { drive.stop() }
         let source = drive.temp.appendingPathComponent("source/tokens")
         var expected = try sourceFiles(source, small: 0, medium: 0, large: [12 << 20], seed: 10_000)
-        let mount = try drive.mount()
+        // No upload delay: each fsync of a new file waits for Drive (with one, it answers once kept here).
+        let mount = try drive.mount(extraArguments: ["--upload-delay", "0"])
         try ExternalCommand.tool("mkdir", [mount.path("tokens")]).requireSuccess("mkdir tokens")
         try ExternalCommand.tool("cp", [source.appendingPathComponent("large-0.bin").path, mount.path("tokens/")], timeout: 60)
             .requireSuccess("cp of a 12 MiB file into the mount")

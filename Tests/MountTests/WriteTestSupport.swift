@@ -7,7 +7,8 @@ import XCTest
 // Helpers of the write-side mount tests (`DriveMountWrite*Tests`, issue 7). They are written
 // against POSIX and the write side's promises, not against its implementation:
 // - `drivefs mount` is writable unless `--read-only`; a closed file is uploaded in the background.
-// - `fsync(2)` returns once the file is on Drive; `drivefs unmount` returns once every queued
+// - `fsync(2)` returns once the file is on Drive (a new file whose upload waits its
+//   `--upload-delay`: once it is kept here); `drivefs unmount` returns once every queued
 //   upload is on Drive, then unmounts.
 // - After `kill -9`, the next mount of the same cache directory uploads what was queued.
 // - rm moves to Drive's trash; chmod and symbolic links are kept in appProperties; hard links

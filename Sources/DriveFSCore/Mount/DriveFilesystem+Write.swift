@@ -749,7 +749,8 @@ extension DriveFilesystem {
     /// supersedes it: still one update). Nothing is sent now; the queued upload is retargeted in
     /// one journal record. False (the ordinary rename follows) unless both are plain files, the
     /// new file is closed and its upload has not started, and the replaced file is on Drive,
-    /// editable, not open, and its own queued upload (if any) has not started.
+    /// editable and not open. Its own queued uploads are superseded; one on its way stays, and the
+    /// save goes after it (the queue's `retarget`).
     func saveOver(_ source: Node, _ replaced: Node, parent: Inode, name: String, newParent: Inode, newName: String,
                   newParentID: String) throws(FilesystemError) -> Bool {
         guard source.kind == .regular, replaced.kind == .regular, source.local?.isNew == true, replaced.local?.isNew != true,
@@ -1133,6 +1134,15 @@ extension DriveFilesystem {
             }
         }, then: { [self] result in
             guard case .success = result else { return reply.complete(result) }
+            // A new file whose upload waits its settle time answers once it is kept here (the
+            // commit's fdatasyncs): editors fsync the temporary file of a save before they rename
+            // it over the original, and sent now it would be a new file on Drive and the original
+            // trashed (three writes a save, the ID lost) instead of one update of the original.
+            // It goes to Drive after its settle time, as a closed file does (docs/semantics.md).
+            if !configuration.syncClose, uploads.awaitsRename(of: fileID) {
+                Log.shared.debug("write", "\(describe(inode)): fsync answered once kept here; a new file, it goes to Drive after its upload delay")
+                return reply.succeed()
+            }
             // fsync answers once the file is on Drive (or with its upload's failure).
             answerWhenUploaded(reply, fileID, "syncing", inode)
         })

@@ -420,11 +420,15 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             let request = Self.current(asked, s.state)
             let target = request.fileID
             guard !s.crashed, !request.isNew, target != fileID, s.running[fileID] == nil, s.landing[fileID] == nil,
-                  s.earlies[fileID] == nil, s.running[target] == nil, s.landing[target] == nil, s.earlies[target] == nil
+                  s.earlies[fileID] == nil, s.earlies[target] == nil
             else { return false }
+            // An upload of the other file on its way (an edit, or the last save) stays: the save
+            // goes after it, rebased on its landing (`done`), as any later commit of the file is.
+            let running = s.running[target].flatMap { r in s.state.jobs[r.seq] }
+            if let running, running.kind != .upload && running.kind != .change { return false }
             // The other file's queued uploads, superseded by the save: none started, none from
             // before a restart (it may have started), none a removal or a conflict decided.
-            let others = s.state.jobs(of: target)
+            let others = s.state.jobs(of: target).filter { $0.seq != running?.seq }
             guard others.allSatisfy({ $0.kind == .upload && !s.pinned.contains($0.seq) && $0.conflictCopy == nil && !$0.creates })
             else { return false }
             let jobs = s.state.jobs(of: fileID)
@@ -454,6 +458,16 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             compactIfWanted(&s)
             lock.broadcast()
             return true
+        }
+    }
+
+    public func awaitsRename(of asked: String) -> Bool {
+        guard newFileSettle > 0 else { return false }
+        return withLock { s in
+            let fileID = s.state.currentID(asked)
+            guard s.running[fileID] == nil, s.landing[fileID] == nil, s.earlies[fileID] == nil else { return false }
+            let jobs = s.state.jobs(of: fileID)
+            return !jobs.isEmpty && jobs.allSatisfy { $0.kind == .upload && $0.creates && $0.request.isNew && !s.pinned.contains($0.seq) }
         }
     }
 

@@ -238,8 +238,16 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// its job, not started, is replaced by a job of that file with the same content file and
     /// `request`, in one journal record. True when done, or when the queue holds nothing of
     /// `fileID` yet (its next commit is to name the other file); false, with nothing changed,
-    /// when its upload started or streams, it has more than one job, or the other file has jobs.
+    /// when its upload started or streams, or it has more than one job, or the other file's
+    /// queued jobs are not plain uploads of new content. An upload of the other file already on
+    /// its way stays: the new job goes after it (and is based on its landing).
     func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool
+
+    /// Whether the new file `fileID`'s upload waits its settle time (`--upload-delay`), not
+    /// started: a rename over another file may still make its content that file's (`retarget`).
+    /// An fsync of such a file answers once its content is kept here, rather than sending it as
+    /// a new file that the editor's rename right after would trash.
+    func awaitsRename(of fileID: String) -> Bool
 
     /// A rename of the file `fileID` to `name` in `parentID` over the file `replaced` (a request
     /// naming it: its ID, folder, name, path) begins: journaled before the rename's first step, so
@@ -326,5 +334,6 @@ extension UploadQueueing {
     public func phase(of fileID: String) -> UploadFilePhase { .none }
     public func currentID(of fileID: String) -> String { fileID }
     public func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool { false }
+    public func awaitsRename(of fileID: String) -> Bool { false }
     public func beginEarlyUpload(_ request: UploadRequest, contentPath: String, size: Int64) -> EarlyUpload? { nil }
 }

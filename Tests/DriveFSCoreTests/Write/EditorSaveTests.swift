@@ -59,6 +59,120 @@ final class EditorSaveTests: XCTestCase {
         XCTAssertEqual(try h.read(try h.lookup(.root, "notes.txt").inode), h.backend.content(of: original))
     }
 
+    /// A save as GLib, gedit, vim and office suites make it: the temporary file is fsynced before
+    /// it is closed and renamed. Its fsync answers once the bytes are kept here (the file's upload
+    /// waits its settle time, for such a rename): the save is still one update of the original,
+    /// which keeps its ID. Before, the fsync uploaded the temporary file as a new file, and the
+    /// rename trashed the original: three writes a save and the ID lost (`make bench`'s wan 10).
+    func testAnFsyncedSaveIsStillOneUpdateOfTheOriginal() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let original = h.backend.addFile("notes.txt", content: Array("first draft\n".utf8))
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 2, newFileSettle: 30)
+        try h.mount(uploads: queue)
+        _ = try h.lookup(.root, "notes.txt")
+        for save in 1...3 {
+            let text = Array("save \(save)\n".utf8) + Array(repeating: UInt8(ascii: "a") + UInt8(save), count: 700 * save)
+            let before = writes(h)
+            try fsyncedSave(h, ".goutputstream-\(save)", text, over: "notes.txt")
+            XCTAssertEqual(writes(h), before, "save \(save): the fsync and the rename send no write")
+            XCTAssertEqual(try h.read(try h.lookup(.root, "notes.txt").inode), text, "save \(save) reads back at once")
+            XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+            XCTAssertEqual(names(h, h.backend.rootID), ["notes.txt"], "save \(save)")
+            XCTAssertTrue(h.backend.content(of: original) == text, "save \(save): the original file holds the save")
+        }
+        let counts = h.backend.requests
+        XCTAssertEqual(counts["files.update.upload"], 3, "one content update per save: \(counts)")
+        XCTAssertNil(counts["files.create.upload"], "nothing created: \(counts)")
+        XCTAssertEqual(h.backend.children(of: h.backend.rootID, includingTrashed: true).count, 1, "nothing trashed")
+    }
+
+    /// An fsynced new file that no rename takes still goes to Drive: after its settle time, or
+    /// at once when something waits for the queue (an unmount's drain); a second fsync after that waits
+    /// for nothing more. With no settle time (`--upload-delay 0`) an fsync waits for Drive, as
+    /// SyncWaitTests check.
+    func testAnFsyncedNewFileNobodyRenamesStillGoesToDrive() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1, newFileSettle: 0.2)
+        try h.mount(uploads: queue)
+        let created = try h.create(.root, "kept.log")
+        let inode = created.attributes.inode
+        try h.write(inode, created.opened.handle, Array("kept\n".utf8), at: 0)
+        try fsync(h, inode, created.opened.handle)
+        try h.close(inode, created.opened.handle)
+        let id = try XCTUnwrap(h.fs.table.node(inode)?.file.id)
+        waitUntil("the file to land after its settle time") { h.backend.content(of: id) == Array("kept\n".utf8) }
+        XCTAssertEqual(h.backend.requests["files.create.upload"], 1, "\(h.backend.requests)")
+    }
+
+    /// An fsynced new file whose upload fails for good once it goes (its folder was deleted on
+    /// Drive): the fsync answered when the file was kept here; the next fsync reports the failure.
+    func testAnFsyncedNewFileThatCannotLandReportsItAtTheNextFsync() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let folderID = h.backend.addFolder("gone")
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1, newFileSettle: 0.2)
+        try h.mount(uploads: queue)
+        let folder = try h.lookup(.root, "gone")
+        let created = try h.create(folder.inode, "late.txt")
+        let inode = created.attributes.inode
+        try h.write(inode, created.opened.handle, Array("late".utf8), at: 0)
+        _ = try h.backend.delete(folderID)
+        try fsync(h, inode, created.opened.handle)
+        let id = try XCTUnwrap(h.fs.table.node(inode)?.file.id)
+        waitUntil("the upload to fail for good") { queue.phase(of: id) == .none }
+        XCTAssertThrowsError(try fsync(h, inode, created.opened.handle), "the next fsync reports the failure")
+        h.fs.release(inode, handle: created.opened.handle)
+    }
+
+    /// The original's own upload is on its way (an edit, or the last save, going up) when the next
+    /// save is renamed over it: the save still becomes the original's content, queued behind that
+    /// upload (two updates, the ID kept). Before, only an original with no upload running could
+    /// take the save: the save was created as a new file and the original trashed, so a save loop
+    /// slower than the settle time lost the file's ID at its second save.
+    func testASaveOverAFileWhoseUploadIsRunningKeepsIt() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let original = h.backend.addFile("doc.txt", content: Array("v0\n".utf8))
+        let gate = WriteGate(method: "files.update.upload")
+        h.backend.writeHook = gate.hook
+        defer { gate.open() }
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 2, newFileSettle: 30)
+        try h.mount(uploads: queue)
+        let inode = try h.lookup(.root, "doc.txt").inode
+        try h.rewrite(inode, Array("an edit\n".utf8))
+        XCTAssertTrue(waitUntil("the edit's upload to be on the wire") { gate.waiting == 1 })
+        let save = Array("the save after it\n".utf8)
+        try fsyncedSave(h, ".doc.txt.swp", save, over: "doc.txt")
+        XCTAssertEqual(try h.read(try h.lookup(.root, "doc.txt").inode), save)
+        XCTAssertNil(h.backend.requests["files.create.upload"], "the save was made a file of its own: \(h.backend.requests)")
+        gate.open()
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(names(h, h.backend.rootID), ["doc.txt"])
+        XCTAssertEqual(h.backend.content(of: original).map { String(decoding: $0, as: UTF8.self) }, "the save after it\n", "the original holds the save")
+        XCTAssertEqual(h.backend.children(of: h.backend.rootID, includingTrashed: true).count, 1, "nothing trashed")
+        XCTAssertEqual(h.backend.requests["files.update.upload"], 2, "the edit, then the save: \(h.backend.requests)")
+        XCTAssertNil(h.backend.requests["files.create.upload"], "\(h.backend.requests)")
+        XCTAssertEqual(try h.read(try h.lookup(.root, "doc.txt").inode), save)
+    }
+
+    /// Creates `name`, writes `bytes`, fsyncs it (the answer bounded), closes it and renames it over `target`.
+    private func fsyncedSave(_ h: CoreHarness, _ name: String, _ bytes: [UInt8], over target: String) throws {
+        let created = try h.create(.root, name)
+        try h.write(created.attributes.inode, created.opened.handle, bytes, at: 0)
+        try fsync(h, created.attributes.inode, created.opened.handle)
+        try h.close(created.attributes.inode, created.opened.handle)
+        try h.rename(.root, name, to: .root, target)
+    }
+
+    private func fsync(_ h: CoreHarness, _ inode: Inode, _ handle: UInt64) throws {
+        let answer = Pending<Void>()
+        h.fs.synchronize(inode, handle: handle, dataOnly: false, reply: answer.reply)
+        guard let result = answer.wait(seconds: 60) else { return XCTFail("the fsync did not answer within a minute") }
+        try result.get()
+    }
+
     /// The temporary file renamed over the original before its close's commit ran, and read,
     /// chmodded and saved again before anything went up: still one update with the last content.
     func testASaveSavedAgainBeforeItsUploadIsOneUpdate() throws {

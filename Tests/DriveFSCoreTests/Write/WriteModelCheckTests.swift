@@ -41,6 +41,7 @@ final class LandingGate: UploadQueueing, @unchecked Sendable {
     func queueChange(_ change: QueuedChange) throws(FilesystemError) { try inner.queueChange(change) }
     func queueRemoval(_ request: UploadRequest) throws(FilesystemError) { try inner.queueRemoval(request) }
     func holdsChanges(of fileID: String) -> Bool { inner.holdsChanges(of: fileID) }
+    func awaitsRename(of fileID: String) -> Bool { inner.awaitsRename(of: fileID) }
     func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool {
         try inner.retarget(fileID, to: request)
     }
