@@ -151,6 +151,8 @@ final class BigFileTests: XCTestCase {
         try mount {
             $0.maximumFileSize = DriveFSConfiguration.driveMaximumFileSize
             $0.quotaRefreshInterval = 0
+            // No upload delay: the fsync of a new file waits for Drive (with one, it answers once kept here).
+            $0.newFileSettle = 0
         }
         fake.storageQuota = (limit: 10 << 20, usage: 9 << 20)
         let bytes = CoreHarness.pattern(2 << 20, seed: 6)
