@@ -237,8 +237,21 @@ extension NodeTable {
     /// Changes one node in place (its local state, its Drive metadata after an update).
     @discardableResult
     func update(_ inode: Inode, _ change: (inout Node) -> Void) -> Node? {
-        withState { s in
-            guard var node = s.nodes[inode] else { return nil }
+        withState { s in updateNow(inode, unlessTaken: nil, change, &s) ?? nil }
+    }
+
+    /// `update`, for a change that may give the node the Drive ID `id` (an upload's landing that
+    /// made the file again under a new ID): nil, with nothing changed, when another node holds
+    /// that ID (the change feed showed the new file first, also between a look and this call).
+    func update(_ inode: Inode, unlessTaken id: String, _ change: (inout Node) -> Void) -> Node?? {
+        withState { s in updateNow(inode, unlessTaken: id, change, &s) }
+    }
+
+    /// Under the table's lock: nil when `id` is another node's (nothing changed), else `update`'s answer.
+    private func updateNow(_ inode: Inode, unlessTaken newID: String?, _ change: (inout Node) -> Void, _ s: inout State) -> Node?? {
+        do {
+            guard var node = s.nodes[inode] else { return .some(nil) }
+            if let newID, newID != node.file.id, let holder = s.byID[newID], holder != inode { return nil }
             let id = node.file.id
             let hadLocal = node.local != nil
             change(&node)
@@ -257,7 +270,7 @@ extension NodeTable {
             // A folder kept under a packed listing that the kernel forgot while its change was on its way.
             if hadLocal, node.local == nil, node.parent != nil { Self.dropIfUnreferenced(inode, &s) }
             assert(Self.invariantsHold(s))
-            return node
+            return .some(node)
         }
     }
 

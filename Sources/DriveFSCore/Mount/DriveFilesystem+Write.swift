@@ -43,6 +43,17 @@ extension DriveFilesystem {
         return true
     }
 
+    /// Whether a failed request may have been carried out all the same: an answer lost after Drive
+    /// acted (a reset, a timeout, a server error or rate limit after the tries ran out, an
+    /// interrupt). A refusal (permission, not found, a bad request) changed nothing.
+    private func mayHaveLanded(_ error: any Error) -> Bool {
+        guard let drive = error as? DriveError else { return false }
+        switch drive {
+        case .server, .rateLimited, .transport, .malformedResponse, .unexpectedStatus, .cancelled: return true
+        default: return false
+        }
+    }
+
     /// Whether a change of `node` (into `folder`) is journaled for the upload queue to send
     /// rather than sent now: Drive is unreachable, a change of the item is still queued (what
     /// follows must not overtake it), or the item or the folder was made offline and is not on
@@ -581,6 +592,15 @@ extension DriveFilesystem {
             guard removedHere.withLock({ $0.remove(node.file.id) != nil }) else { return }
         }
         if queues { return }
+        if cancelled {
+            // The queue held jobs of it: its `cancel` record dropped them and queued the removal
+            // of what Drive holds after the one running (if any). Trashed here as well, a trash
+            // Drive refused failed the unlink after its queued content was dropped: the file
+            // stayed, with the bytes of an older version (NamespaceModelCheckTests). Hidden until
+            // the removal lands.
+            table.noteRemovedBeforeLanding(node.file.id)
+            return
+        }
         // Made again under a new ID by an upload the node may not show yet: that file goes.
         let driveID = uploads.currentID(of: node.file.id)
         do {
@@ -592,9 +612,25 @@ extension DriveFilesystem {
         } catch DriveError.notFound {
             // Gone already (removed elsewhere): what the caller wanted.
         } catch {
-            guard wentOffline(error) else { throw FilesystemError.from(error) }
-            try uploads.queueRemoval(UploadRequest(fileID: node.file.id, isNew: false, parentID: node.file.parents.first ?? table.rootID,
-                                                   name: node.file.name, displayPath: describe(node.inode)))
+            let queue = { () throws(FilesystemError) in
+                try self.uploads.queueRemoval(UploadRequest(fileID: node.file.id, isNew: false,
+                                                            parentID: node.file.parents.first ?? self.table.rootID,
+                                                            name: node.file.name, displayPath: self.describe(node.inode)))
+            }
+            if wentOffline(error) { return try queue() }
+            guard mayHaveLanded(error) else { throw FilesystemError.from(error) }
+            // An answer lost after Drive removed it: done (answered as failed, the mount kept the
+            // file until the next page of changes took it away: NamespaceModelCheckTests). Still
+            // there: the removal failed. Drive cannot say: the removal is queued.
+            do {
+                let file = try backend.getFile(driveID)
+                if !file.trashed { throw FilesystemError.from(error) }
+            } catch DriveError.notFound {
+            } catch let answer as FilesystemError {
+                throw answer
+            } catch {
+                try queue()
+            }
         }
     }
 
@@ -690,22 +726,45 @@ extension DriveFilesystem {
             do throws(FilesystemError) {
                 moved = try place(source, name: driveName, parentID: newParentID, from: parentID, changed: changed)
             } catch {
-                guard replacement != nil else {
-                    unplace()
-                    throw error
-                }
-                // The first step failed, but a request whose answer was lost may have landed (a
-                // reset after Drive applied it, then a refusal of the retry): Drive says whether
-                // the source holds the name now. If it does, the rename goes on (the target must
-                // go, or both stay under the name); if Drive cannot say, the next start decides.
-                switch placedOnDrive(source.file.id, name: driveName, parentID: newParentID) {
-                case .placed(let file): moved = file
-                case .notPlaced:
-                    unplace()
-                    throw error
-                case .unknown:
-                    leaveToRestart = true
-                    throw error
+                if replacement == nil {
+                    // A request whose answer was lost (a reset, a server error after the tries
+                    // ran out) may have renamed it all the same: Drive says. Answered as failed
+                    // while Drive had it renamed, the mount showed the old name until the next
+                    // page of changes brought the new one (NamespaceModelCheckTests). Drive that
+                    // cannot say: the rename is queued (it lands, once, when Drive answers).
+                    guard error.errno == EIO else {
+                        unplace()
+                        throw error
+                    }
+                    switch placedOnDrive(source.file.id, name: driveName, parentID: newParentID) {
+                    case .placed(let file): moved = file
+                    case .notPlaced:
+                        unplace()
+                        throw error
+                    case .unknown:
+                        let request = UploadRequest(fileID: source.file.id, isNew: false, parentID: newParentID, name: driveName,
+                                                    displayPath: describe(source.inode))
+                        do throws(FilesystemError) {
+                            try uploads.queueChange(QueuedChange(request: request, places: true, leaves: parentID ?? newParentID))
+                        } catch let journal {
+                            unplace()
+                            throw journal
+                        }
+                    }
+                } else {
+                    // The first step failed, but a request whose answer was lost may have landed (a
+                    // reset after Drive applied it, then a refusal of the retry): Drive says whether
+                    // the source holds the name now. If it does, the rename goes on (the target must
+                    // go, or both stay under the name); if Drive cannot say, the next start decides.
+                    switch placedOnDrive(source.file.id, name: driveName, parentID: newParentID) {
+                    case .placed(let file): moved = file
+                    case .notPlaced:
+                        unplace()
+                        throw error
+                    case .unknown:
+                        leaveToRestart = true
+                        throw error
+                    }
                 }
             }
             if let replaced {
@@ -1286,14 +1345,16 @@ extension DriveFilesystem {
             invalidator.apply(Invalidations(inodes: [inode]))
             return
         }
-        if landed.id != id, let other = table.inode(forID: landed.id), other != inode {
-            // Made again under a new ID (it was gone from Drive), and the change feed showed that
-            // file first: it is the file now; the old node goes.
+        // Made again under a new ID (it was gone from Drive), and the change feed showed that file
+        // first (also while this ran: one look under the table's lock): it is the file now; the
+        // old node goes. (Looked at apart from the update, a feed's page in between made the
+        // update give the node another item's ID, a precondition: NamespaceModelCheckTests.)
+        func replacedByTheFeed() {
             if let node = table.node(inode), let parent = node.parent { table.detachChild(parent: parent, name: node.name) }
             table.update(inode) { $0.local = nil }
-            return
         }
-        table.update(inode) { node in
+        if landed.id != id, let other = table.inode(forID: landed.id), other != inode { return replacedByTheFeed() }
+        let applied = table.update(inode, unlessTaken: landed.id) { node in
             let name = node.file.name
             let parents = node.file.parents
             node.file = landed
@@ -1312,6 +1373,7 @@ extension DriveFilesystem {
             // or a rename over it would send nothing and leave it there (chaos finding 14).
             node.local?.isNew = false
         }
+        if applied == nil { return replacedByTheFeed() }
         trashIfRemoved(outcome)
     }
 

@@ -165,7 +165,8 @@ final class LocalContent: @unchecked Sendable {
         do throws(SystemCallError) {
             return try SystemCall.open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), mode: 0o600)
         } catch {
-            Log.shared.warning("write", "cannot open the local copy \(path): \(error.reason)")
+            // A queue's content file gone (its job landed meanwhile) is looked for again by the caller.
+            if create || error.errno != ENOENT { Log.shared.warning("write", "cannot open the local copy \(path): \(error.reason)") }
             throw FilesystemError(local: error)
         }
     }

@@ -1,0 +1,82 @@
+import DriveClient
+@testable import DriveFSCore
+import DriveSupport
+import Foundation
+import XCTest
+
+/// A rename or a removal whose request Drive carried out but whose answer was lost (a reset, a
+/// server error once the tries ran out), and a removal Drive refused while the file's new content
+/// was queued: what the call answers must be what Drive and the mount then hold. Found by
+/// NamespaceModelCheckTests: the rename and the unlink answered EIO while Drive had done them (the
+/// mount showed the old state until the next page of changes), and an unlink Drive refused had
+/// already dropped the file's queued content: the file stayed, with the bytes of its older version.
+final class LostAnswerTests: XCTestCase {
+    private var harness: CoreHarness!
+    private var fake: FakeDriveBackend { harness.backend }
+
+    override func setUpWithError() throws {
+        harness = try CoreHarness { $0.readOnly = false }
+    }
+
+    override func tearDown() {
+        harness?.remove()
+        harness = nil
+    }
+
+    private func remove(_ name: String) throws {
+        try BlockingCall.wait { harness.fs.removeFile(parent: .root, name: name, reply: $0) }
+    }
+
+    func testARenameWhoseAnswerWasLostSucceedsAndShowsTheNewName() throws {
+        let id = fake.addFile("old.txt", content: Array("kept\n".utf8))
+        try harness.mount()
+        _ = try harness.lookup(.root, "old.txt")
+        fake.failNext(method: "files.update", afterLanding: true)
+        XCTAssertNoThrow(try harness.rename(.root, "old.txt", to: .root, "new.txt"), "Drive renamed it: the rename holds")
+        XCTAssertEqual(fake.file(id)?.name, "new.txt")
+        XCTAssertEqual(try harness.read(try harness.lookup(.root, "new.txt").inode), Array("kept\n".utf8))
+        XCTAssertThrowsError(try harness.lookup(.root, "old.txt"))
+    }
+
+    func testARenameDriveRefusedFailsAndChangesNothing() throws {
+        let id = fake.addFile("old.txt", content: Array("kept\n".utf8))
+        try harness.mount()
+        _ = try harness.lookup(.root, "old.txt")
+        fake.failNext(method: "files.update")
+        XCTAssertThrowsError(try harness.rename(.root, "old.txt", to: .root, "new.txt"))
+        XCTAssertEqual(fake.file(id)?.name, "old.txt")
+        XCTAssertNoThrow(try harness.lookup(.root, "old.txt"))
+        XCTAssertThrowsError(try harness.lookup(.root, "new.txt"))
+    }
+
+    func testAnUnlinkWhoseAnswerWasLostSucceeds() throws {
+        let id = fake.addFile("gone.txt", content: Array("bye\n".utf8))
+        try harness.mount()
+        _ = try harness.lookup(.root, "gone.txt")
+        fake.failNext(method: "files.update", afterLanding: true)
+        XCTAssertNoThrow(try remove("gone.txt"), "Drive trashed it: the unlink holds")
+        XCTAssertEqual(fake.file(id)?.trashed, true)
+        XCTAssertThrowsError(try harness.lookup(.root, "gone.txt"))
+    }
+
+    /// The file's new content is queued (its upload held) when it is removed and Drive refuses
+    /// the trash: the removal is the queue's (after the upload it drops), so the unlink holds and
+    /// the file goes once Drive takes it. Before, the unlink failed after dropping the queued
+    /// content, and the file read its older version.
+    func testAnUnlinkDriveRefusesWhileNewContentIsQueuedLosesNothingAndLands() throws {
+        let id = fake.addFile("doc.txt", content: Array("old\n".utf8))
+        let queue = try UploadQueue(directory: harness.uploadsDirectory, backend: fake, transfers: 1, initialBackoff: 0.01,
+                                    maximumBackoff: 0.05)
+        let held = HeldUploadQueue(queue)
+        try harness.mount(uploads: held)
+        try harness.rewrite(try harness.lookup(.root, "doc.txt").inode, Array("new, queued\n".utf8))
+        fake.failNext(method: "files.update", count: 2)
+        XCTAssertNoThrow(try remove("doc.txt"), "the removal is journaled: the unlink holds")
+        XCTAssertThrowsError(try harness.lookup(.root, "doc.txt"), "gone from the mount at once")
+        held.release()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "\(harness.fs.uploadStatus)")
+        XCTAssertEqual(fake.file(id)?.trashed, true, "trashed once Drive took it")
+        XCTAssertEqual(fake.content(of: id), Array("old\n".utf8), "the dropped content was never sent")
+        XCTAssertThrowsError(try harness.lookup(.root, "doc.txt"))
+    }
+}
