@@ -1394,7 +1394,10 @@ extension DriveFilesystem {
             return
         }
         guard settled else {
-            table.update(inode) { node in
+            // The change may have landed on the file's new ID (made again by an upload): a node the
+            // change feed made for that ID meanwhile is the file, this one is left as it is (an
+            // update giving it that ID was a precondition: NamespaceModelCheckTests, fixed seed 20261207).
+            _ = table.update(inode, unlessTaken: landed.id) { node in
                 let name = node.file.name
                 let parents = node.file.parents
                 node.file = landed
@@ -1418,9 +1421,23 @@ extension DriveFilesystem {
         commits.submit { [self] in
             do {
                 if configuration.deletePermanently { try backend.delete(file.id) } else { _ = try backend.trash(file.id) }
+            } catch DriveError.notFound {
+                // Gone already.
             } catch {
-                Log.shared.warning("write", "\(outcome.request.displayPath) was removed while it uploaded, "
-                                   + "but removing it from Drive failed: \(error)")
+                // Not left on Drive (it showed again with the next listing, a file the user removed:
+                // NamespaceModelCheckTests): the removal is the queue's, journaled and tried again
+                // until Drive takes it, the file hidden meanwhile.
+                table.noteRemovedBeforeLanding(file.id)
+                let request = UploadRequest(fileID: file.id, isNew: false, parentID: file.parents.first ?? table.rootID, name: file.name,
+                                            displayPath: outcome.request.displayPath)
+                do throws(FilesystemError) {
+                    try uploads.queueRemoval(request)
+                    Log.shared.info("write", "\(outcome.request.displayPath) was removed while it uploaded, and removing it from "
+                                    + "Drive failed (\(error)); the removal is queued")
+                } catch let journal {
+                    Log.shared.error("write", "\(outcome.request.displayPath) was removed while it uploaded, but removing it from "
+                                     + "Drive failed (\(error)) and the removal could not be queued (\(journal)); it stays on Drive")
+                }
             }
         }
     }

@@ -120,13 +120,23 @@ final class LocalCopies: Sendable {
                 let base = uploads.queuedBase(of: node.file.id)
                 made = try LocalContent(queuedAt: queued, blockSize: configuration.blockSize, baseRevision: base.revision,
                                         baseMD5: base.md5)
-            } catch where error.errno == ENOENT {
-                // The queue ended that job meanwhile (landed, or replaced by a newer one).
-                return .again
+            } catch {
+                // The queue ended that job meanwhile (landed, or replaced by a newer one): its file
+                // is gone. A local failure reads EIO whatever its cause, so the file's absence is
+                // what tells (taken for EIO, an open racing a landing failed: chaos finding 25).
+                if !LocalFiles.exists(queued) { return .again }
+                throw error
             }
         } else if create {
+            // The node was read before the queue was asked: an upload of the file that landed in
+            // between updated it (before the queue let its content go). Decided on that older
+            // node, a new file whose upload had just landed was opened empty, and its next close
+            // sent those zeros over what landed (NamespaceModelCheckTests, chaos finding 25).
+            guard let now = table.node(node.inode), now.local == node.local, now.file == node.file else { return .again }
             if node.local?.isNew == true {
                 // A new file whose content nobody holds (an earlier run's upload failed for good).
+                Log.shared.warning("write", "\(describe(node.inode)): a new file whose content nothing holds any more (its "
+                                   + "upload failed for good, its content kept in the uploads' failed folder); opened empty")
                 made = try LocalContent(newAt: newStagingPath(for: node.file.id), blockSize: configuration.blockSize)
             } else {
                 guard let key = ContentKey(node.file, exportFormats: configuration.exportFormats), key.exportMimeType == nil else {
