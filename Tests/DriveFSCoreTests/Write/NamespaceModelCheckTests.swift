@@ -29,13 +29,13 @@ final class NamespaceModelCheckTests: XCTestCase {
         try run(seed: 20_261_207, operations: 400)
     }
 
-    /// Opt-in (`DRIVEFS_NAMES_RANDOM=1`, or a seed to replay) while docs/chaos-findings.md's finding
-    /// 25 is open: about one random run in twenty meets it (a read answered EIO once, right as
-    /// an upload of the file lands; the next read is right).
+    /// Opt-in (`DRIVEFS_NAMES_RANDOM=1`, or a seed to replay) for now: it found eight faults in its
+    /// first day (chaos finding 25), and 50 random runs in a row were clean after their fixes; it
+    /// joins `make test` once a longer streak is (a random seed that fails in CI rejects a landing).
     func testRandomSeed() throws {
         let environment = ProcessInfo.processInfo.environment
         try XCTSkipUnless(environment["DRIVEFS_NAMES_RANDOM"] == "1" || environment["DRIVEFS_NAMES_SEED"] != nil,
-                          "the random seed is opt-in (DRIVEFS_NAMES_RANDOM=1) until chaos finding 25 is fixed")
+                          "the random seed is opt-in (DRIVEFS_NAMES_RANDOM=1) until a longer clean streak")
         let seed = environment["DRIVEFS_NAMES_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(1) << 40)
         print("NamespaceModelCheckTests: seed \(seed) (replay with DRIVEFS_NAMES_SEED=\(seed))")
         try run(seed: seed, operations: 400)
