@@ -534,7 +534,22 @@ extension DriveFilesystem {
                 // Drive went away while it was tried: queued under the same ID (a create of it
                 // that reached Drive after all is found by the queue's).
                 if wentOffline(error) { return try queueFolder() }
-                throw FilesystemError.from(error)
+                guard mayHaveLanded(error) else { throw FilesystemError.from(error) }
+                // An answer lost after Drive made it: Drive says (under its reserved ID). Answered
+                // as failed, the program made it again under another ID, and the one that landed
+                // stayed on Drive after an rmdir (chaos, seed 975288757273). Drive cannot say: the
+                // create is queued under the same ID (it lands once).
+                do {
+                    let found = try backend.getFile(id)
+                    guard !found.trashed else { throw FilesystemError.from(error) }
+                    made = found
+                } catch DriveError.notFound {
+                    throw FilesystemError.from(error)
+                } catch let refused as FilesystemError {
+                    throw refused
+                } catch {
+                    return try queueFolder()
+                }
             }
             let node = try table.insertChild(parent: parent, name: name, file: made, local: nil)
             return table.attributes(node)

@@ -59,6 +59,20 @@ final class LostAnswerTests: XCTestCase {
         XCTAssertThrowsError(try harness.lookup(.root, "gone.txt"))
     }
 
+    /// A mkdir whose create landed but whose answer was lost: the folder Drive made is the one
+    /// the mount shows (before, the mkdir answered EIO; made again by the program under another
+    /// ID, the first one stayed on Drive after an rmdir: chaos seed 975288757273).
+    func testAMkdirWhoseAnswerWasLostSucceedsWithTheFolderDriveMade() throws {
+        try harness.mount()
+        fake.failNext(method: "files.create", afterLanding: true)
+        let made = try harness.makeDirectory(.root, "made")
+        let folders = fake.children(of: fake.rootID).filter { $0.name == "made" }
+        XCTAssertEqual(folders.count, 1, "one folder on Drive")
+        XCTAssertEqual(harness.fs.table.node(made.inode)?.file.id, folders.first?.id)
+        try BlockingCall.wait { harness.fs.removeDirectory(parent: .root, name: "made", reply: $0) }
+        XCTAssertTrue(fake.children(of: fake.rootID).filter { $0.name == "made" }.isEmpty, "and the rmdir removes it")
+    }
+
     /// The file's new content is queued (its upload held) when it is removed and Drive refuses
     /// the trash: the removal is the queue's (after the upload it drops), so the unlink holds and
     /// the file goes once Drive takes it. Before, the unlink failed after dropping the queued

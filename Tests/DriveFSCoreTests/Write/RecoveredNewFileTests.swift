@@ -52,6 +52,44 @@ final class RecoveredNewFileTests: XCTestCase {
         XCTAssertEqual(h.backend.content(of: file.id), Array("written again\n".utf8))
     }
 
+    /// The same with the folder itself made (on Drive, online) by the run that died, seconds
+    /// before: the saved index has not heard of it. Chaos (seed 975288757273): `mkdir`, a file
+    /// made in it, `kill -9`; after the restart the file was ENOENT, written again as a second
+    /// file, and Drive ended with two under the name.
+    func testAQueuedNewFileInAFolderMadeJustBeforeTheCrashIsShownAfterIt() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        var holds: [HeldUploadQueue] = []
+        defer {
+            holds.forEach { $0.release() }
+            h.remove()
+        }
+        let dir = h.backend.addFolder("dir")
+        h.backend.addFile("old.txt", in: dir, content: Array("old\n".utf8))
+        try h.mount()
+        XCTAssertEqual(try h.read(try h.resolve("dir/old.txt").inode), Array("old\n".utf8))
+        h.unmount()
+
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        holds.append(HeldUploadQueue(queue))
+        try h.mount(uploads: holds[0])
+        let made = try h.makeDirectory(try h.resolve("dir").inode, "made")
+        try h.writeFile(made.inode, "new.txt", Array("written before the crash\n".utf8))
+        queue.crashNow()
+        h.crash()
+
+        let again = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        let held = HeldUploadQueue(again)
+        holds.append(held)
+        try h.mount(uploads: held)
+        let found = try h.resolve("dir/made/new.txt")
+        XCTAssertEqual(try h.read(found.inode), Array("written before the crash\n".utf8))
+        try h.rewrite(found.inode, Array("written again\n".utf8))
+        held.release()
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        let folder = try XCTUnwrap(h.backend.children(of: dir).first { $0.name == "made" })
+        XCTAssertEqual(h.backend.children(of: folder.id).map(\.name), ["new.txt"], "one new.txt on Drive")
+    }
+
     /// The restored index is older than Drive (a file moved in and one made there after it was
     /// saved, as before a `kill -9`), and the change feed cannot be read yet: a name the index does
     /// not have is looked up on Drive (the folder listed), never answered ENOENT from the old index.
