@@ -7,7 +7,8 @@ import XCTest
 /// A model checker of the write path across names, in the spirit of the chaos run but inside one
 /// process, on the in-memory Drive: random whole writes, edits, fsyncs, renames (over files too),
 /// editor saves (a temporary file, maybe fsynced, renamed over the file), unlinks and reads of a
-/// few names in one folder, while Drive fails requests (before they land, and after: a lost
+/// few names in one folder (the random seed: also in a folder made at the start and one the run
+/// makes and removes, renames across them), while Drive fails requests (before they land, and after: a lost
 /// answer), goes away for a while, and the process dies (`kill -9`: the queue and the core
 /// abandoned, a new mount over the same cache directory). Nobody else writes this Drive, so at
 /// every step the mount must show exactly the model (each name, each byte), and at the end Drive
@@ -17,9 +18,12 @@ import XCTest
 /// Runs on fixed seeds, and on a random one that it prints (opt-in for now, see `testRandomSeed`);
 /// `DRIVEFS_NAMES_SEED=N` replays one (the upload threads interleave as they will: the promise
 /// holds in every interleaving, so a failure is a bug, whether or not a replay meets it again).
-/// `DRIVEFS_NAMES_TRACE=<file>` prints each operation and writes the core's debug log to the file.
+/// `DRIVEFS_NAMES_TRACE=<file>` prints each operation and writes the core's debug log to the file;
+/// `DRIVEFS_NAMES_OPERATIONS=N` runs the random seed longer (400 by default).
 final class NamespaceModelCheckTests: XCTestCase {
     private static let names = ["a", "b", "c", "d"]
+    /// With folders (the random seed): `s` made at the start, `t` made and removed by the run.
+    private static let folderNames = ["a", "b", "c", "d", "s/a", "s/b", "t/a", "t/b"]
 
     func testFixedSeed() throws {
         try run(seed: 1, operations: 400)
@@ -30,19 +34,21 @@ final class NamespaceModelCheckTests: XCTestCase {
     }
 
     /// Opt-in (`DRIVEFS_NAMES_RANDOM=1`, or a seed to replay) for now: it found eight faults in its
-    /// first day (chaos finding 25), and 50 random runs in a row were clean after their fixes; it
+    /// first day (chaos finding 25), and 170 random runs in a row were clean after their fixes; it
     /// joins `make test` once a longer streak is (a random seed that fails in CI rejects a landing).
     func testRandomSeed() throws {
         let environment = ProcessInfo.processInfo.environment
         try XCTSkipUnless(environment["DRIVEFS_NAMES_RANDOM"] == "1" || environment["DRIVEFS_NAMES_SEED"] != nil,
                           "the random seed is opt-in (DRIVEFS_NAMES_RANDOM=1) until a longer clean streak")
         let seed = environment["DRIVEFS_NAMES_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(1) << 40)
-        print("NamespaceModelCheckTests: seed \(seed) (replay with DRIVEFS_NAMES_SEED=\(seed))")
-        try run(seed: seed, operations: 400)
+        let operations = environment["DRIVEFS_NAMES_OPERATIONS"].flatMap { Int($0) } ?? 400
+        print("NamespaceModelCheckTests: seed \(seed), \(operations) operations (replay with DRIVEFS_NAMES_SEED=\(seed)"
+              + (operations == 400 ? "" : " DRIVEFS_NAMES_OPERATIONS=\(operations)") + ")")
+        try run(seed: seed, operations: operations, folders: true)
     }
 
     /// One run: the model (name → bytes), the operations, the final checks.
-    private func run(seed: UInt64, operations: Int) throws {
+    private func run(seed: UInt64, operations: Int, folders: Bool = false) throws {
         var rng = SplitMix64(seed: seed)
         let h = try CoreHarness {
             $0.readOnly = false
@@ -58,8 +64,12 @@ final class NamespaceModelCheckTests: XCTestCase {
             try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 2, initialBackoff: 0.01, maximumBackoff: 0.2,
                             newFileSettle: 0.05)
         }
+        if folders { h.backend.addFolder("s") }
         var queue = try newQueue()
         try h.mount(uploads: queue)
+        let names = folders ? Self.folderNames : Self.names
+        // Whether the folder `t` exists (made and removed by the run).
+        var hasT = false
         var model: [String: [UInt8]] = [:]
         var log: [String] = []
         var offlineFor = 0
@@ -84,7 +94,23 @@ final class NamespaceModelCheckTests: XCTestCase {
             bytes += (0..<max(0, size - bytes.count)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             return bytes
         }
-        func lookup(_ name: String) -> FileAttributes? { try? h.lookup(.root, name) }
+        /// The folder and the name in it of a model path ("s/a": `s`, "a"); nil when the folder is not there.
+        func place(_ path: String) -> (parent: Inode, leaf: String)? {
+            guard let slash = path.firstIndex(of: "/") else { return (.root, path) }
+            guard let folder = try? h.lookup(.root, String(path[..<slash])) else { return nil }
+            return (folder.inode, String(path[path.index(after: slash)...]))
+        }
+        func folderOf(_ path: String) -> String { path.firstIndex(of: "/").map { String(path[..<$0]) + "/" } ?? "" }
+        func leafOf(_ path: String) -> String { path.firstIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path }
+        func usable(_ path: String) -> Bool { !path.hasPrefix("t/") || hasT }
+        func lookup(_ name: String) -> FileAttributes? {
+            guard let at = place(name) else { return nil }
+            return try? h.lookup(at.parent, at.leaf)
+        }
+        func remove(_ name: String) throws {
+            guard let at = place(name) else { throw FilesystemError(errno: ENOENT) }
+            try BlockingCall.wait { h.fs.removeFile(parent: at.parent, name: at.leaf, reply: $0) }
+        }
         func fsync(_ inode: Inode, _ handle: UInt64) throws {
             let answer = Pending<Void>()
             h.fs.synchronize(inode, handle: handle, dataOnly: false, reply: answer.reply)
@@ -99,7 +125,8 @@ final class NamespaceModelCheckTests: XCTestCase {
                     inode = found.inode
                     handle = try h.open(inode, O_WRONLY | O_TRUNC)
                 } else {
-                    let made = try h.create(.root, name)
+                    guard let at = place(name) else { return false }
+                    let made = try h.create(at.parent, at.leaf)
                     inode = made.attributes.inode
                     handle = made.opened.handle
                 }
@@ -118,11 +145,26 @@ final class NamespaceModelCheckTests: XCTestCase {
         }
         /// The mount shows exactly the model: each name and its bytes, nothing else.
         func checkMount(_ when: String) throws {
-            let listed: [DirectoryEntryPlus]
-            do { listed = try h.listPlus(.root) } catch let error as FilesystemError where offlineFor > 0 && error.errno == EIO {
-                return  // Offline, a folder not listed since the restart cannot be.
+            var shown = Set<String>()
+            for folder in folders ? ["", "s/", "t/"] : [""] {
+                if folder == "t/" && !hasT { continue }
+                let listed: [DirectoryEntryPlus]
+                do {
+                    let inode = folder.isEmpty ? Inode.root : try h.lookup(.root, String(folder.dropLast())).inode
+                    listed = try h.listPlus(inode)
+                } catch let error as FilesystemError where offlineFor > 0 && error.errno == EIO {
+                    return  // Offline, a folder not listed since the restart cannot be.
+                }
+                for entry in listed where !entry.entry.name.hasPrefix(".") {
+                    if folder.isEmpty && folders && (entry.entry.name == "s" || entry.entry.name == "t") {
+                        guard entry.entry.name == "s" || hasT else {
+                            return XCTFail("\(when): the mount shows the folder t, which the model removed; \(context())")
+                        }
+                        continue
+                    }
+                    shown.insert(folder + entry.entry.name)
+                }
             }
-            let shown = Set(listed.map(\.entry.name).filter { !$0.hasPrefix(".") })
             guard shown == Set(model.keys) else {
                 return XCTFail("\(when): the mount shows \(shown.sorted()), the model \(model.keys.sorted()); \(context())")
             }
@@ -166,7 +208,8 @@ final class NamespaceModelCheckTests: XCTestCase {
                 }
             }
             let roll = Int.random(in: 0..<100, using: &rng)
-            let name = Self.names.randomElement(using: &rng)!
+            let name = names.randomElement(using: &rng)!
+            guard usable(name) || roll >= 70 else { return }
             switch roll {
             case 0..<22:
                 let bytes = content()
@@ -174,7 +217,7 @@ final class NamespaceModelCheckTests: XCTestCase {
                 let ok = writeWhole(name, bytes, sync: sync)
                 say("write \(name) \(bytes.count) B\(sync ? " fsync" : ""): \(ok ? "ok" : "failed")")
                 // A close that failed kept what it could not journal for a retry: either version may show.
-                if ok { model[name] = bytes } else { model[name] = (try? h.read(try h.lookup(.root, name).inode)) ?? model[name] }
+                if ok { model[name] = bytes } else { model[name] = lookup(name).flatMap { try? h.read($0.inode) } ?? model[name] }
             case 22..<34:
                 guard var bytes = model[name], let found = lookup(name) else { return }
                 let piece = content()
@@ -193,10 +236,10 @@ final class NamespaceModelCheckTests: XCTestCase {
                 if ok { model[name] = bytes } else { model[name] = (try? h.read(found.inode)) ?? model[name] }
             case 34..<48:
                 guard let bytes = model[name] else { return }
-                let to = Self.names.randomElement(using: &rng)!
-                guard to != name else { return }
+                let to = names.randomElement(using: &rng)!
+                guard to != name, usable(to), let from = place(name), let into = place(to) else { return }
                 do {
-                    try h.rename(.root, name, to: .root, to)
+                    try h.rename(from.parent, from.leaf, to: into.parent, into.leaf)
                     model[to] = bytes
                     model[name] = nil
                     say("rename \(name) -> \(to): ok")
@@ -205,27 +248,27 @@ final class NamespaceModelCheckTests: XCTestCase {
                 }
             case 48..<60:
                 guard model[name] != nil else { return }
-                let temp = "." + name + ".swp"
+                let temp = folderOf(name) + "." + leafOf(name) + ".swp"
                 let bytes = content()
                 let sync = Bool.random(using: &rng)
-                if lookup(temp) != nil { try? BlockingCall.wait { h.fs.removeFile(parent: .root, name: temp, reply: $0) } }
-                guard writeWhole(temp, bytes, sync: sync) else {
+                if lookup(temp) != nil { try? remove(temp) }
+                guard writeWhole(temp, bytes, sync: sync), let from = place(temp), let into = place(name) else {
                     say("save \(name): the temporary file failed")
-                    try? BlockingCall.wait { h.fs.removeFile(parent: .root, name: temp, reply: $0) }
+                    try? remove(temp)
                     return
                 }
                 do {
-                    try h.rename(.root, temp, to: .root, name)
+                    try h.rename(from.parent, from.leaf, to: into.parent, into.leaf)
                     model[name] = bytes
                     say("save \(name) \(bytes.count) B\(sync ? " fsync" : ""): ok")
                 } catch {
                     say("save \(name): the rename failed \(error)")
-                    try? BlockingCall.wait { h.fs.removeFile(parent: .root, name: temp, reply: $0) }
+                    try? remove(temp)
                 }
             case 60..<70:
                 guard model[name] != nil else { return }
                 do {
-                    try BlockingCall.wait { h.fs.removeFile(parent: .root, name: name, reply: $0) }
+                    try remove(name)
                     model[name] = nil
                     say("unlink \(name): ok")
                 } catch {
@@ -253,6 +296,26 @@ final class NamespaceModelCheckTests: XCTestCase {
                 try h.mount(uploads: queue)
                 say("crash and restart (\(queue.recovered.count) uploads recovered"
                     + (trace ? ": " + queue.recovered.map { "\($0.request.name) \($0.request.fileID) new=\($0.request.isNew)" }.joined(separator: ", ") : "") + ")")
+            case 90..<93 where folders:
+                // The folder t made, or removed when the model holds nothing in it.
+                if !hasT {
+                    do {
+                        _ = try h.makeDirectory(.root, "t")
+                        hasT = true
+                        say("mkdir t: ok")
+                    } catch {
+                        say("mkdir t: failed \(error)")
+                    }
+                } else if !model.keys.contains(where: { $0.hasPrefix("t/") }) {
+                    do {
+                        for leftover in ["t/.a.swp", "t/.b.swp"] where lookup(leftover) != nil { try? remove(leftover) }
+                        try BlockingCall.wait { h.fs.removeDirectory(parent: .root, name: "t", reply: $0) }
+                        hasT = false
+                        say("rmdir t: ok")
+                    } catch {
+                        say("rmdir t: failed \(error)")
+                    }
+                }
             case 90..<94:
                 guard offlineFor == 0 else { return }
                 let drained = h.fs.drainUploads(timeout: 120)
@@ -289,8 +352,20 @@ final class NamespaceModelCheckTests: XCTestCase {
         h.backend.clearFaults()
         try checkMount("the end")
         XCTAssertTrue(h.fs.drainUploads(timeout: 120), "\(h.fs.uploadStatus); \(context())")
-        let onDrive = h.backend.children(of: h.backend.rootID).filter { !$0.name.hasPrefix(".") }
-        let drive = Dictionary(onDrive.map { ($0.name, [$0]) }, uniquingKeysWith: +)
+        var onDrive: [(String, DriveFile)] = []
+        for item in h.backend.children(of: h.backend.rootID) where !item.name.hasPrefix(".") {
+            guard folders, item.isFolder else {
+                onDrive.append((item.name, item))
+                continue
+            }
+            if item.name == "t" && !hasT { XCTFail("Drive holds the folder t, which the model removed; \(context())") }
+            for inner in h.backend.children(of: item.id) where !inner.name.hasPrefix(".") { onDrive.append((item.name + "/" + inner.name, inner)) }
+        }
+        if folders {
+            let tFolders = h.backend.children(of: h.backend.rootID).filter { $0.name == "t" && $0.isFolder }.count
+            if tFolders != (hasT ? 1 : 0) { XCTFail("Drive holds \(tFolders) folders t, the model \(hasT ? 1 : 0); \(context())") }
+        }
+        let drive = Dictionary(onDrive.map { ($0.0, [$0.1]) }, uniquingKeysWith: +)
         for (name, files) in drive where files.count > 1 {
             XCTFail("Drive holds \(files.count) files named \(name); \(context())")
         }
