@@ -426,6 +426,22 @@ extension NodeTable {
         }
     }
 
+    /// A rename or move of `fileID` made here was queued as a change (Drive away, or another change
+    /// of it still queued): the file is kept where the table shows it now until the change lands
+    /// (`forgetQueuedPlace`), as after a restart (`restoreQueuedPlace`). Without it, a listing of
+    /// either folder read from Drive before the change landed took the file back to where Drive
+    /// still had it: the name was free, and a program writing it made a second file (chaos
+    /// finding 27, NamespaceModelCheckTests).
+    func noteQueuedPlace(_ fileID: String) {
+        withState { s in
+            guard let inode = s.byID[fileID], inode != .root, let node = s.nodes[inode], let parent = node.parent,
+                  let parentID = s.nodes[parent]?.file.id else { return }
+            var file = node.file
+            file.parents = [parentID]
+            s.queuedPlaces[fileID] = QueuedPlace(name: file.name, parentID: parentID, file: file)
+        }
+    }
+
     /// The queued change that placed `fileID` (`restoreQueuedPlace`) ended, landed or failed:
     /// Drive shows the file from now on.
     func forgetQueuedPlace(_ fileID: String) {

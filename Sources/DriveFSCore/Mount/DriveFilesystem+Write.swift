@@ -606,13 +606,14 @@ extension DriveFilesystem {
             }
             guard removedHere.withLock({ $0.remove(node.file.id) != nil }) else { return }
         }
-        if queues { return }
-        if cancelled {
-            // The queue held jobs of it: its `cancel` record dropped them and queued the removal
-            // of what Drive holds after the one running (if any). Trashed here as well, a trash
-            // Drive refused failed the unlink after its queued content was dropped: the file
-            // stayed, with the bytes of an older version (NamespaceModelCheckTests). Hidden until
-            // the removal lands.
+        if queues || cancelled {
+            // The removal is the queue's: queued offline (or behind a queued change of the file),
+            // or queued by the `cancel` record that dropped the file's jobs, after the one running
+            // (if any). Trashed here as well, a trash Drive refused failed the unlink after its
+            // queued content was dropped: the file stayed, with the bytes of an older version.
+            // Hidden until the removal lands: a listing read before it (once Drive answers again)
+            // showed the removed file beside the one renamed over it, two under one name
+            // (NamespaceModelCheckTests, chaos finding 27).
             table.noteRemovedBeforeLanding(node.file.id)
             return
         }
@@ -813,6 +814,10 @@ extension DriveFilesystem {
             }
             table.moveChild(parent: parent, name: name, newParent: newParent, newName: newName, file: moved, source: source.inode,
                             changedMillis: changed)
+            // Queued as a change (not sent): shown here until it lands, whatever a listing says meanwhile.
+            if moved == nil, source.local?.isNew != true, uploads.holdsChanges(of: source.file.id) {
+                table.noteQueuedPlace(source.file.id)
+            }
         }
     }
 
