@@ -376,3 +376,45 @@ final class OfflineNamesTests: XCTestCase {
         XCTAssertEqual(Set(try harness.listPlus(.root).map(\.entry.name)), [".", "..", "renamed.txt"])
     }
 }
+
+/// Offline renames and removals made in the running mount, before Drive hears of them, against
+/// a listing read from Drive meanwhile (once it answers again, with the queue's jobs not landed
+/// yet): chaos finding 27 (NamespaceModelCheckTests seed 238763147543). The removed file showed
+/// again, and the renamed one went back to where Drive still had it.
+final class OfflineNamesListingTests: XCTestCase {
+    func testARenameAndARemovalMadeOfflineHoldAgainstAListingReadBeforeTheyLand() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        var held: HeldUploadQueue?
+        defer {
+            h.backend.unreachable = nil
+            h.backend.reachability?.recordReached()
+            held?.release()
+            h.remove()
+        }
+        let t = h.backend.addFolder("t")
+        h.backend.addFile("d", content: Array("d\n".utf8))
+        h.backend.addFile("gone", in: t, content: Array("gone\n".utf8))
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        held = HeldUploadQueue(queue)
+        try h.mount(uploads: held!)
+        let folder = try h.lookup(.root, "t").inode
+        _ = try h.lookup(.root, "d")
+        _ = try h.lookup(folder, "gone")
+        h.backend.unreachable = FakeDriveBackend.cannotConnect
+        h.backend.reachability!.markOffline("test: connection refused")
+        try h.rename(.root, "d", to: folder, "b")
+        try BlockingCall.wait { h.fs.removeFile(parent: folder, name: "gone", reply: $0) }
+        // Drive answers again; the queued jobs have not landed; both folders are listed anew.
+        h.backend.unreachable = nil
+        h.backend.reachability!.recordReached()
+        h.fs.table.distrustAllListings()
+        XCTAssertEqual(try h.listPlus(folder).map(\.entry.name).filter { !$0.hasPrefix(".") }.sorted(), ["b"],
+                       "the renamed file where it was renamed, the removed one gone")
+        XCTAssertEqual(try h.listPlus(.root).map(\.entry.name).filter { !$0.hasPrefix(".") }.sorted(), ["t"])
+        XCTAssertEqual(try h.read(try h.lookup(folder, "b").inode), Array("d\n".utf8))
+        held!.release()
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(h.backend.children(of: t).map(\.name), ["b"])
+        XCTAssertEqual(try h.listPlus(folder).map(\.entry.name).filter { !$0.hasPrefix(".") }.sorted(), ["b"])
+    }
+}
