@@ -404,14 +404,15 @@ extension NodeTable {
     /// `parentID`) from the start, until it lands or fails (`forgetQueuedPlace`): not where Drive
     /// and the restored index still have it, or a program looking for the new name would make the
     /// file again (chaos finding 21's kind).
-    func restoreQueuedPlace(_ fileID: String, name: String, parentID: String) {
+    func restoreQueuedPlace(_ fileID: String, name: String, parentID: String, known fetched: DriveFile? = nil) {
         withState { s in
             guard s.byID[fileID] != .root else { return }
             s.queuedPlaces[fileID] = QueuedPlace(name: name, parentID: parentID, file: nil)
-            // Drive's item as the restored index holds it, moved there as a change would move it.
-            // Not held: placed when a listing or a change shows it.
-            var known: DriveFile?
-            if let inode = s.byID[fileID], let node = s.nodes[inode] {
+            // Drive's item as the restored index holds it (or as Drive answered: `fetched`), moved
+            // there as a change would move it. Not held: placed when a listing or a change shows it.
+            var known = fetched
+            if known != nil {
+            } else if let inode = s.byID[fileID], let node = s.nodes[inode] {
                 known = node.file
             } else if let folder = s.packedLocation[PackedListing.hash(fileID)],
                       let entry = s.packed[folder]?.entries(folderID: folder)?.first(where: { $0.file.id == fileID }) {
@@ -440,6 +441,11 @@ extension NodeTable {
             file.parents = [parentID]
             s.queuedPlaces[fileID] = QueuedPlace(name: file.name, parentID: parentID, file: file)
         }
+    }
+
+    /// Whether the table knows the item `fileID`: a node, or an entry of a packed listing.
+    func knowsItem(_ fileID: String) -> Bool {
+        withState { s in s.byID[fileID] != nil || s.packedLocation[PackedListing.hash(fileID)] != nil }
     }
 
     /// The queued change that placed `fileID` (`restoreQueuedPlace`) ended, landed or failed:

@@ -822,7 +822,20 @@ final class NodeTable: Sendable {
     /// queued change puts it in another folder (it is shown there, not here).
     static func placedIn(_ folderID: String?, _ file: DriveFile, _ s: inout State) -> DriveFile? {
         let placed = withPendingPlace(file, &s)
-        guard placed.parents.first == nil || placed.parents.first == folderID || placed.parents == file.parents else { return nil }
+        guard placed.parents.first == nil || placed.parents.first == folderID || placed.parents == file.parents else {
+            // Shown in the folder its queued change or upload puts it in. That folder's listing,
+            // made before the item's Drive metadata was known here (a restart before any listing
+            // showed it), lacks it: listed again when next used, it shows it (`queuedArrivals`).
+            // Without this the file was in no folder until then (NamespaceModelCheckTests, chaos
+            // finding 27: renamed offline, then `kill -9`).
+            if let target = placed.parents.first, let inode = s.byID[target], s.nodes[inode]?.listing != nil,
+               s.byID[file.id].flatMap({ s.nodes[$0]?.parent }) != inode {
+                s.nodes[inode]!.listing!.trusted = false
+            } else if let target = placed.parents.first, s.packed[target] != nil {
+                s.packed[target]!.trusted = false
+            }
+            return nil
+        }
         return placed
     }
 

@@ -203,6 +203,16 @@ public final class DriveFilesystem: FilesystemOperations {
         if !configuration.readOnly {
             let context = RequestContext(priority: .interactive, deadline: time.now() + Self.catchUpSeconds)
             for id in uploads.decideCutRenames(context) { table.restoreRemoval(id) }
+            // Renames and moves made offline in the last run, of items neither the restored index
+            // nor the table knows yet: Drive's metadata (one files.get each, bounded like the
+            // catch-up), so that the folder the change moves them into shows them from the first
+            // listing (before, the item was in no folder until its old one was listed: chaos
+            // finding 27). One Drive does not answer in time is placed when a listing shows it.
+            for request in uploads.recoveredPlacings where !table.knowsItem(request.fileID) {
+                guard time.now() < context.deadline ?? .infinity,
+                      let file = try? context.scope({ try backend.getFile(uploads.currentID(of: request.fileID)) }) else { continue }
+                table.restoreQueuedPlace(request.fileID, name: request.name, parentID: request.parentID, known: file)
+            }
         }
         uploads.start { [weak self] outcome in self?.uploadFinished(outcome) }
         // Over a saved index, Drive's changes since it was saved are read before anything is served

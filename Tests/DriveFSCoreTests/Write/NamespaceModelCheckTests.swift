@@ -34,9 +34,9 @@ final class NamespaceModelCheckTests: XCTestCase {
     }
 
     /// Opt-in (`DRIVEFS_NAMES_RANDOM=1`, or a seed to replay) for now: it found eight faults in its
-    /// first day (chaos finding 25); with folders it finds renames across folders made offline that end
-    /// under wrong names (finding 27, open). It joins `make test` once those are fixed and a long streak
-    /// of random runs is clean (a random seed that fails in CI rejects a landing).
+    /// first day (chaos finding 25) and, with folders, renames across folders made offline that ended
+    /// under wrong names (finding 27). It joins `make test` once a long streak of random runs is
+    /// clean with them fixed (a random seed that fails in CI rejects a landing).
     func testRandomSeed() throws {
         let environment = ProcessInfo.processInfo.environment
         try XCTSkipUnless(environment["DRIVEFS_NAMES_RANDOM"] == "1" || environment["DRIVEFS_NAMES_SEED"] != nil,

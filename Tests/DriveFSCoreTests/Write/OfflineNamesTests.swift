@@ -417,4 +417,45 @@ final class OfflineNamesListingTests: XCTestCase {
         XCTAssertEqual(h.backend.children(of: t).map(\.name), ["b"])
         XCTAssertEqual(try h.listPlus(folder).map(\.entry.name).filter { !$0.hasPrefix(".") }.sorted(), ["b"])
     }
+
+    /// A move made offline whose change job a `kill -9` cut before it landed, of an item the
+    /// restart's index does not hold (no index was saved): the restart asks Drive for it, and the
+    /// folder the move put it in shows it from the first listing. Before, it was in no folder
+    /// until its old folder was listed (NamespaceModelCheckTests seed 22133209234).
+    func testAnItemMovedOfflineIsShownWhereItWasMovedAfterACrashWithNoIndex() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        var holds: [HeldUploadQueue] = []
+        defer {
+            h.backend.unreachable = nil
+            h.backend.reachability?.recordReached()
+            holds.forEach { $0.release() }
+            h.remove()
+        }
+        let t = h.backend.addFolder("t")
+        let id = h.backend.addFile("b", in: t, content: Array("b\n".utf8))
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        holds.append(HeldUploadQueue(queue))
+        try h.mount(uploads: holds[0])
+        let folder = try h.lookup(.root, "t").inode
+        _ = try h.lookup(folder, "b")
+        h.backend.unreachable = FakeDriveBackend.cannotConnect
+        h.backend.reachability!.markOffline("test: connection refused")
+        try h.rename(folder, "b", to: .root, "d")
+        queue.crashNow()
+        h.crash()
+        h.backend.unreachable = nil
+        h.backend.reachability!.recordReached()
+
+        let again = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        holds.append(HeldUploadQueue(again))
+        try h.mount(uploads: holds[1])
+        XCTAssertEqual(try h.listPlus(.root).map(\.entry.name).filter { !$0.hasPrefix(".") }.sorted(), ["d", "t"],
+                       "the moved file in the root from the first listing")
+        XCTAssertEqual(try h.read(try h.lookup(.root, "d").inode), Array("b\n".utf8))
+        XCTAssertEqual(try h.listPlus(try h.lookup(.root, "t").inode).map(\.entry.name).filter { !$0.hasPrefix(".") }, [])
+        holds[1].release()
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(h.backend.file(id)?.name, "d")
+        XCTAssertEqual(h.backend.file(id)?.parents, [h.backend.rootID])
+    }
 }
