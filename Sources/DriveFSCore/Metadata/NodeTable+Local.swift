@@ -249,29 +249,27 @@ extension NodeTable {
 
     /// Under the table's lock: nil when `id` is another node's (nothing changed), else `update`'s answer.
     private func updateNow(_ inode: Inode, unlessTaken newID: String?, _ change: (inout Node) -> Void, _ s: inout State) -> Node?? {
-        do {
-            guard var node = s.nodes[inode] else { return .some(nil) }
-            if let newID, newID != node.file.id, let holder = s.byID[newID], holder != inode { return nil }
-            let id = node.file.id
-            let hadLocal = node.local != nil
-            change(&node)
-            precondition(node.file.id == id || s.byID[node.file.id] == nil, "an update gave \(inode) the ID of another item")
-            if node.file.id != id {
-                s.byID[id] = nil
-                s.byID[node.file.id] = inode
-            }
-            s.nodes[inode] = node
-            if node.local?.isNew == true && node.parent != nil { s.localNew.insert(inode) } else { s.localNew.remove(inode) }
-            // Its upload landed: it no longer keeps its folder materialized (packed later, NodeTable+Repack.swift).
-            if node.local == nil, node.lookups == 0, node.openHandles == 0, let parent = node.parent { Self.noteUnneeded(parent, &s) }
-            // And its folder is looked at again for shedding (a write pending kept it).
-            if hadLocal, node.local == nil, let parent = node.parent { Self.noteUse(parent, at: time.now(), &s) }
-            Self.noteChangeHere(&s, folders: node.parent.map { [$0] } ?? [], ids: [id, node.file.id])
-            // A folder kept under a packed listing that the kernel forgot while its change was on its way.
-            if hadLocal, node.local == nil, node.parent != nil { Self.dropIfUnreferenced(inode, &s) }
-            assert(Self.invariantsHold(s))
-            return .some(node)
+        guard var node = s.nodes[inode] else { return .some(nil) }
+        if let newID, newID != node.file.id, let holder = s.byID[newID], holder != inode { return nil }
+        let id = node.file.id
+        let hadLocal = node.local != nil
+        change(&node)
+        precondition(node.file.id == id || s.byID[node.file.id] == nil, "an update gave \(inode) the ID of another item")
+        if node.file.id != id {
+            s.byID[id] = nil
+            s.byID[node.file.id] = inode
         }
+        s.nodes[inode] = node
+        if node.local?.isNew == true && node.parent != nil { s.localNew.insert(inode) } else { s.localNew.remove(inode) }
+        // Its upload landed: it no longer keeps its folder materialized (packed later, NodeTable+Repack.swift).
+        if node.local == nil, node.lookups == 0, node.openHandles == 0, let parent = node.parent { Self.noteUnneeded(parent, &s) }
+        // And its folder is looked at again for shedding (a write pending kept it).
+        if hadLocal, node.local == nil, let parent = node.parent { Self.noteUse(parent, at: time.now(), &s) }
+        Self.noteChangeHere(&s, folders: node.parent.map { [$0] } ?? [], ids: [id, node.file.id])
+        // A folder kept under a packed listing that the kernel forgot while its change was on its way.
+        if hadLocal, node.local == nil, node.parent != nil { Self.dropIfUnreferenced(inode, &s) }
+        assert(Self.invariantsHold(s))
+        return .some(node)
     }
 
     /// Whether `ancestor` is `inode` or one of the folders above it (a folder cannot move into itself).
@@ -411,10 +409,9 @@ extension NodeTable {
             // Drive's item as the restored index holds it (or as Drive answered: `fetched`), moved
             // there as a change would move it. Not held: placed when a listing or a change shows it.
             var known = fetched
-            if known != nil {
-            } else if let inode = s.byID[fileID], let node = s.nodes[inode] {
+            if known == nil, let inode = s.byID[fileID], let node = s.nodes[inode] {
                 known = node.file
-            } else if let folder = s.packedLocation[PackedListing.hash(fileID)],
+            } else if known == nil, let folder = s.packedLocation[PackedListing.hash(fileID)],
                       let entry = s.packed[folder]?.entries(folderID: folder)?.first(where: { $0.file.id == fileID }) {
                 known = entry.file
             }

@@ -539,16 +539,10 @@ extension DriveFilesystem {
                 // as failed, the program made it again under another ID, and the one that landed
                 // stayed on Drive after an rmdir (chaos, seed 975288757273). Drive cannot say: the
                 // create is queued under the same ID (it lands once).
-                do {
-                    let found = try backend.getFile(id)
-                    guard !found.trashed else { throw FilesystemError.from(error) }
-                    made = found
-                } catch DriveError.notFound {
-                    throw FilesystemError.from(error)
-                } catch let refused as FilesystemError {
-                    throw refused
-                } catch {
-                    return try queueFolder()
+                switch onDrive(id) {
+                case .there(let found): made = found
+                case .gone: throw FilesystemError.from(error)
+                case .unknown: return try queueFolder()
                 }
             }
             let node = try table.insertChild(parent: parent, name: name, file: made, local: nil)
@@ -638,14 +632,10 @@ extension DriveFilesystem {
             // An answer lost after Drive removed it: done (answered as failed, the mount kept the
             // file until the next page of changes took it away: NamespaceModelCheckTests). Still
             // there: the removal failed. Drive cannot say: the removal is queued.
-            do {
-                let file = try backend.getFile(driveID)
-                if !file.trashed { throw FilesystemError.from(error) }
-            } catch DriveError.notFound {
-            } catch let answer as FilesystemError {
-                throw answer
-            } catch {
-                try queue()
+            switch onDrive(driveID) {
+            case .there: throw FilesystemError.from(error)
+            case .gone: break
+            case .unknown: try queue()
             }
         }
     }
@@ -742,44 +732,35 @@ extension DriveFilesystem {
             do throws(FilesystemError) {
                 moved = try place(source, name: driveName, parentID: newParentID, from: parentID, changed: changed)
             } catch {
-                if replacement == nil {
-                    // A request whose answer was lost (a reset, a server error after the tries
-                    // ran out) may have renamed it all the same: Drive says. Answered as failed
-                    // while Drive had it renamed, the mount showed the old name until the next
-                    // page of changes brought the new one (NamespaceModelCheckTests). Drive that
-                    // cannot say: the rename is queued (it lands, once, when Drive answers).
-                    guard error.errno == EIO else {
+                // The first step failed, but a request whose answer was lost may have landed (a
+                // reset after Drive applied it, a server error once the tries ran out, then a
+                // refusal of the retry): Drive says whether the source holds the name now. If it
+                // does, the rename goes on (over a file, the target must go, or both stay under the
+                // name). Answered as failed while Drive had it renamed, the mount showed the old
+                // name until the next page of changes brought the new one (NamespaceModelCheckTests).
+                // A plain rename's refusal (not EIO) changed nothing: Drive is not asked.
+                guard replacement != nil || error.errno == EIO else {
+                    unplace()
+                    throw error
+                }
+                switch placedOnDrive(source.file.id, name: driveName, parentID: newParentID) {
+                case .placed(let file): moved = file
+                case .notPlaced:
+                    unplace()
+                    throw error
+                case .unknown where replacement != nil:
+                    // Over a file: the next start decides (its replacement record).
+                    leaveToRestart = true
+                    throw error
+                case .unknown:
+                    // A plain rename Drive cannot tell of: queued (it lands, once, when Drive answers).
+                    let request = UploadRequest(fileID: source.file.id, isNew: false, parentID: newParentID, name: driveName,
+                                                displayPath: describe(source.inode))
+                    do throws(FilesystemError) {
+                        try uploads.queueChange(QueuedChange(request: request, places: true, leaves: parentID ?? newParentID))
+                    } catch let journal {
                         unplace()
-                        throw error
-                    }
-                    switch placedOnDrive(source.file.id, name: driveName, parentID: newParentID) {
-                    case .placed(let file): moved = file
-                    case .notPlaced:
-                        unplace()
-                        throw error
-                    case .unknown:
-                        let request = UploadRequest(fileID: source.file.id, isNew: false, parentID: newParentID, name: driveName,
-                                                    displayPath: describe(source.inode))
-                        do throws(FilesystemError) {
-                            try uploads.queueChange(QueuedChange(request: request, places: true, leaves: parentID ?? newParentID))
-                        } catch let journal {
-                            unplace()
-                            throw journal
-                        }
-                    }
-                } else {
-                    // The first step failed, but a request whose answer was lost may have landed (a
-                    // reset after Drive applied it, then a refusal of the retry): Drive says whether
-                    // the source holds the name now. If it does, the rename goes on (the target must
-                    // go, or both stay under the name); if Drive cannot say, the next start decides.
-                    switch placedOnDrive(source.file.id, name: driveName, parentID: newParentID) {
-                    case .placed(let file): moved = file
-                    case .notPlaced:
-                        unplace()
-                        throw error
-                    case .unknown:
-                        leaveToRestart = true
-                        throw error
+                        throw journal
                     }
                 }
             }
@@ -891,11 +872,26 @@ extension DriveFilesystem {
 
     /// Whether Drive shows the file `id` as `name` in `parentID` (not trashed).
     private func placedOnDrive(_ id: String, name: String, parentID: String) -> Placed {
+        switch onDrive(id) {
+        case .there(let file): return file.name == name && file.parents.contains(parentID) ? .placed(file) : .notPlaced
+        case .gone: return .notPlaced
+        case .unknown: return .unknown
+        }
+    }
+
+    enum OnDrive {
+        case there(DriveFile), gone, unknown
+    }
+
+    /// What Drive holds of `id` now (one files.get): the item, or gone (deleted or trashed), or
+    /// unknown when Drive does not answer. Asked after a request whose answer may have been lost
+    /// (`mayHaveLanded`), to tell whether it was carried out.
+    private func onDrive(_ id: String) -> OnDrive {
         do {
             let file = try backend.getFile(id)
-            return !file.trashed && file.name == name && file.parents.contains(parentID) ? .placed(file) : .notPlaced
+            return file.trashed ? .gone : .there(file)
         } catch DriveError.notFound {
-            return .notPlaced
+            return .gone
         } catch {
             return .unknown
         }
