@@ -289,7 +289,8 @@ final class FolderLister: Sendable {
         var order: [String] = []  // the group's Drive IDs, in the group's order, once each
         var seen = Set<String>()
         for id in group where seen.insert(id).inserted { order.append(id) }
-        let generation = table.generation
+        let generation = table.startListing()
+        defer { table.endListing(generation) }
         var results: [String: FilesystemError?] = [:]
         var children: [String: [DriveFile]] = [:]
         for id in order { children[id] = [] }

@@ -24,9 +24,30 @@ extension NodeTable {
 
     private var nowMillis: Int64 { Int64((time.now() * 1000).rounded()) }
 
-    /// Forgets marks older than `generation` on items: every page of changes read from now on is newer.
+    /// Forgets marks older than `generation` on items: every page of changes read from now on is
+    /// newer. Marks a listing still in flight may need (it started before them) are kept.
     func pruneChangesHere(before generation: UInt64) {
-        withState { s in s.itemsChangedHere = s.itemsChangedHere.filter { $0.value >= generation } }
+        withState { s in
+            let keep = min(generation, s.listingsInFlight.keys.min() ?? generation)
+            s.itemsChangedHere = s.itemsChangedHere.filter { $0.value >= keep }
+        }
+    }
+
+    /// A listing starts: the generation it is read from (for `applyListing`), kept until
+    /// `endListing` so that the marks of changes made here meanwhile are not pruned before it is applied.
+    func startListing() -> UInt64 {
+        withState { s in
+            s.listingsInFlight[s.generation, default: 0] += 1
+            return s.generation
+        }
+    }
+
+    /// The listing started at `generation` was applied, or failed.
+    func endListing(_ generation: UInt64) {
+        withState { s in
+            guard let count = s.listingsInFlight[generation] else { return }
+            s.listingsInFlight[generation] = count > 1 ? count - 1 : nil
+        }
     }
 
     /// How many marks of new files removed before they landed are kept at most (each a Drive ID):

@@ -221,8 +221,12 @@ extension NodeTable {
         guard let visible, let to = visible.parents.first else { return false }
         // A folder with a materialized listing is the node table's business (NodeTable.apply).
         if let inode = s.byID[to], s.nodes[inode]?.listing != nil { return false }
-        guard load(to, &work, s) else { return false }
+        // Touched even with no listing held: a listing of it in flight, read before this change,
+        // lacks the item or shows its older state, and is applied untrusted (listed again when
+        // used). Applied as read, a new file whose recovered create landed while the crawl listed
+        // its folder was missing from it (chaos finding 26's file).
         s.touched[to] = generation
+        guard load(to, &work, s) else { return false }
         // An item that was a node keeps its number too (the node goes when its old folder lets it go).
         var entry = PackedListing.Entry(file: visible, inode: previous?.inode ?? s.byID[id]?.rawValue)
         if let previous, previous.file.version == visible.version,

@@ -165,6 +165,9 @@ final class NodeTable: Sendable {
         /// than the table and must not undo it.
         var changedHere: [Inode: UInt64] = [:]
         var itemsChangedHere: [String: UInt64] = [:]
+        /// The generations listings in flight started at (with how many started at each): the
+        /// marks above newer than the oldest are kept for them.
+        var listingsInFlight: [UInt64: Int] = [:]
         /// Nodes made here and not on Drive yet (`local.isNew`): listings of their folder keep them.
         var localNew: Set<Inode> = []
         /// New files removed here whose create may be on Drive (it was on its way, or landed
@@ -648,8 +651,25 @@ final class NodeTable: Sendable {
             var out = s.deferred
             s.deferred = Invalidations()
             // Removed here, on Drive until the removal lands: not shown again.
-            let files = s.removedBeforeLanding.isEmpty ? files : files.filter { s.removedBeforeLanding[$0.id] == nil }
-            let trusted = (s.touched[folderID] ?? 0) <= generation
+            var files = s.removedBeforeLanding.isEmpty ? files : files.filter { s.removedBeforeLanding[$0.id] == nil }
+            var trusted = (s.touched[folderID] ?? 0) <= generation
+            // Items changed here since the listing started (an upload that landed, a rename): the
+            // listing shows them as they were before. A node's state is newer and replaces it (or
+            // the item left the folder since); an item with no node (a recovered upload that landed
+            // before anything asked for it) has no newer state here, so the listing is not trusted
+            // and is listed again before it is used: applied as read, the file took the revision
+            // before its edit, and the next append built on it wrote the older bytes over the edit
+            // (chaos finding 28).
+            if !s.itemsChangedHere.isEmpty {
+                files = files.compactMap { file in
+                    guard let changed = s.itemsChangedHere[file.id], changed > generation else { return file }
+                    guard let inode = s.byID[file.id], let node = s.nodes[inode], let parent = node.parent else {
+                        trusted = false
+                        return file
+                    }
+                    return s.nodes[parent]?.file.id == folderID ? node.file : nil
+                }
+            }
             // Started before a change made here: it may not show it (a folder made, a file moved
             // in); the listing held already does (materialized, or packed again since), and the
             // change feed brings what else changed.

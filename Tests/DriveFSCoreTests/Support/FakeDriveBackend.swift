@@ -94,7 +94,28 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     }
 
     private func record(_ id: String) {
+        if feedHeld != nil {
+            feedHeld!.append(id)
+            return
+        }
         changeLog.append(((changeLog.last?.seq ?? 0) + 1, id))
+    }
+
+    /// Changes made while the feed is held, not in it yet: Drive's change feed lags its writes.
+    private var feedHeld: [String]?
+
+    /// From now on the change feed lags: what changes is not in it until `releaseFeed`.
+    func holdFeed() {
+        lock.lock(); defer { lock.unlock() }
+        feedHeld = feedHeld ?? []
+    }
+
+    /// The changes held since `holdFeed` reach the feed, in the order they were made.
+    func releaseFeed() {
+        lock.lock(); defer { lock.unlock() }
+        let held = feedHeld ?? []
+        feedHeld = nil
+        for id in held { record(id) }
     }
 
     @discardableResult

@@ -1,0 +1,130 @@
+import DriveClient
+@testable import DriveFSCore
+import DriveSupport
+import Foundation
+import XCTest
+
+/// Chaos findings 28 and 26 (the file): an upload journaled before a `kill -9` (an edit of a file
+/// on Drive, or a new file) lands after the restart while the crawl lists the file's folder, known
+/// to the new run only as an entry of its parent's packed listing (no node): the listing was read
+/// before the landing and is applied after it. It must not undo the landing: an edit's file took
+/// the listing's older revision, and the next append, built on it, wrote the older bytes over the
+/// edit; a new file was missing from the folder (`ENOENT`), and the program made it again.
+final class RecoveredEditListingTests: XCTestCase {
+    /// The restart (`h`'s queue crashed with an upload of `method` journaled for a file in
+    /// `top/dir`): the crawl lists `top`, then `dir` by ID, and `dir`'s answer is held until the
+    /// recovered upload landed (`landed` says when), with the change feed lagging the landing and a
+    /// poll in between (it forgets marks of changes made here older than its start).
+    private func restartWhileTheCrawlListsTheFolder(_ h: CoreHarness, top: String, dir: String, method: String,
+                                                    landed: @escaping () -> Bool) throws {
+        h.backend.holdFeed()
+        let state = Locked((listingAnswered: false, landed: false))
+        h.backend.writeHook = { m, phase, _ in
+            guard m == method, phase == .before else { return }
+            let end = Date(timeIntervalSinceNow: 30)
+            while !state.withLock({ $0.listingAnswered }) && Date() < end { usleep(500) }
+        }
+        h.backend.listAnsweredHook = { parents in
+            guard parents.contains(dir), !state.withLock({ $0.listingAnswered }) else { return }
+            state.withLock { $0.listingAnswered = true }
+            let end = Date(timeIntervalSinceNow: 30)
+            while !state.withLock({ $0.landed }) && Date() < end { usleep(500) }
+        }
+        try h.mount()
+        let fs = h.fs!
+        try fs.lister.ensureListed(.root, cancellation: nil)
+        let listed = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            fs.lister.indexWholeDrive()
+            let end = Date(timeIntervalSinceNow: 30)
+            while !fs.table.foldersNeedingListing(under: top).isEmpty && Date() < end { usleep(1_000) }
+            listed.signal()
+        }
+        let end = Date(timeIntervalSinceNow: 30)
+        while !state.withLock({ $0.listingAnswered }) && Date() < end { usleep(500) }
+        XCTAssertTrue(state.withLock { $0.listingAnswered }, "the folder's listing was answered before the upload landed")
+        XCTAssertNil(fs.table.node(forID: dir), "the folder is known only from its parent's packed listing")
+        while !(landed() && fs.uploadStatus.isIdle) && Date() < end { usleep(1_000) }
+        XCTAssertTrue(landed(), "the recovered upload landed")
+        _ = try h.makeDirectory(.root, "elsewhere")  // the table's generation moves on
+        try fs.pollChanges()
+        state.withLock { $0.landed = true }
+        XCTAssertEqual(listed.wait(timeout: .now() + 30), .success)
+        h.backend.writeHook = nil
+        h.backend.listAnsweredHook = nil
+        h.backend.releaseFeed()
+    }
+
+    func testARecoveredEditLandingWhileItsFolderIsListedIsWhatTheNextAppendBuildsOn() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        var holds: [HeldUploadQueue] = []
+        defer {
+            holds.forEach { $0.release() }
+            h.remove()
+        }
+        let top = h.backend.addFolder("top")
+        let dir = h.backend.addFolder("dir", in: top)
+        let base = CoreHarness.pattern(300_000, seed: 28)
+        let doc = h.backend.addFile("doc.bin", in: dir, content: base)
+
+        // A run edits the file; its upload never starts; the daemon dies (no index saved).
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        holds.append(HeldUploadQueue(queue))
+        try h.mount(uploads: holds[0])
+        let first = try h.resolve("top/dir/doc.bin").inode
+        XCTAssertEqual(try h.read(first), base)
+        var edited = base
+        let patch = Array("the edit made before the crash".utf8)
+        edited.replaceSubrange(210_492..<(210_492 + patch.count), with: patch)
+        let handle = try h.open(first, O_WRONLY)
+        try h.write(first, handle, patch, at: 210_492)
+        try h.close(first, handle)
+        queue.crashNow()
+        h.crash()
+
+        try restartWhileTheCrawlListsTheFolder(h, top: top, dir: dir, method: "files.update.upload") {
+            h.backend.content(of: doc) == edited
+        }
+
+        // An append, as the chaos run's program made: built on the edit, not on the revision before it.
+        let found = try h.resolve("top/dir/doc.bin").inode
+        XCTAssertEqual(h.fs.table.node(found)?.file.md5Checksum, h.backend.file(doc)?.md5Checksum,
+                       "the table shows the revision the edit made")
+        let tail = Array("an append after the restart\n".utf8)
+        let appending = try h.open(found, O_WRONLY | O_APPEND)
+        try h.write(found, appending, tail, at: Int64(edited.count))
+        try h.close(found, appending)
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(h.backend.content(of: doc), edited + tail, "the edit's bytes and the append's, on Drive")
+        XCTAssertEqual(try h.read(found), edited + tail)
+    }
+
+    /// Finding 26's file: a new file, its create recovered and landing while its folder is listed.
+    func testARecoveredNewFileLandingWhileTheCrawlListsItsFolderIsFoundThere() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        var holds: [HeldUploadQueue] = []
+        defer {
+            holds.forEach { $0.release() }
+            h.remove()
+        }
+        let top = h.backend.addFolder("top")
+        let dir = h.backend.addFolder("dir", in: top)
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        holds.append(HeldUploadQueue(queue))
+        try h.mount(uploads: holds[0])
+        let text = Array("written before the crash\n".utf8)
+        try h.writeFile(try h.resolve("top/dir").inode, "new.txt", text)
+        queue.crashNow()
+        h.crash()
+
+        try restartWhileTheCrawlListsTheFolder(h, top: top, dir: dir, method: "files.create.upload") {
+            h.backend.children(of: dir).contains { $0.name == "new.txt" }
+        }
+
+        let found = try h.resolve("top/dir/new.txt")
+        XCTAssertEqual(try h.read(found.inode), text)
+        try h.rewrite(found.inode, Array("written again\n".utf8))
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(h.backend.children(of: dir).map(\.name), ["new.txt"], "one new.txt on Drive")
+    }
+}
