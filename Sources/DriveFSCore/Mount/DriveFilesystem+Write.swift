@@ -1402,6 +1402,13 @@ extension DriveFilesystem {
         // A rename of the last run's, shown where it put the file until now: Drive's word from here
         // on (applied below when it landed).
         if !uploads.holdsChanges(of: id) { table.forgetQueuedPlace(id) }
+        // A folder made offline by the last run, waiting in the table for its folder to be listed
+        // (no node yet): made on Drive now, it is Drive's from here on. Kept as made here and not
+        // on Drive yet, it became a node with that mark once listed, and an `rmdir` of it sent
+        // nothing: it stayed on Drive (chaos finding 29).
+        if !uploads.holdsChanges(of: id), uploads.contentPath(of: id) == nil {
+            invalidator.apply(table.forgetRecoveredUpdate(id, landed: outcome.error == nil ? outcome.file : nil))
+        }
         guard let inode = table.inode(forID: id) else { return }
         let settled = !uploads.holdsChanges(of: id) && uploads.contentPath(of: id) == nil && locals.withLock({ $0[inode] }) == nil
         guard outcome.error == nil, let landed = outcome.file else {

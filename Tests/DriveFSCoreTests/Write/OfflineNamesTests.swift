@@ -285,6 +285,35 @@ final class OfflineNamesTests: XCTestCase {
         XCTAssertEqual(fake.file(aID)?.parents, made.map(\.id))
     }
 
+    /// Chaos finding 29: a folder made offline in a folder the restart has not listed yet; its
+    /// create, recovered from the journal, lands before anything lists that folder. Once listed,
+    /// the folder is Drive's (not one made here and not on Drive yet): an `rmdir` removes it from
+    /// Drive. Before, the landing was not heard of (no node), the folder kept its mark of "made
+    /// here, not on Drive yet", and the `rmdir` answered 0 and sent nothing: it stayed on Drive.
+    func testAFolderMadeOfflineWhoseRecoveredCreateLandedBeforeItsFolderWasListedIsRemovedFromDrive() throws {
+        let top = fake.addFolder("top")
+        let held = HeldUploadQueue(try UploadQueue(directory: harness.uploadsDirectory, backend: fake, transfers: 1))
+        try harness.mount(uploads: held)
+        _ = try fake.reserveFileID()
+        let topInode = try harness.lookup(.root, "top").inode
+        _ = try harness.listPlus(topInode)
+        goOffline()
+        _ = try harness.makeDirectory(topInode, "made offline")
+        held.inner.crashNow()
+        harness.crash()
+        goOnline()
+        try harness.mount()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
+        let made = try XCTUnwrap(child("made offline", of: top), "the recovered create landed")
+        let again = try harness.lookup(try harness.lookup(.root, "top").inode, "made offline")
+        XCTAssertEqual(again.kind, .directory)
+        XCTAssertNil(harness.fs.table.node(again.inode)?.local, "the folder is on Drive, not waiting for its create")
+        let topAgain = try harness.lookup(.root, "top").inode
+        try BlockingCall.wait { harness.fs.removeDirectory(parent: topAgain, name: "made offline", reply: $0) }
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "uploads did not drain: \(harness.fs.uploadStatus)")
+        XCTAssertEqual(fake.file(made.id)?.trashed, true, "the folder removed here is gone from Drive")
+    }
+
     /// A `kill -9` while offline and a restart still offline: the folder made offline is shown
     /// with the file made in it (both from the journal), and both land once Drive answers.
     func testAFolderMadeOfflineIsShownAfterARestartOffline() throws {
