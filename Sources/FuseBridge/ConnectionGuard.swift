@@ -47,36 +47,6 @@ enum ConnectionGuard {
 
     /// `connection(of:)` over the text of a mountinfo file: the last (newest) FUSE mount on `mountpoint`.
     static func connection(in mountinfo: String, mountpoint: String) -> UInt32? {
-        var found: UInt32?
-        for line in mountinfo.split(separator: "\n") {
-            // "36 35 0:45 / /mnt/point rw,nosuid - fuse.drivefs drivefs rw,user_id=0"
-            let halves = line.components(separatedBy: " - ")
-            guard halves.count >= 2 else { continue }
-            let fields = halves[0].split(separator: " ")
-            let type = halves[1].split(separator: " ").first.map(String.init) ?? ""
-            guard fields.count >= 5, type == "fuse" || type.hasPrefix("fuse."), unescaped(fields[4]) == mountpoint else { continue }
-            let device = fields[2].split(separator: ":")
-            guard device.count == 2, device[0] == "0", let minor = UInt32(device[1]) else { continue }
-            found = minor
-        }
-        return found
-    }
-
-    /// mountinfo writes space, tab, newline and backslash as three octal digits after a backslash.
-    static func unescaped(_ field: Substring) -> String {
-        let raw = Array(field.utf8)
-        var bytes: [UInt8] = []
-        var i = 0
-        while i < raw.count {
-            if raw[i] == UInt8(ascii: "\\"), i + 4 <= raw.count,
-               let value = UInt8(String(decoding: raw[(i + 1)..<(i + 4)], as: UTF8.self), radix: 8) {
-                bytes.append(value)
-                i += 4
-            } else {
-                bytes.append(raw[i])
-                i += 1
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        MountInfo.entries(mountinfo).last { $0.isFuse && $0.major == 0 && $0.mountPoint == mountpoint }?.minor
     }
 }

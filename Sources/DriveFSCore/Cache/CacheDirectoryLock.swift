@@ -165,33 +165,9 @@ public final class CacheDirectoryLock: Sendable {
         return isFuseMount(path, mountinfo: table)
     }
 
-    /// Whether `mountinfo` (the kernel's table) has a FUSE mount on `path` (field 5, octal escapes
-    /// such as `\040` decoded; the type after ` - ` starts with `fuse`).
+    /// Whether `mountinfo` (the kernel's table) has a FUSE mount on `path` (its type starts with `fuse`).
     static func isFuseMount(_ path: String, mountinfo: String) -> Bool {
-        for line in mountinfo.split(separator: "\n") {
-            let fields = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { continue }
-            guard fields[dash + 1].hasPrefix("fuse") else { continue }
-            if unescaped(fields[4]) == path { return true }
-        }
-        return false
-    }
-
-    private static func unescaped(_ field: Substring) -> String {
-        var bytes: [UInt8] = []
-        let raw = Array(field.utf8)
-        var i = 0
-        while i < raw.count {
-            if raw[i] == UInt8(ascii: "\\"), i + 4 <= raw.count,
-               let value = UInt8(String(decoding: raw[(i + 1)...(i + 3)], as: UTF8.self), radix: 8) {
-                bytes.append(value)
-                i += 4
-            } else {
-                bytes.append(raw[i])
-                i += 1
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        MountInfo.entries(mountinfo).contains { $0.type.hasPrefix("fuse") && $0.mountPoint == path }
     }
 
     /// Gives the directory up (at unmount); idempotent.
