@@ -1,5 +1,4 @@
 import CFuse
-import DriveClient
 import DriveFSCore
 import DriveSupport
 import Glibc

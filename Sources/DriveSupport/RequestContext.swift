@@ -1,4 +1,3 @@
-import DriveSupport
 import Foundation
 
 /// How urgent a Drive request is. The pacer serves waiting requests in this order, in every lane:

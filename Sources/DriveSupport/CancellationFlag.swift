@@ -1,4 +1,3 @@
-import DriveSupport
 import Foundation
 
 /// A way to abandon Drive requests from another thread (a FUSE interrupt, unmount).
