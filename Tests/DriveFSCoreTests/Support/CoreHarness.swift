@@ -10,13 +10,28 @@ final class RecordingNotifier: KernelNotifier, @unchecked Sendable {
     private let lock = NSLock()
     private var entries: [(Inode, String)] = []
     private var inodes: [Inode] = []
+    /// Waits until what the mount handed its notification thread so far was delivered (set by
+    /// `CoreHarness.mount`): invalidations reach the kernel after the call that made them
+    /// returned, so a test reading the record right after a poll or a shed would race that thread.
+    var settle: (@Sendable () -> Void)? {
+        get { lock.lock(); defer { lock.unlock() }; return settling }
+        set { lock.lock(); settling = newValue; lock.unlock() }
+    }
+    private var settling: (@Sendable () -> Void)?
 
     func invalidateEntry(parent: Inode, name: String) { lock.lock(); entries.append((parent, name)); lock.unlock() }
     func invalidateInode(_ inode: Inode) { lock.lock(); inodes.append(inode); lock.unlock() }
 
-    var entryNames: [String] { lock.lock(); defer { lock.unlock() }; return entries.map(\.1) }
-    var entryList: [(parent: Inode, name: String)] { lock.lock(); defer { lock.unlock() }; return entries.map { ($0.0, $0.1) } }
-    var inodeList: [Inode] { lock.lock(); defer { lock.unlock() }; return inodes }
+    var entryNames: [String] { recorded { $0.entries.map(\.1) } }
+    var entryList: [(parent: Inode, name: String)] { recorded { $0.entries.map { ($0.0, $0.1) } } }
+    var inodeList: [Inode] { recorded { $0.inodes } }
+
+    private func recorded<T>(_ read: (RecordingNotifier) -> T) -> T {
+        settle?()
+        lock.lock()
+        defer { lock.unlock() }
+        return read(self)
+    }
 }
 
 /// A `DriveFilesystem` over a `FakeDriveBackend`, in a temporary cache directory, driven the way
@@ -52,6 +67,8 @@ final class CoreHarness {
         beforeStart()
         fs = try DriveFilesystem(backend: backend, root: root, startPageToken: token, configuration: configuration, time: time,
                                  uploads: uploads)
+        let pool = fs.notifications
+        notifier.settle = { _ = pool.waitUntilIdle(timeout: 60) }
         fs.start(notifier: notifier)
         guard waitForFirstPoll else { return fs }
         // The poller reads the feed once at start: let that happen before a test counts requests.
