@@ -1,4 +1,4 @@
-// The Drive v3 client: libcurl transport, OAuth 2.0 tokens, pacing and retries (issue 3).
+// The Drive v3 client: libcurl transport, OAuth 2.0 tokens, pacing and retries.
 //
 // What each folder owns (layers import only downward, top to bottom; see docs/client.md):
 //   API/        Drive semantics: DriveAPI (operations, uploads, downloads, changes), DriveBackend

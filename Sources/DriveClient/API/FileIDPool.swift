@@ -3,7 +3,7 @@ import Foundation
 
 /// IDs from files.generateIds, reserved in batches of up to 1,000 and handed out one per create;
 /// with a `FileIDReserve` attached, the IDs not handed out are kept there across restarts, so a
-/// create needs no request while the reserve lasts (issue 17: also with Drive unreachable).
+/// create needs no request while the reserve lasts, also with Drive unreachable.
 ///
 /// Contracts:
 /// - Never more than one refill in flight. A taker that finds the pool empty waits for the refill

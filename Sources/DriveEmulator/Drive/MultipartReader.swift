@@ -11,7 +11,7 @@ import Foundation
 /// - LF body: a part ends before `\n--boundary`; a `\r` in front of that is content (the part's
 ///   last byte), never part of the delimiter.
 /// Only the delimiter's own line break is removed, never a byte of content: a media part ending in
-/// `\r` from an LF client was once stored one byte short (issue 7).
+/// `\r` from an LF client was once stored one byte short.
 final class MultipartReader {
     private let body: HTTPRequestBody
     /// `\n--boundary`.

@@ -2,7 +2,7 @@ import CSystem
 import DriveClient
 import DriveSupport
 
-/// Folders packed again once nothing needs their nodes (issue 20): a walk (`find`, `du`, a backup
+/// Folders packed again once nothing needs their nodes: a walk (`find`, `du`, a backup
 /// run) materializes every folder it passes, at 1-2 KB a node; once the kernel has forgotten those
 /// nodes, the folder's listing goes back to a `PackedListing` (100-200 bytes an item) and its
 /// children's nodes are dropped, so memory after a walk returns to the packed size.

@@ -25,16 +25,14 @@ enum LocalFiles {
 
     /// fdatasync of a file's content (and size).
     static func syncFile(_ path: String) throws(FilesystemError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw FilesystemError(errno: errno) }
+        let fd = try call { try SystemCall.open(path, O_RDONLY | O_CLOEXEC) }
         defer { close(fd) }
         try call { try SystemCall.retrying("fdatasync") { fdatasync(fd) } }
     }
 
     /// fsync of a directory, so that entries created or renamed in it survive a power cut.
     static func syncDirectory(_ path: String) throws(FilesystemError) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw FilesystemError(errno: errno) }
+        let fd = try call { try SystemCall.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         defer { close(fd) }
         try call { try SystemCall.retrying("fsync") { fsync(fd) } }
     }
@@ -57,8 +55,7 @@ enum LocalFiles {
     }
 
     static func write(_ text: String, to path: String) throws(FilesystemError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw FilesystemError(errno: errno) }
+        let fd = try call { try SystemCall.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o600) }
         defer { close(fd) }
         try call {
             try SystemCall.writeAll(fd, Array(text.utf8))

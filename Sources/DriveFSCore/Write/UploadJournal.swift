@@ -110,8 +110,8 @@ final class UploadJournal {
         self.compactionBound = compactionBound
         try LocalFiles.makeDirectories(directory)
         let created = access(path, F_OK) != 0
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw FilesystemError(errno: errno) }
+        let path = self.path
+        fd = try LocalFiles.call { try SystemCall.open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600) }
         size = 0
         sizeAfterCompaction = 0
         if created { try LocalFiles.syncDirectory(directory) }
@@ -189,8 +189,7 @@ final class UploadJournal {
     /// Replaces the journal by one holding exactly `records` (see the type's contracts).
     func compact(to records: [Record]) throws(FilesystemError) {
         let temp = directory + "/journal.compact"
-        let newFD = open(temp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard newFD >= 0 else { throw FilesystemError(errno: errno) }
+        let newFD = try LocalFiles.call { try SystemCall.open(temp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o600) }
         var bytes = Self.header
         for record in records { bytes += try Self.frame(record) }
         let previous = fd

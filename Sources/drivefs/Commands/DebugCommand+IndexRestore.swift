@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 
 /// `drivefs debug index-restore`: what restoring the metadata index of a drive of N items costs,
-/// at sizes the emulator cannot seed in a benchmark's time (issue 6: a 1,000,000-file drive mounts
+/// at sizes the emulator cannot seed in a benchmark's time (the goal: a 1,000,000-file drive mounts
 /// in under a second). scripts/bench.sh runs it with 1,000,000 items.
 ///
 /// Decisions:
