@@ -162,12 +162,7 @@ extension DriveFilesystem {
 
     private func registerLocal(_ inode: Inode, _ content: LocalContent, writable: Bool) -> OpenedFile {
         table.openHandle(inode)
-        let handle = handles.withLock { h -> UInt64 in
-            let handle = h.next
-            h.next += 1
-            h.files[handle] = OpenFile(inode: inode, content: nil, local: content, writable: writable)
-            return handle
-        }
+        let handle = handles.add(HandleTable.OpenFile(inode: inode, content: nil, local: content, writable: writable))
         // Local content changes under the kernel's feet only through this mount: no stale pages
         // to keep, but none to trust from an earlier version either.
         return OpenedFile(handle: handle, keepCache: false, directIO: false)
@@ -206,7 +201,7 @@ extension DriveFilesystem {
     }
 
     /// The local copy `inode`'s reads come from, if any (handles opened before a writer came read it too).
-    func localForReading(_ inode: Inode, handle: OpenFile) -> LocalContent? {
+    func localForReading(_ inode: Inode, handle: HandleTable.OpenFile) -> LocalContent? {
         handle.local ?? locals.withLock { $0[inode] }
     }
 
@@ -345,7 +340,7 @@ extension DriveFilesystem {
             }
             content.lock.lock()
             defer { content.lock.unlock() }
-            if closed(content) { forgetIfDone(inode, content) }
+            if closed(content) { copies.forgetIfDone(inode, content) }
         }
     }
 
@@ -373,25 +368,12 @@ extension DriveFilesystem {
                                    + "the local copy stays at \(content.path)")
             }
             content.lock.lock()
-            if content.handles == 0 && content.writers == 0 { forgetIfDone(inode, content) }
+            if content.handles == 0 && content.writers == 0 { copies.forgetIfDone(inode, content) }
             content.lock.unlock()
         }
     }
 
-    /// Forgets `content` (locked by the caller) when nothing needs it any more: its staging file
-    /// goes with it unless the queue owns it.
-    private func forgetIfDone(_ inode: Inode, _ content: LocalContent) {
-        guard content.forgettable else { return }
-        if content.removed { content.releaseSpace() } else { content.discardFile() }
-        locals.withLock { l in if l[inode] === content { l[inode] = nil } }
-        // Nothing of this copy is to reach Drive (unchanged, or landed): a local state left on the
-        // node (a truncate to the size it had) would freeze its size and time for good.
-        guard !content.removed, let node = table.node(inode), node.local != nil, node.local?.isNew != true,
-              uploads.contentPath(of: node.file.id) == nil else { return }
-        table.update(inode) { $0.local = nil }
-    }
-
-    func releaseLocal(_ inode: Inode, _ file: OpenFile) {
+    func releaseLocal(_ inode: Inode, _ file: HandleTable.OpenFile) {
         guard let content = file.local else { return }
         content.lock.lock()
         content.handles -= 1
@@ -576,7 +558,7 @@ extension DriveFilesystem {
         if let content {
             content.removed = true
             // Nobody has it open: its descriptor goes now, so a removed file's space is free at once.
-            forgetIfDone(node.inode, content)
+            copies.forgetIfDone(node.inode, content)
             content.lock.unlock()
         }
         heldForRoom.withLock { _ = $0.remove(node.inode) }
@@ -994,7 +976,7 @@ extension DriveFilesystem {
             guard size >= 0 else { throw .invalidArgument }
             guard node.kind == .regular else { throw node.kind == .directory ? .isADirectory : .invalidArgument }
             try requireEditable(node)
-            let viaHandle = handle.flatMap { h in handles.withLock { $0.files[h] } }.flatMap { $0.writable ? $0.local : nil }
+            let viaHandle = handle.flatMap { handles.file($0) }.flatMap { $0.writable ? $0.local : nil }
             let truncate = { [self] (content: LocalContent) throws(FilesystemError) -> Bool in
                 try content.makeWritable(reclaim: { uploads.reclaim(node.file.id)?.contentPath },
                                          newPath: { newStagingPath(for: node.file.id) })
@@ -1130,7 +1112,7 @@ extension DriveFilesystem {
         let room = configuration.maximumFileSize - offset
         guard room > 0 || originalData.isEmpty else { return reply.fail(.fileTooLarge) }
         let data = Int64(originalData.count) > room ? Array(originalData.prefix(Int(max(0, room)))) : originalData
-        guard let file = handles.withLock({ $0.files[handle] }), file.inode == inode else { return reply.fail(.badHandle) }
+        guard let file = handles.file(handle, of: inode) else { return reply.fail(.badHandle) }
         guard file.writable, let content = file.local else { return reply.fail(.badHandle) }
         guard let node = table.node(inode) else { return reply.fail(.stale) }
         // --cache-min-free is a floor for writers too: a write that grows the file takes that
@@ -1179,7 +1161,7 @@ extension DriveFilesystem {
     }
 
     public func flush(_ inode: Inode, handle: UInt64, reply: Reply<Void>) {
-        guard let file = handles.withLock({ $0.files[handle] }), file.inode == inode else { return reply.fail(.badHandle) }
+        guard let file = handles.file(handle, of: inode) else { return reply.fail(.badHandle) }
         guard file.writable, let content = file.local else { return reply.succeed() }
         content.lock.lock()
         let needed = !content.removed && !content.sealed && (content.isDirty || content.hasUnreadyCommit)
@@ -1201,7 +1183,7 @@ extension DriveFilesystem {
 
     public func synchronize(_ inode: Inode, handle: UInt64, dataOnly: Bool, reply: Reply<Void>) {
         guard let node = table.node(inode) else { return reply.fail(.stale) }
-        let file = handles.withLock { $0.files[handle] }
+        let file = handles.file(handle)
         let fileID = node.file.id
         runOnIOThread(reply.cancellation, "syncing", inode, { [self] () throws(FilesystemError) in
             if let content = file?.local ?? locals.withLock({ $0[inode] }) {
@@ -1246,223 +1228,6 @@ extension DriveFilesystem {
     public func synchronizeDirectory(_ inode: Inode, handle: UInt64, reply: Reply<Void>) {
         // Names are made on Drive before they answer (or kept in the journal with their file).
         reply.succeed()
-    }
-
-    // MARK: Uploads
-
-    /// What the journal held at start: new files shown in their folders until they land, files
-    /// with new content where their uploads put them, files being removed hidden.
-    func restoreUploads() {
-        for (request, path) in uploads.recovered where !request.isNew && !path.isEmpty {
-            // The node shows the queued content (its size and time), not Drive's older version.
-            var info = stat()
-            let size = stat(path, &info) == 0 ? Int64(info.st_size) : 0
-            let permissions = request.appProperties[AppPropertyKeys.mode].flatMap { UInt32($0, radix: 8) }
-            let kept = request.appProperties.filter { AppPropertyKeys.carried.contains($0.key) }
-            // Shown where the upload puts it: a rename of the file is in its request (see `restoreLocalUpdate`).
-            let modified = request.modifiedTime ?? nowMillis()
-            let placed = DriveFile(id: request.fileID, name: request.name, mimeType: request.mimeType ?? "application/octet-stream",
-                                   parents: [request.parentID], size: size, modifiedTime: modified,
-                                   appProperties: request.appProperties.isEmpty ? nil : request.appProperties)
-            table.restoreLocalUpdate(request.fileID, local: LocalState(isNew: false, size: size, modifiedMillis: modified,
-                                                                       permissions: permissions, properties: kept),
-                                     placedAs: placed)
-        }
-        for (request, path) in uploads.recovered where request.isNew && path.isEmpty {
-            // A folder made offline (its create is queued), shown as it was.
-            let now = request.modifiedTime ?? nowMillis()
-            let file = DriveFile(id: request.fileID, name: request.name, mimeType: DriveFile.folderMimeType, parents: [request.parentID],
-                                 modifiedTime: now, createdTime: now, appProperties: request.appProperties.isEmpty ? nil : request.appProperties)
-            table.restoreLocalNew(file, local: LocalState(isNew: true, size: 0, modifiedMillis: now,
-                                                          permissions: AppPropertyKeys.permissions(file)))
-        }
-        for (request, path) in uploads.recovered where request.isNew && !path.isEmpty {
-            var info = stat()
-            let size = stat(path, &info) == 0 ? Int64(info.st_size) : 0
-            let now = nowMillis()
-            let file = DriveFile(id: request.fileID, name: request.name, mimeType: "application/octet-stream",
-                                 parents: [request.parentID], size: size, modifiedTime: request.modifiedTime ?? now,
-                                 createdTime: now, appProperties: request.appProperties.isEmpty ? nil : request.appProperties)
-            table.restoreLocalNew(file, local: LocalState(isNew: true, size: size, modifiedMillis: request.modifiedTime ?? now,
-                                                          permissions: AppPropertyKeys.permissions(file)))
-        }
-        for request in uploads.recoveredPlacings { table.restoreQueuedPlace(request.fileID, name: request.name, parentID: request.parentID) }
-        for id in uploads.recoveredRemovals { table.restoreRemoval(id) }
-        if !uploads.recovered.isEmpty {
-            Log.shared.info("write", "\(uploads.recovered.count) upload(s) from the last run are queued again")
-        }
-    }
-
-    /// An upload ended: the node shows Drive's new version (unless newer content waits), a
-    /// conflicted copy appears beside it, a failure is logged.
-    func uploadFinished(_ outcome: UploadOutcome) {
-        if outcome.contentPath.isEmpty { return changeLanded(outcome) }
-        verdicts.note(outcome)
-        // A landing in a pinned folder is content to keep (and the cache adopts it below).
-        defer { pins.requestSweep() }
-        let id = outcome.request.fileID
-        if (uploads.contentPath(of: id) ?? outcome.contentPath) == outcome.contentPath {
-            let landed = outcome.error == nil && !outcome.wasConflict ? outcome.file : nil
-            invalidator.apply(table.forgetRecoveredUpdate(id, landed: landed))
-        }
-        guard let inode = table.inode(forID: id) else { return trashIfRemoved(outcome) }
-        // The copy held for the file, locked across the whole decision and the node's update: an
-        // open or a write of the file waits for it, so it sees either the node before this
-        // landing with its copy, or the node after it (with the copy, when it is newer).
-        var held: LocalContent?
-        for _ in 0..<1_000 {
-            guard let candidate = locals.withLock({ $0[inode] }) else { break }
-            candidate.lock.lock()
-            if locals.withLock({ $0[inode] === candidate }) {
-                held = candidate
-                break
-            }
-            candidate.lock.unlock()
-        }
-        defer {
-            if let held {
-                forgetIfDone(inode, held)
-                held.lock.unlock()
-            }
-        }
-        // Newer content than this upload's: a copy written since (reclaimed, or made while the
-        // upload ran), or a later job of the queue. The node then stays local.
-        let pendingNewer = (uploads.contentPath(of: id) ?? outcome.contentPath) != outcome.contentPath
-        let heldCopy = held.map { $0.isNewer(than: outcome.contentPath) } ?? false
-        let ownLanding = outcome.error == nil && !outcome.wasConflict ? outcome.file : nil
-        if let held, held.noteUploadEnded(outcome.contentPath, landedAs: ownLanding), outcome.error == nil, !outcome.wasConflict,
-           let landed = outcome.file, landed.size == held.size, held.sealed, held.path == outcome.contentPath, held.handles == 0,
-           let key = ContentKey(landed, exportFormats: configuration.exportFormats) {
-            // What was just uploaded is Drive's new version, byte for byte: reading it back costs
-            // no download. Only a copy nobody reads: the cache may evict (punch) what it adopted.
-            cache.adopt(key, size: held.size, path: held.path, descriptor: held.descriptor)
-        }
-        if let error = outcome.error {
-            Log.shared.error("write", "uploading \(outcome.request.displayPath) failed for good: \(error)"
-                             + (outcome.preservedAt.map { "; its content is kept at \($0)" } ?? ""))
-            guard !pendingNewer && !heldCopy, let node = table.node(inode) else { return }
-            if node.local?.isNew == true, let parent = node.parent {
-                // Never reached Drive: it cannot be shown as if it had.
-                table.detachChild(parent: parent, name: node.name)
-            } else {
-                table.update(inode) { $0.local = nil }
-                invalidator.apply(Invalidations(inodes: [inode]))
-            }
-            return
-        }
-        guard let landed = outcome.file else { return }
-        if outcome.wasConflict {
-            Log.shared.warning("write", "\(outcome.request.displayPath) changed on Drive since it was opened here: "
-                               + "what was written here is uploaded beside it as '\(landed.name)'")
-            if let node = table.node(inode), let parent = node.parent {
-                _ = try? table.insertChild(parent: parent, name: landed.name, file: landed, local: nil, countLookup: false)
-            }
-            if !pendingNewer && !heldCopy { table.update(inode) { $0.local = nil } }
-            invalidator.apply(Invalidations(inodes: [inode]))
-            return
-        }
-        // Made again under a new ID (it was gone from Drive), and the change feed showed that file
-        // first (also while this ran: one look under the table's lock): it is the file now; the
-        // old node goes. (Looked at apart from the update, a feed's page in between made the
-        // update give the node another item's ID, a precondition: NamespaceModelCheckTests.)
-        func replacedByTheFeed() {
-            if let node = table.node(inode), let parent = node.parent { table.detachChild(parent: parent, name: node.name) }
-            table.update(inode) { $0.local = nil }
-        }
-        if landed.id != id, let other = table.inode(forID: landed.id), other != inode { return replacedByTheFeed() }
-        let applied = table.update(inode, unlessTaken: landed.id) { node in
-            let name = node.file.name
-            let parents = node.file.parents
-            node.file = landed
-            node.file.name = name
-            if !parents.isEmpty { node.file.parents = parents }
-            // What was changed here is at least as new as what this upload carried (a chmod or
-            // touch made on Drive while it ran, or sent after it): it stays what the file shows.
-            if let local = node.local {
-                node.file.modifiedTime = local.modifiedMillis
-                var kept = local.properties
-                if let permissions = local.permissions { kept[AppPropertyKeys.mode] = String(permissions, radix: 8) }
-                if !kept.isEmpty { node.file.appProperties = (node.file.appProperties ?? [:]).merging(kept) { _, new in new } }
-            }
-            if !pendingNewer && !heldCopy { node.local = nil }
-            // On Drive now, whatever waits to follow: never again "not on Drive yet", or a removal
-            // or a rename over it would send nothing and leave it there (chaos finding 14).
-            node.local?.isNew = false
-        }
-        if applied == nil { return replacedByTheFeed() }
-        trashIfRemoved(outcome)
-    }
-
-    /// A change made offline ended (`UploadQueueing.queueChange`): once nothing more of the item
-    /// waits, the node shows Drive's file as the change left it (also after a restart, when the
-    /// table showed the name from before the change). Dropped (the item was gone from Drive) or
-    /// failed for good (logged by the queue): the change feed says what Drive holds.
-    private func changeLanded(_ outcome: UploadOutcome) {
-        let id = outcome.request.fileID
-        // A rename of the last run's, shown where it put the file until now: Drive's word from here
-        // on (applied below when it landed).
-        if !uploads.holdsChanges(of: id) { table.forgetQueuedPlace(id) }
-        // A folder made offline by the last run, waiting in the table for its folder to be listed
-        // (no node yet): made on Drive now, it is Drive's from here on. Kept as made here and not
-        // on Drive yet, it became a node with that mark once listed, and an `rmdir` of it sent
-        // nothing: it stayed on Drive (chaos finding 29).
-        if !uploads.holdsChanges(of: id), uploads.contentPath(of: id) == nil {
-            invalidator.apply(table.forgetRecoveredUpdate(id, landed: outcome.error == nil ? outcome.file : nil))
-        }
-        guard let inode = table.inode(forID: id) else { return }
-        let settled = !uploads.holdsChanges(of: id) && uploads.contentPath(of: id) == nil && locals.withLock({ $0[inode] }) == nil
-        guard outcome.error == nil, let landed = outcome.file else {
-            if settled { table.update(inode) { node in if node.local?.isNew != true { node.local = nil } } }
-            invalidator.apply(Invalidations(inodes: [inode]))
-            return
-        }
-        guard settled else {
-            // The change may have landed on the file's new ID (made again by an upload): a node the
-            // change feed made for that ID meanwhile is the file, this one is left as it is (an
-            // update giving it that ID was a precondition: NamespaceModelCheckTests, fixed seed 20261207).
-            _ = table.update(inode, unlessTaken: landed.id) { node in
-                let name = node.file.name
-                let parents = node.file.parents
-                node.file = landed
-                node.file.name = name
-                node.file.parents = parents
-                node.local?.isNew = false
-            }
-            invalidator.apply(Invalidations(inodes: [inode]))
-            return
-        }
-        table.update(inode) { $0.local = nil }
-        invalidator.apply(table.applyLanded(landed))
-        invalidator.apply(Invalidations(inodes: [inode]))
-    }
-
-    /// A new file removed while its upload was landing: it goes where removals go.
-    private func trashIfRemoved(_ outcome: UploadOutcome) {
-        guard let file = outcome.file else { return }
-        let removed = removedHere.withLock { $0.remove(outcome.request.fileID) != nil }
-        guard removed else { return }
-        commits.submit { [self] in
-            do {
-                if configuration.deletePermanently { try backend.delete(file.id) } else { _ = try backend.trash(file.id) }
-            } catch DriveError.notFound {
-                // Gone already.
-            } catch {
-                // Not left on Drive (it showed again with the next listing, a file the user removed:
-                // NamespaceModelCheckTests): the removal is the queue's, journaled and tried again
-                // until Drive takes it, the file hidden meanwhile.
-                table.noteRemovedBeforeLanding(file.id)
-                let request = UploadRequest(fileID: file.id, isNew: false, parentID: file.parents.first ?? table.rootID, name: file.name,
-                                            displayPath: outcome.request.displayPath)
-                do throws(FilesystemError) {
-                    try uploads.queueRemoval(request)
-                    Log.shared.info("write", "\(outcome.request.displayPath) was removed while it uploaded, and removing it from "
-                                    + "Drive failed (\(error)); the removal is queued")
-                } catch let journal {
-                    Log.shared.error("write", "\(outcome.request.displayPath) was removed while it uploaded, but removing it from "
-                                     + "Drive failed (\(error)) and the removal could not be queued (\(journal)); it stays on Drive")
-                }
-            }
-        }
     }
 
     // MARK: Introspection (tests, status)

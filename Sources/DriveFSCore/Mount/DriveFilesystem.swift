@@ -28,10 +28,12 @@ import Glibc
 /// held while calling Drive or replying; a `LocalContent.lock` is held for local work only (its
 /// fills download with it released, under per-block claims).
 ///
-/// The rooms, assembled in `init` one line each: `RequestRunner` (the interactive threads),
+/// The rooms, assembled in `init` one line each: `HandleTable` (the open handles),
+/// `RequestRunner` (the interactive threads),
 /// `ContentReader` (the read path of Drive's content), `LocalCopies` (the local copies and their
-/// staging files), `DriveSpace` (statfs and Drive's free space); the commits, upload landings and
-/// the namespace operations are still this type's `+Write` extension.
+/// staging files), `DriveSpace` (statfs and Drive's free space), `UploadLandings` (what the upload
+/// queue's endings do to the mount); the commits and the namespace operations are still this
+/// type's `+Write` extension.
 public final class DriveFilesystem: FilesystemOperations {
     public let configuration: DriveFSConfiguration
     let backend: any DriveBackend
@@ -71,7 +73,7 @@ public final class DriveFilesystem: FilesystemOperations {
     /// nothing costs no request for IDs). Its reserve (`<cache>/file-ids`) is attached at `init`.
     let idPoolStarted = Locked(false)
 
-    let handles = Locked(Handles())
+    let handles = HandleTable()
     /// Drive's space: `statfs` and the free space a close checks against.
     let space: DriveSpace
     /// Files whose last close answered ENOSPC (their growth does not fit in Drive's free space):
@@ -80,26 +82,8 @@ public final class DriveFilesystem: FilesystemOperations {
     /// What is kept offline (`DriveFilesystem+Pins.swift`), and how uploads last ended (`SyncState`).
     let pins: PinKeeper
     let verdicts = UploadVerdicts()
-
-    struct Handles {
-        var next: UInt64 = 1
-        var files: [UInt64: OpenFile] = [:]
-        var directories: [UInt64: OpenDirectory] = [:]
-    }
-
-    struct OpenFile {
-        let inode: Inode
-        /// Drive's content (nil when the handle reads and writes `local`).
-        let content: BlockCache.Handle?
-        var local: LocalContent? = nil
-        var writable = false
-    }
-
-    struct OpenDirectory {
-        let inode: Inode
-        /// The entries as of the first read from offset 0: cookies index into it.
-        var snapshot: [DirectoryEntry]?
-    }
+    /// What the upload queue's endings do to the mount (`Write/UploadLandings.swift`).
+    let landings: UploadLandings
 
     public var entryTimeout: Double { configuration.kernelCacheTimeout }
     /// Attributes are answered from memory, so the kernel may ask often: a lost notification can
@@ -171,16 +155,19 @@ public final class DriveFilesystem: FilesystemOperations {
                              configuration: configuration, reader: reader, describe: runner.describe)
         space = DriveSpace(backend: backend, time: time, configuration: configuration, itemCount: { [table] in table.count })
         pins = PinKeeper(set: pinSet, table: table, lister: lister, cache: cache, configuration: configuration, time: time)
+        landings = UploadLandings(table: table, uploads: self.uploads, copies: copies, cache: cache, invalidator: invalidator,
+                                  backend: backend, configuration: configuration, time: time, commits: commits,
+                                  verdicts: verdicts, removedHere: removedHere, afterLanding: { [pins] in pins.requestSweep() })
         shedder = IdleFolderShedder(table: table, invalidator: invalidator, idleFor: configuration.releaseIdleAfter)
         // A built index is saved at once: a daemon killed later does not list the drive again.
         lister.whenIndexBuilt { [poller] in poller.saveIndex() }
-        // The IDs for new items, kept across restarts (issue 17): this drive's only (`root.id`).
+        // The IDs for new items, kept across restarts: this drive's only (`root.id`).
         if !configuration.readOnly {
             backend.attachIDReserve(FileIDReserveFile(path: cacheDirectory.appendingPathComponent(FileIDReserveFile.fileName).path,
                                                       owner: root.id))
         }
         UnfinishedUploads.write(0, cacheDirectory: cacheDirectory.path)
-        restoreUploads()
+        landings.restore()
         copies.sweepStaging(keeping: Set(self.uploads.recovered.map(\.contentPath)))
     }
 
@@ -214,7 +201,7 @@ public final class DriveFilesystem: FilesystemOperations {
                 table.restoreQueuedPlace(request.fileID, name: request.name, parentID: request.parentID, known: file)
             }
         }
-        uploads.start { [weak self] outcome in self?.uploadFinished(outcome) }
+        uploads.start { [weak landings] outcome in landings?.finished(outcome) }
         // Over a saved index, Drive's changes since it was saved are read before anything is served
         // (chaos finding 11: a file changed just before a crash was read as the index had it).
         let caughtUp = restoredIndex && poller.catchUp(within: Self.catchUpSeconds)
@@ -368,12 +355,7 @@ public final class DriveFilesystem: FilesystemOperations {
     public func openDirectory(_ inode: Inode, reply: Reply<UInt64>) {
         guard let node = table.node(inode) else { return reply.fail(FilesystemError(errno: ESTALE)) }
         guard node.kind == .directory else { return reply.fail(.notADirectory) }
-        let handle = handles.withLock { h -> UInt64 in
-            let handle = h.next
-            h.next += 1
-            h.directories[handle] = OpenDirectory(inode: inode, snapshot: nil)
-            return handle
-        }
+        let handle = handles.addDirectory(inode)
         // Counted in the table: a folder whose handle is open keeps its nodes (its snapshot names them).
         table.openHandle(inode)
         reply.succeed(handle)
@@ -382,7 +364,7 @@ public final class DriveFilesystem: FilesystemOperations {
     public func readDirectory(_ inode: Inode, handle: UInt64, after offset: Int64, plus: Bool, into buffer: any DirectoryBuffer,
                               reply: Reply<Void>) {
         guard offset >= 0 else { return reply.fail(.invalidArgument) }
-        guard let open = handles.withLock({ $0.directories[handle] }), open.inode == inode else { return reply.fail(.badHandle) }
+        guard let open = handles.directory(handle, of: inode) else { return reply.fail(.badHandle) }
         if offset > 0, let snapshot = open.snapshot {
             return reply.answer { () throws(FilesystemError) in emit(snapshot, after: offset, plus: plus, into: buffer) }
         }
@@ -405,7 +387,7 @@ public final class DriveFilesystem: FilesystemOperations {
         for (index, child) in children.enumerated() {
             entries.append(DirectoryEntry(name: child.name, inode: child.inode, kind: child.kind, nextOffset: Int64(index + 3)))
         }
-        handles.withLock { $0.directories[handle]?.snapshot = entries }
+        handles.setSnapshot(entries, of: handle)
         // A user listed this folder: list what is below it before they get there.
         lister.prefetch(below: inode)
         return entries
@@ -431,7 +413,7 @@ public final class DriveFilesystem: FilesystemOperations {
     }
 
     public func releaseDirectory(_ inode: Inode, handle: UInt64) {
-        guard let open = handles.withLock({ $0.directories.removeValue(forKey: handle) }) else { return }
+        guard let open = handles.removeDirectory(handle) else { return }
         table.closeHandle(open.inode)
     }
 
@@ -493,12 +475,7 @@ public final class DriveFilesystem: FilesystemOperations {
 
     private func register(_ inode: Inode, _ content: BlockCache.Handle, directIO: Bool, keepCache: Bool = true) -> OpenedFile {
         table.openHandle(inode)
-        let handle = handles.withLock { h -> UInt64 in
-            let handle = h.next
-            h.next += 1
-            h.files[handle] = OpenFile(inode: inode, content: content)
-            return handle
-        }
+        let handle = handles.add(HandleTable.OpenFile(inode: inode, content: content))
         reader.opened(handle)
         // The change feed invalidates the inode when a new version comes; `noteOpen` makes sure
         // of it at the next open even if that notification was lost.
@@ -507,7 +484,7 @@ public final class DriveFilesystem: FilesystemOperations {
 
     public func read(_ inode: Inode, handle: UInt64, offset: Int64, size: Int, reply: Reply<ReadData>) {
         guard offset >= 0, size >= 0 else { return reply.fail(.invalidArgument) }
-        guard let open = handles.withLock({ $0.files[handle] }), open.inode == inode else { return reply.fail(.badHandle) }
+        guard let open = handles.file(handle, of: inode) else { return reply.fail(.badHandle) }
         if let local = localForReading(inode, handle: open) {
             return readLocal(inode, local, offset: offset, size: size, reply: reply)
         }
@@ -524,7 +501,7 @@ public final class DriveFilesystem: FilesystemOperations {
     }
 
     public func release(_ inode: Inode, handle: UInt64) {
-        guard let file = handles.withLock({ $0.files.removeValue(forKey: handle) }) else { return }
+        guard let file = handles.removeFile(handle) else { return }
         if let content = file.content {
             reader.released(handle)
             cache.release(content)

@@ -35,6 +35,31 @@ final class LocalCopies: Sendable {
         self.describe = describe
     }
 
+    /// Forgets `content` (locked by the caller) when nothing needs it any more: its staging file
+    /// goes with it unless the queue owns it.
+    func forgetIfDone(_ inode: Inode, _ content: LocalContent) {
+        guard content.forgettable else { return }
+        if content.removed { content.releaseSpace() } else { content.discardFile() }
+        locals.withLock { l in if l[inode] === content { l[inode] = nil } }
+        // Nothing of this copy is to reach Drive (unchanged, or landed): a local state left on the
+        // node (a truncate to the size it had) would freeze its size and time for good.
+        guard !content.removed, let node = table.node(inode), node.local != nil, node.local?.isNew != true,
+              uploads.contentPath(of: node.file.id) == nil else { return }
+        table.update(inode) { $0.local = nil }
+    }
+
+    /// The copy held for `inode`, locked (the caller unlocks it), or nil when none is held: looked
+    /// up again when it was replaced while its lock was awaited (bounded).
+    func lockHeld(_ inode: Inode) -> LocalContent? {
+        for _ in 0..<1_000 {
+            guard let candidate = held(inode) else { return nil }
+            candidate.lock.lock()
+            if locals.withLock({ $0[inode] === candidate }) { return candidate }
+            candidate.lock.unlock()
+        }
+        return nil
+    }
+
     /// The copy `locals` holds for `inode`, unlocked.
     func held(_ inode: Inode) -> LocalContent? { locals.withLock { $0[inode] } }
 
