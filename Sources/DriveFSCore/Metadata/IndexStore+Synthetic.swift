@@ -228,6 +228,9 @@ public enum SyntheticIndex {
         withExtendedLifetime(table) { whileHeld() }
         var walked: Walk?
         if walk {
+            // As a mount walks it once the change feed caught the restored index up (until then
+            // a restored folder is listed on Drive again before it is used).
+            table.confirmRestoredListings()
             walked = walkAll(table)
             withExtendedLifetime(table) { afterWalk() }
         }

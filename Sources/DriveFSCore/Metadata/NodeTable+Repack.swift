@@ -224,7 +224,8 @@ extension NodeTable {
     /// (fresh and trusted, or Drive unreachable): a lookup the kernel repeats for a folder it holds.
     static func keptChild(of parent: Inode, named name: String, now: Double, ttl: Double, offline: Bool, _ s: State) -> Inode? {
         guard let kept = s.keptChildren[parent], let folder = s.nodes[parent], folder.listing == nil,
-              let packed = s.packed[folder.file.id], offline || (packed.trusted && now - packed.listedAt < ttl) else { return nil }
+              let packed = s.packed[folder.file.id], offline || (packed.trusted && now - packed.listedAt < ttl),
+              offline || !s.unconfirmed.contains(folder.file.id) else { return nil }
         return kept.first { s.nodes[$0]?.name == name }
     }
 

@@ -181,10 +181,13 @@ final class NodeTable: Sendable {
         /// made yet: a node made for one shows it (size, time) until its upload ends.
         var recoveredLocal: [String: LocalState] = [:]
         /// Folders whose listing came from the restored index and that the change feed has not
-        /// caught up yet (by Drive ID): a name missing there may be only the index's age (a file
-        /// made or moved in before the last run ended), so a miss lists the folder first, rather
-        /// than answer ENOENT and let a program make the file a second time. Emptied by the first
-        /// poll that reads the feed to its end.
+        /// caught up yet (by Drive ID): the index may be older than Drive (a file made, moved in,
+        /// replaced or written before the last run ended, by this machine or another), so while
+        /// Drive answers such a folder is listed again before it is used, rather than answer
+        /// ENOENT (a program then made the file a second time) or show the older revision, or the
+        /// file a rename replaced (chaos finding 30). Offline, the index is served as saved. Each
+        /// listing applied takes its folder out; the first poll that reads the feed to its end
+        /// empties it.
         var unconfirmed: Set<String> = []
         /// New files the journal held at start (not on Drive yet) whose folder is not a node yet
         /// (known only from the packed index, or not at all), by folder Drive ID, then file ID:
@@ -362,14 +365,9 @@ final class NodeTable: Sendable {
             Self.noteUse(parent, at: now, &s)
             let folder = s.nodes[parent]!
             guard folder.kind == .directory else { return .notAFolder }
-            guard let listing = folder.listing, offline || (listing.trusted && now - listing.listedAt < ttl) else { return .needsListing }
-            guard let inode = listing.children[name], var child = s.nodes[inode] else {
-                guard offline || s.unconfirmed.remove(folder.file.id) == nil else {
-                    s.nodes[parent]!.listing!.trusted = false
-                    return .needsListing
-                }
-                return .missing
-            }
+            guard let listing = folder.listing, offline || (listing.trusted && now - listing.listedAt < ttl && !s.unconfirmed.contains(folder.file.id))
+            else { return .needsListing }
+            guard let inode = listing.children[name], var child = s.nodes[inode] else { return .missing }
             if countLookup {
                 child.lookups += 1
                 s.nodes[inode] = child
@@ -386,7 +384,8 @@ final class NodeTable: Sendable {
         return state.withLock { s in
             materialize(folder, &s)
             Self.noteUse(folder, at: now, &s)
-            guard let listing = s.nodes[folder]?.listing, offline || (listing.trusted && now - listing.listedAt < ttl) else { return nil }
+            guard let listing = s.nodes[folder]?.listing, offline || (listing.trusted && now - listing.listedAt < ttl),
+                  offline || s.nodes[folder].map({ !s.unconfirmed.contains($0.file.id) }) ?? true else { return nil }
             return listing
         }
     }
@@ -679,6 +678,8 @@ final class NodeTable: Sendable {
                                  + "not applied (changed here at \(changed))")
                 return out
             }
+            // Read from Drive now: as current as the change feed would have made the restored one.
+            s.unconfirmed.remove(folderID)
             Log.shared.debug("listing", "\(folderID): \(files.count) item(s) listed from generation \(generation), applied"
                              + (trusted ? "" : " untrusted (a change came in since)")
                              + (s.byID[folderID].flatMap { s.nodes[$0]?.listing } != nil ? "" : " (the folder had no listing)"))

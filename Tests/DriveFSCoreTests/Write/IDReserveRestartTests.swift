@@ -43,14 +43,19 @@ final class IDReserveRestartTests: XCTestCase {
         harness.crash()
         XCTAssertEqual(fake.requests["files.generateIds"], 1, "the second run's IDs came from the reserve")
 
-        // Run 3: Drive unreachable from the start (after the root and the token a mount needs);
-        // the root's listing comes from the restored index.
-        try harness.mount(beforeStart: { self.fake.unreachable = FakeDriveBackend.cannotConnect })
+        // Run 3: Drive unreachable from the start (after the root and the token a mount needs), and
+        // the mount offline (as the client marks it once its tries failed to connect); the root's
+        // listing comes from the restored index.
+        try harness.mount(beforeStart: {
+            self.fake.unreachable = FakeDriveBackend.cannotConnect
+            self.fake.reachability!.markOffline("test: connection refused")
+        })
         let before = fake.requests["files.generateIds", default: 0]
         try harness.writeFile(.root, "three.txt", Array("three\n".utf8))
         XCTAssertEqual(try harness.lookup(.root, "three.txt").size, 6)
         XCTAssertEqual(fake.requests["files.generateIds", default: 0], before, "no generateIds: the ID came from the reserve")
         fake.unreachable = nil
+        fake.reachability!.recordReached()
         drain()
 
         let onDrive = fake.children(of: fake.rootID)

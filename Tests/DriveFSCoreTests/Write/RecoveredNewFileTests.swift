@@ -115,6 +115,35 @@ final class RecoveredNewFileTests: XCTestCase {
         h.backend.clearFaults()
     }
 
+    /// Chaos finding 30: the restart's catch-up of the change feed fails (Drive answers the rest),
+    /// and what the index saved is older than Drive: a file written since, and a file a rename
+    /// replaced since (the old one trashed, the new one under its name). The restored folder is
+    /// listed again before it is used: the new revision and the new file are what the mount
+    /// shows. Before, the index was served as saved: the older bytes, and the replaced file's.
+    func testARestoredFolderIsListedAgainWhileTheFeedCannotBeRead() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let dir = h.backend.addFolder("dir")
+        let doc = h.backend.addFile("doc.txt", in: dir, content: Array("the version the index saw\n".utf8))
+        let target = h.backend.addFile("target.txt", in: dir, content: Array("the file a rename replaced\n".utf8))
+        try h.mount()
+        _ = try h.listPlus(try h.resolve("dir").inode)
+        XCTAssertEqual(try h.read(try h.resolve("dir/doc.txt").inode), Array("the version the index saw\n".utf8))
+        h.unmount()
+        // After the index was saved (as before a kill -9): a new revision, and a rename over a file.
+        h.backend.replaceContent(doc, with: Array("the version on Drive now\n".utf8))
+        let replacing = h.backend.addFile("replacing.txt", in: dir, content: Array("the file that took the name\n".utf8))
+        h.backend.trashFile(target)
+        h.backend.rename(replacing, to: "target.txt")
+        h.backend.failNext(method: "changes.list", count: 1_000)
+        try h.mount()
+        XCTAssertEqual(String(decoding: try h.read(try h.resolve("dir/doc.txt").inode), as: UTF8.self), "the version on Drive now\n")
+        XCTAssertEqual(String(decoding: try h.read(try h.resolve("dir/target.txt").inode), as: UTF8.self), "the file that took the name\n")
+        XCTAssertEqual(try h.listPlus(try h.resolve("dir").inode).map(\.entry.name).filter { $0 != "." && $0 != ".." }.sorted(),
+                       ["doc.txt", "target.txt"])
+        h.backend.clearFaults()
+    }
+
     /// Chaos finding 11: a file changed on Drive after the index was saved (as before a `kill -9`)
     /// is read as Drive has it from the restart's first answer on: the change feed is read before the
     /// mount serves, not by the poller's thread while it serves (held here until the read is done).
