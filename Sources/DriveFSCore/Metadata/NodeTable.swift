@@ -715,6 +715,18 @@ final class NodeTable: Sendable {
         }
         // And files a queued change of the last run moves here, while Drive lists them elsewhere.
         if let folderID { files += Self.queuedArrivals(in: folderID, listed: incomingIDs, s) }
+        // And files on Drive shown here whose upload has not landed: a rename or move given to it
+        // (while Drive was away, or cut by a crash and recovered) is what the queue brings to Drive,
+        // which lists them where they were until then. Dropped, the name was free, and a program
+        // made the file a second time (chaos finding 30).
+        if let children = s.nodes[folder]!.listing?.children {
+            let placed = Set(files.map(\.id))
+            for inode in children.values {
+                guard let node = s.nodes[inode], node.local != nil, node.local?.isNew != true, node.parent == folder,
+                      !placed.contains(node.file.id), s.removedBeforeLanding[node.file.id] == nil else { continue }
+                files.append(node.file)
+            }
+        }
         // So do those the journal held at start, waiting for this folder to be a node.
         var recovered: [String: LocalState] = [:]
         if let folderID, let pending = s.recoveredNew.removeValue(forKey: folderID) {

@@ -103,6 +103,65 @@ final class RecoveredMoveTests: XCTestCase {
         try checkRestart(w, newName: "t.txt", replacing: true, holds: &holds)
     }
 
+    /// Chaos finding 30 (`report-0-480`): after the restart, the folder the queued upload moves the
+    /// file into is listed on Drive again before the upload lands. Drive lists the file where it
+    /// was, not there; the mount keeps it where it was moved.
+    func testARelistingOfTheFolderARecoveredMovePutTheFileInKeepsIt() throws {
+        var holds: [HeldUploadQueue] = []
+        let w = try crashWhileMoving(to: "g.txt", replacing: false, holds: &holds)
+        let h = w.h
+        defer {
+            holds.forEach { $0.release() }
+            h.remove()
+        }
+        let held = HeldUploadQueue(try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1))
+        holds.append(held)
+        try h.mount(uploads: held)
+        let destination = try h.resolve("work/sub").inode
+        XCTAssertEqual(h.fs.table.node(try h.lookup(destination, "g.txt").inode)?.file.id, w.file)
+        try relist(h, destination)
+        XCTAssertEqual(h.fs.table.entries(of: destination)?.map(\.name), ["g.txt"], "still where its upload moves it")
+        XCTAssertEqual(h.fs.table.node(try h.lookup(destination, "g.txt").inode)?.file.id, w.file)
+    }
+
+    /// The same without a crash: moved while Drive was away (the queued upload carries the move),
+    /// then its new folder listed on Drive again before the upload lands.
+    func testARelistingOfTheFolderAQueuedMovePutTheFileInKeepsIt() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        let queue = HeldUploadQueue(try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1))
+        defer {
+            queue.release()
+            h.remove()
+        }
+        let work = h.backend.addFolder("work")
+        let sub = h.backend.addFolder("sub")
+        let file = h.backend.addFile("f.txt", in: work, content: Array("on Drive\n".utf8))
+        try h.mount(uploads: queue)
+        let folder = try h.lookup(.root, "work").inode
+        let destination = try h.lookup(.root, "sub").inode
+        try h.rewrite(try h.lookup(folder, "f.txt").inode, Array("written\n".utf8))
+        _ = try? h.lookup(destination, "g.txt")  // listed, as a shell's rename would have it
+        h.backend.unreachable = FakeDriveBackend.cannotConnect
+        h.backend.reachability!.markOffline("test: connection refused")
+        try h.rename(folder, "f.txt", to: destination, "g.txt")
+        h.backend.unreachable = nil
+        h.backend.reachability!.recordReached()
+        XCTAssertEqual(h.backend.file(file)?.parents, [work], "the move waits for the upload")
+        XCTAssertEqual(h.backend.children(of: sub).map(\.name), [])
+        try relist(h, destination)
+        XCTAssertEqual(h.fs.table.entries(of: destination)?.map(\.name), ["g.txt"], "still where its upload moves it")
+        queue.release()
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(h.backend.file(file)?.parents, [sub])
+        XCTAssertEqual(h.backend.content(of: file), Array("written\n".utf8))
+    }
+
+    /// Lists `folder` on Drive again (its listing made stale, as its TTL or a change would).
+    private func relist(_ h: CoreHarness, _ folder: Inode) throws {
+        h.fs.table.withState { s in s.nodes[folder]!.listing!.trusted = false }
+        try h.fs.lister.ensureListed(folder, cancellation: nil)
+    }
+
     /// No crash: a file with new content queued is moved to another folder while Drive is away
     /// (the upload carries the move); Drive answers again, the kernel forgets the old folder (so
     /// its listing is packed), and a listing of it arrives (the crawl's) before the upload lands:
