@@ -540,6 +540,16 @@ final class ChangesInFlight: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// `body` once no operation is in flight, with none starting until it returns; nil (and `body`
+    /// not run) when one is still in flight after `seconds`.
+    func ifSettled<R>(within seconds: TimeInterval, _ body: () -> R) -> R? {
+        condition.lock()
+        defer { condition.unlock() }
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while inFlight > 0 && condition.wait(until: deadline) {}
+        return inFlight == 0 ? body() : nil
+    }
+
     /// `body` once no operation is in flight (or after the longest wait), with none starting until it returns.
     func whenSettled<R>(_ body: () -> R) -> R {
         condition.lock()

@@ -634,8 +634,15 @@ extension UploadQueue {
     /// (its queued jobs dropped, its removal queued), else it stays. Returns the removal job.
     func finishCutRename(_ job: UploadJob, isPlaced: Bool) throws -> UploadJob? {
         var dropped: [String] = []
+        var decidedElsewhere = false
         let removal: UploadJob? = try withLock { (s: inout Shared) throws -> UploadJob? in
             if s.crashed { throw Interruption.crashed }
+            // Decided meanwhile by the other path (the job's own run, or the mount's decision
+            // after a poll): nothing more to record.
+            guard s.state.jobs[job.seq] != nil else {
+                decidedElsewhere = true
+                return nil
+            }
             let replaced = s.state.currentID(job.request.fileID)
             let runningSeq = s.running[replaced]?.seq
             if isPlaced {
@@ -655,8 +662,9 @@ extension UploadQueue {
             lock.broadcast()
             return isPlaced ? s.state.jobs(of: replaced).last : nil
         }
+        if decidedElsewhere { return nil }
         dropped.forEach(removeContent)
-        log.info("uploads", "\(job.request.displayPath): a rename over it was cut short by the last run's end; "
+        log.info("uploads", "\(job.request.displayPath): a rename over it was cut short (by the last run's end, or an answer lost); "
                  + (removal != nil ? "the renamed file holds the name, so this one goes" : "it was not done, so this one stays"))
         return removal
     }
@@ -670,7 +678,11 @@ extension UploadQueue {
     /// one Drive does not answer in time stays a job, decided when Drive answers (the mount shows
     /// both files meanwhile). Returns the Drive IDs of the files that now go.
     public func decideCutRenames(_ context: RequestContext) -> [String] {
-        let cut = withLock { s in s.state.ordered.filter { $0.kind == .replacement } }
+        // Not one a transfer runs now (`runReplacement` decides it).
+        let cut = withLock { s in
+            let running = Set(s.running.values.map(\.seq))
+            return s.state.ordered.filter { $0.kind == .replacement && !running.contains($0.seq) }
+        }
         var removed: [String] = []
         for job in cut {
             guard let placement = job.replacedBy else { continue }
@@ -681,8 +693,8 @@ extension UploadQueue {
             } catch DriveError.notFound {
                 isPlaced = false
             } catch {
-                log.warning("uploads", "\(job.request.displayPath): a rename over it was cut short by the last run's end, and Drive "
-                            + "cannot say yet whether it was done (\(error)); decided when Drive answers")
+                log.warning("uploads", "\(job.request.displayPath): a rename over it was cut short (by the last run's end, or an "
+                            + "answer lost), and Drive cannot say yet whether it was done (\(error)); decided when Drive answers")
                 continue
             }
             do {

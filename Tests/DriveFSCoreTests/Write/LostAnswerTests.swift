@@ -38,6 +38,34 @@ final class LostAnswerTests: XCTestCase {
         XCTAssertThrowsError(try harness.lookup(.root, "old.txt"))
     }
 
+    /// Chaos finding 30 (`ünïcode 0-4008.tar.gz`): a rename over a file whose first step Drive
+    /// carried out but whose answer was lost, and Drive could not be asked then whether the source
+    /// took the name: the rename fails and is left to be decided. Once Drive answers again (the
+    /// next read of the change feed), it is decided in this run, as a restart would: the source
+    /// holds the name, so the replaced file goes. Before, it stayed on Drive under the name beside
+    /// the source until the next start.
+    func testARenameOverAFileLeftUndecidedIsDecidedOnceDriveAnswersAgain() throws {
+        let source = fake.addFile("source.txt", content: Array("source\n".utf8))
+        let target = fake.addFile("target.txt", content: Array("target\n".utf8))
+        try harness.mount()
+        _ = try harness.lookup(.root, "source.txt")
+        _ = try harness.lookup(.root, "target.txt")
+        let refused = DriveError.unauthorized(GoogleErrorInfo(status: 401, reason: "authError", message: "Invalid Credentials"))
+        fake.failNext(method: "files.update", error: refused, afterLanding: true)
+        fake.failNext(method: "files.get", count: 10, error: refused)
+        XCTAssertThrowsError(try harness.rename(.root, "source.txt", to: .root, "target.txt"))
+        XCTAssertEqual(fake.file(source)?.name, "target.txt", "the first step landed")
+        XCTAssertEqual(fake.file(target)?.trashed, false, "undecided")
+        fake.clearFaults()
+        try harness.fs.pollChanges()
+        XCTAssertTrue(waitUntil("the replaced file trashed", timeout: 60) { self.fake.file(target)?.trashed == true })
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "\(harness.fs.uploadStatus)")
+        XCTAssertEqual(fake.children(of: fake.rootID).map(\.id), [source])
+        try harness.fs.pollChanges()
+        XCTAssertEqual(try harness.read(try harness.lookup(.root, "target.txt").inode), Array("source\n".utf8))
+        XCTAssertThrowsError(try harness.lookup(.root, "source.txt"))
+    }
+
     func testARenameDriveRefusedFailsAndChangesNothing() throws {
         let id = fake.addFile("old.txt", content: Array("kept\n".utf8))
         try harness.mount()
