@@ -117,7 +117,7 @@ extension UploadQueue {
                 if shared.settling.count > 256 { shared.settling = shared.settling.filter { shared.state.jobs[$0.key] != nil } }
                 var info = stat()
                 let size = job.kind == .upload && stat(job.contentPath, &info) == 0 ? Int64(info.st_size) : 0
-                let running = Running(seq: job.seq, size: size)
+                let running = Running(seq: job.seq, size: size, path: job.request.displayPath, countsUntilTold: job.kind != .upload)
                 shared.running[job.fileID] = running
                 return (job, running)
             }

@@ -136,12 +136,19 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
         let seq: UInt64
         let flag = CancellationFlag()
         let size: Int64
+        /// The job's file as the log and the unmount's progress name it.
+        let path: String
+        /// Counted as running after its record ended, until its transfer thread told the core (a
+        /// change's, removal's or decided rename's landing; an upload's is `Shared.landing`).
+        let countsUntilTold: Bool
         let sessionFiles: Locked<[String]>
         /// What the job does now, and the bytes it hashed (`status`).
         let progress = Locked<(phase: UploadPhase?, hashed: Int64)>((nil, 0))
-        init(seq: UInt64, size: Int64) {
+        init(seq: UInt64, size: Int64, path: String = "", countsUntilTold: Bool = false) {
             self.seq = seq
             self.size = size
+            self.path = path
+            self.countsUntilTold = countsUntilTold
             sessionFiles = Locked([])
         }
     }
@@ -817,7 +824,13 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
             let running = s.running.values.compactMap { r in s.state.jobs[r.seq].map { ($0, r) } }.sorted { $0.0.seq < $1.0.seq }
             let busy = Set(running.map(\.0.seq))
             let queued = s.state.jobs.values.filter { $0.ready && !busy.contains($0.seq) }.count
-            return (queued, running, s.landing.values.map(\.progress), s.failedCount, s.lastError)
+            // A change, removal or decided rename that ended (its record written) whose transfer
+            // thread is still telling the core: running until that returned.
+            var ending: [UInt64: UploadProgress] = [:]
+            for r in s.running.values where r.countsUntilTold && s.state.jobs[r.seq] == nil {
+                ending[r.seq] = UploadProgress(path: r.path, size: r.size, bytesDone: r.size)
+            }
+            return (queued, running, s.landing.values.map(\.progress) + ending.values, s.failedCount, s.lastError)
         }
         // A landing the core has not heard of yet still counts as running: a drain returns once
         // the mount shows every upload's outcome.

@@ -99,6 +99,57 @@ final class RecoveredEditListingTests: XCTestCase {
         XCTAssertEqual(try h.read(found), edited + tail)
     }
 
+    /// Found by the names model checker (seed 943844102437, 1 run in 30): a new file in the root,
+    /// its create recovered after a `kill -9`, lands while the root (a node, with no listing yet)
+    /// is being listed; the listing, read before the landing and applied after it, lacks the file.
+    /// The landing marked the root as changed here, but only a folder whose listing is held kept an
+    /// older listing out: this one was applied as trusted, and the file was missing from the root.
+    func testARecoveredNewFileLandingWhileItsFolderNodeIsListedIsFoundThere() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        var holds: [HeldUploadQueue] = []
+        defer {
+            holds.forEach { $0.release() }
+            h.remove()
+        }
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        holds.append(HeldUploadQueue(queue))
+        try h.mount(uploads: holds[0])
+        let text = Array("written before the crash\n".utf8)
+        try h.writeFile(.root, "new.txt", text)
+        queue.crashNow()
+        h.crash()
+
+        let held = HeldUploadQueue(try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1))
+        holds.append(held)
+        let root = h.backend.rootID
+        let state = Locked((listingAnswered: false, landed: false))
+        h.backend.listAnsweredHook = { parents in
+            guard parents.contains(root), !state.withLock({ $0.listingAnswered }) else { return }
+            state.withLock { $0.listingAnswered = true }
+            let end = Date(timeIntervalSinceNow: 30)
+            while !state.withLock({ $0.landed }) && Date() < end { usleep(500) }
+        }
+        try h.mount(uploads: held)
+        let fs = h.fs!
+        let listed = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            try? fs.lister.ensureListed(.root, cancellation: nil)
+            listed.signal()
+        }
+        let end = Date(timeIntervalSinceNow: 30)
+        while !state.withLock({ $0.listingAnswered }) && Date() < end { usleep(500) }
+        XCTAssertTrue(state.withLock { $0.listingAnswered }, "the root's listing was answered before the create landed")
+        held.release()
+        while !(h.backend.children(of: root).contains { $0.name == "new.txt" } && fs.uploadStatus.isIdle) && Date() < end { usleep(1_000) }
+        XCTAssertTrue(fs.uploadStatus.isIdle, "the recovered create landed")
+        state.withLock { $0.landed = true }
+        XCTAssertEqual(listed.wait(timeout: .now() + 30), .success)
+        h.backend.listAnsweredHook = nil
+
+        XCTAssertEqual(try h.read(try h.lookup(.root, "new.txt").inode), text)
+        XCTAssertEqual(try h.listPlus(.root).map(\.entry.name).filter { $0 != "." && $0 != ".." }, ["new.txt"])
+    }
+
     /// Finding 26's file: a new file, its create recovered and landing while its folder is listed.
     func testARecoveredNewFileLandingWhileTheCrawlListsItsFolderIsFoundThere() throws {
         let h = try CoreHarness { $0.readOnly = false }

@@ -113,7 +113,7 @@ final class UploadQueueEmulatorTests: XCTestCase {
         try queue.commit(staleDoomed, contentPath: content("d2"), ready: true)
         queue.start { _ in }
         try queue.commit(request(mine), contentPath: content("v2"), ready: true)
-        try queue.waitUntilUploaded(mine.id, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(mine.id, within: 120)
         // Written again by a core that had not heard of that landing (the same base): our own
         // upload is not taken for someone else's change.
         try queue.commit(request(mine), contentPath: content("v3"), ready: true)

@@ -18,7 +18,7 @@ final class UploadQueueTests: XCTestCase {
         XCTAssertEqual(queue.status.queued, 1)
         XCTAssertEqual(queue.contentPath(of: request.fileID), path)
         h.start(queue)
-        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(request.fileID, within: 120)
         h.waitIdle(queue)
         let file = try XCTUnwrap(h.fake.file(request.fileID))
         XCTAssertEqual(h.fake.content(of: file.id), Array("hello".utf8))
@@ -42,7 +42,7 @@ final class UploadQueueTests: XCTestCase {
         h.fake.resetCounters()
         try queue.commit(h.update(id), contentPath: h.content("new content"), ready: true)
         h.start(queue)
-        try queue.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(id, within: 120)
         XCTAssertEqual(h.fake.content(of: id), Array("new content".utf8))
         XCTAssertEqual(h.fake.file(id)?.modifiedTime, 1_760_000_000_000)
         XCTAssertEqual(h.fake.requests, ["files.get": 1, "files.update.upload": 1])
@@ -60,7 +60,7 @@ final class UploadQueueTests: XCTestCase {
         h.start(queue)
         let before = h.update(id)
         try queue.commit(before, contentPath: h.content("our edit"), ready: true)
-        try queue.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(id, within: 120)
         h.waitIdle(queue)  // the core heard of the landing (a landing in progress refuses a retarget)
         XCTAssertNotEqual(h.fake.file(id)?.headRevisionId, before.baseRevision)
 
@@ -89,7 +89,7 @@ final class UploadQueueTests: XCTestCase {
         XCTAssertEqual(queue.contentPath(of: request.fileID), second)
         h.fake.resetCounters()
         h.start(queue)
-        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(request.fileID, within: 120)
         XCTAssertEqual(h.fake.content(of: request.fileID), Array("two".utf8))
         XCTAssertEqual(h.fake.requests, ["files.create.upload": 1])
         queue.stop()
@@ -113,7 +113,7 @@ final class UploadQueueTests: XCTestCase {
         XCTAssertEqual(queue.status.queued, 1)
         XCTAssertEqual(queue.contentPath(of: request.fileID), second)
         gate.open()
-        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(request.fileID, within: 120)
         h.waitIdle(queue)
         XCTAssertEqual(h.fake.content(of: request.fileID), Array("two".utf8))
         XCTAssertEqual(h.rootNames(), ["a.txt"], "no conflicted copy, no second file")
@@ -146,7 +146,7 @@ final class UploadQueueTests: XCTestCase {
         try queue.commit(request, contentPath: path, ready: true)
         XCTAssertTrue(FileManager.default.fileExists(atPath: path), "the same path, committed again, is not removed")
         h.start(queue)
-        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(request.fileID, within: 120)
         XCTAssertEqual(h.fake.content(of: request.fileID), Array("one and more".utf8))
         queue.stop()
     }
@@ -163,7 +163,7 @@ final class UploadQueueTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: path))
         h.start(queue)
         h.waitIdle(queue)
-        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(request.fileID, within: 120)
         XCTAssertEqual(h.fake.totalRequests, 0)
         XCTAssertNil(h.fake.file(request.fileID))
         queue.stop()
@@ -181,7 +181,7 @@ final class UploadQueueTests: XCTestCase {
             h.start(queue)
             h.waitUntil("the create to be in flight") { gate.waiting == 1 }
             XCTAssertTrue(try queue.cancel(request.fileID))
-            try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+            try queue.waitUntilUploaded(request.fileID, within: 120)
             gate.open()
             h.waitIdle(queue)
             if deletes {
@@ -240,7 +240,7 @@ final class UploadQueueTests: XCTestCase {
         try queue.commit(request, contentPath: h.content("ours"), ready: true)
         h.time.advance(1_767_323_045 - h.time.now())  // 2026-01-02 03:04:05 UTC
         h.start(queue)
-        try queue.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(id, within: 120)
         XCTAssertEqual(h.fake.file(id), theirs, "the original is untouched")
         XCTAssertEqual(h.fake.content(of: id), Array("theirs".utf8))
         let copyName = "report.final (conflicted copy 2026-01-02 030405).txt"
@@ -274,7 +274,7 @@ final class UploadQueueTests: XCTestCase {
             let queue = try h.makeQueue()
             try queue.commit(request, contentPath: h.content("v2"), ready: true)
             h.start(queue)
-            try queue.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)
+            try queue.waitUntilUploaded(id, within: 120)
             let again = try XCTUnwrap(h.fake.children(of: h.fake.rootID).first)
             XCTAssertNotEqual(again.id, id)
             XCTAssertEqual(again.name, "notes.txt")
@@ -295,7 +295,7 @@ final class UploadQueueTests: XCTestCase {
         h.fake.failNext(method: "files.create.upload", count: 6)
         try queue.commit(request, contentPath: h.content("survivor"), ready: true)
         h.start(queue)
-        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(request.fileID, within: 120)
         XCTAssertEqual(h.fake.content(of: request.fileID), Array("survivor".utf8))
         XCTAssertEqual(h.fake.requests["files.create.upload"], 7)
         XCTAssertEqual(h.rootNames(), ["a.txt"])
@@ -314,7 +314,7 @@ final class UploadQueueTests: XCTestCase {
         h.fake.failNext(method: "files.create.upload", count: 2, afterLanding: true)
         try queue.commit(request, contentPath: h.content("once"), ready: true)
         h.start(queue)
-        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(request.fileID, within: 120)
         XCTAssertEqual(h.rootNames(), ["a.txt"])
         XCTAssertEqual(h.fake.allFiles.count, 1)
         XCTAssertEqual(h.fake.content(of: request.fileID), Array("once".utf8))
@@ -330,7 +330,7 @@ final class UploadQueueTests: XCTestCase {
         h.fake.corruptNextUpload()
         try queue.commit(request, contentPath: h.content("exact"), ready: true)
         h.start(queue)
-        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(request.fileID, within: 120)
         XCTAssertEqual(h.fake.content(of: request.fileID), Array("exact".utf8))
         XCTAssertEqual(h.fake.allFiles.count, 1)
         queue.stop()
@@ -345,7 +345,7 @@ final class UploadQueueTests: XCTestCase {
         h.fake.corruptNextUpload()
         try queue.commit(h.update(id), contentPath: h.content("new content"), ready: true)
         h.start(queue)
-        try queue.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(id, within: 120)
         h.waitIdle(queue)
         XCTAssertEqual(h.fake.content(of: id), Array("new content".utf8), "the corrupt revision is superseded")
         XCTAssertEqual(h.rootNames(), ["doc.txt"], "no conflicted copy")
@@ -373,7 +373,7 @@ final class UploadQueueTests: XCTestCase {
         let again = try h.makeQueue()
         XCTAssertEqual(again.recovered.count, 1)
         h.start(again)
-        try again.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)
+        try again.waitUntilUploaded(id, within: 120)
         h.waitIdle(again)
         XCTAssertEqual(h.fake.content(of: id), Array("new content".utf8))
         XCTAssertEqual(h.rootNames(), ["doc.txt"], "no conflicted copy after the restart")
@@ -389,7 +389,7 @@ final class UploadQueueTests: XCTestCase {
         for _ in 0..<UploadQueue.maximumChecksumMismatches { h.fake.corruptNextUpload() }
         try queue.commit(h.update(id), contentPath: h.content("precious"), ready: true)
         h.start(queue)
-        XCTAssertThrowsError(try queue.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)) {
+        XCTAssertThrowsError(try queue.waitUntilUploaded(id, within: 120)) {
             XCTAssertEqual($0 as? FilesystemError, .ioError)
         }
         h.waitUntil("the outcome") { h.outcomes.withLock { $0.count } == 1 }
@@ -419,8 +419,8 @@ final class UploadQueueTests: XCTestCase {
         try queue.commit(request, contentPath: h.content("late"), ready: true)
         try queue.commit(h.update(id), contentPath: h.content("later"), ready: true)
         h.start(queue)
-        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
-        try queue.waitUntilUploaded(id, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(request.fileID, within: 120)
+        try queue.waitUntilUploaded(id, within: 120)
         XCTAssertEqual(h.fake.content(of: request.fileID), Array("late".utf8))
         XCTAssertEqual(h.fake.content(of: id), Array("later".utf8))
         XCTAssertEqual(h.fake.requests["files.create.upload"], 3)
@@ -436,7 +436,7 @@ final class UploadQueueTests: XCTestCase {
         let path = h.content("precious")
         try queue.commit(request, contentPath: path, ready: true)
         h.start(queue)
-        XCTAssertThrowsError(try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)) {
+        XCTAssertThrowsError(try queue.waitUntilUploaded(request.fileID, within: 120)) {
             XCTAssertEqual($0 as? FilesystemError, .notFound)
         }
         h.waitUntil("the outcome") { h.outcomes.withLock { $0.count } == 1 }
@@ -552,7 +552,7 @@ final class UploadQueueTests: XCTestCase {
         h.fake.resetCounters()
         let queue = try h.makeQueue(transfers: 1)
         h.start(queue)
-        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(request.fileID, within: 120)
         XCTAssertEqual(h.fake.content(of: request.fileID), bytes)
         XCTAssertEqual(h.fake.requests, ["files.create.upload": 1 + 7], "a probe, then the 7 chunks left")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: h.uploads + "/sessions"), [])
@@ -579,7 +579,7 @@ final class UploadQueueTests: XCTestCase {
         h.fake.forgetUploadSessions()
         let queue = try h.makeQueue(transfers: 1)
         h.start(queue)
-        try queue.waitUntilUploaded(request.fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(request.fileID, within: 120)
         XCTAssertEqual(h.fake.content(of: request.fileID), bytes)
         XCTAssertEqual(h.fake.allFiles.count, 1)
         queue.stop()
@@ -635,7 +635,7 @@ final class UploadQueueTests: XCTestCase {
         let refused = try h.newFile("refused.txt")
         h.start(queue)
         // One waiter, as an fsync: answered, and then nothing of its file is kept either.
-        try queue.waitUntilUploaded(requests[0].fileID, deadline: .infinity, cancellation: nil)
+        try queue.waitUntilUploaded(requests[0].fileID, within: 120)
         h.waitIdle(queue)
         h.fake.failNext(method: "files.create.upload", count: 1, error: denied)
         try queue.commit(refused, contentPath: h.content("refused"), ready: true)
@@ -643,7 +643,7 @@ final class UploadQueueTests: XCTestCase {
         XCTAssertEqual(h.rootNames().count, 20, "every file landed but the refused one")
         let kept = queue.withLock { $0.settled }
         XCTAssertEqual(Array(kept.keys), [refused.fileID], "only the failure for good is kept")
-        XCTAssertThrowsError(try queue.waitUntilUploaded(refused.fileID, deadline: .infinity, cancellation: nil),
+        XCTAssertThrowsError(try queue.waitUntilUploaded(refused.fileID, within: 120),
                              "a later fsync of the refused file hears its failure")
         queue.stop()
     }
