@@ -10,6 +10,32 @@ import XCTest
 /// before the landing and is applied after it. It must not undo the landing: an edit's file took
 /// the listing's older revision, and the next append, built on it, wrote the older bytes over the
 /// edit; a new file was missing from the folder (`ENOENT`), and the program made it again.
+/// Holds the first listing answered for `folder` (after its answer was made, before it is handed
+/// back) until `release`: a listing read before what happens meanwhile and applied after it.
+final class ListingHold: Sendable {
+    private let state = Locked((answered: false, released: false))
+
+    init(_ backend: FakeDriveBackend, folder: String) {
+        backend.listAnsweredHook = { [state] parents in
+            guard parents.contains(folder), !state.withLock({ $0.answered }) else { return }
+            state.withLock { $0.answered = true }
+            let end = Date(timeIntervalSinceNow: 30)
+            while !state.withLock({ $0.released }) && Date() < end { usleep(500) }
+        }
+    }
+
+    var answered: Bool { state.withLock { $0.answered } }
+
+    /// Waits (bounded) until the listing was answered; whether it was.
+    func waitAnswered() -> Bool {
+        let end = Date(timeIntervalSinceNow: 30)
+        while !answered && Date() < end { usleep(500) }
+        return answered
+    }
+
+    func release() { state.withLock { $0.released = true } }
+}
+
 final class RecoveredEditListingTests: XCTestCase {
     /// The restart (`h`'s queue crashed with an upload of `method` journaled for a file in
     /// `top/dir`): the crawl lists `top`, then `dir` by ID, and `dir`'s answer is held until the
@@ -18,17 +44,10 @@ final class RecoveredEditListingTests: XCTestCase {
     private func restartWhileTheCrawlListsTheFolder(_ h: CoreHarness, top: String, dir: String, method: String,
                                                     landed: @escaping () -> Bool) throws {
         h.backend.holdFeed()
-        let state = Locked((listingAnswered: false, landed: false))
+        let hold = ListingHold(h.backend, folder: dir)
         h.backend.writeHook = { m, phase, _ in
             guard m == method, phase == .before else { return }
-            let end = Date(timeIntervalSinceNow: 30)
-            while !state.withLock({ $0.listingAnswered }) && Date() < end { usleep(500) }
-        }
-        h.backend.listAnsweredHook = { parents in
-            guard parents.contains(dir), !state.withLock({ $0.listingAnswered }) else { return }
-            state.withLock { $0.listingAnswered = true }
-            let end = Date(timeIntervalSinceNow: 30)
-            while !state.withLock({ $0.landed }) && Date() < end { usleep(500) }
+            _ = hold.waitAnswered()
         }
         try h.mount()
         let fs = h.fs!
@@ -40,15 +59,14 @@ final class RecoveredEditListingTests: XCTestCase {
             while !fs.table.foldersNeedingListing(under: top).isEmpty && Date() < end { usleep(1_000) }
             listed.signal()
         }
+        XCTAssertTrue(hold.waitAnswered(), "the folder's listing was answered before the upload landed")
         let end = Date(timeIntervalSinceNow: 30)
-        while !state.withLock({ $0.listingAnswered }) && Date() < end { usleep(500) }
-        XCTAssertTrue(state.withLock { $0.listingAnswered }, "the folder's listing was answered before the upload landed")
         XCTAssertNil(fs.table.node(forID: dir), "the folder is known only from its parent's packed listing")
         while !(landed() && fs.uploadStatus.isIdle) && Date() < end { usleep(1_000) }
         XCTAssertTrue(landed(), "the recovered upload landed")
         _ = try h.makeDirectory(.root, "elsewhere")  // the table's generation moves on
         try fs.pollChanges()
-        state.withLock { $0.landed = true }
+        hold.release()
         XCTAssertEqual(listed.wait(timeout: .now() + 30), .success)
         h.backend.writeHook = nil
         h.backend.listAnsweredHook = nil
@@ -122,13 +140,7 @@ final class RecoveredEditListingTests: XCTestCase {
         let held = HeldUploadQueue(try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1))
         holds.append(held)
         let root = h.backend.rootID
-        let state = Locked((listingAnswered: false, landed: false))
-        h.backend.listAnsweredHook = { parents in
-            guard parents.contains(root), !state.withLock({ $0.listingAnswered }) else { return }
-            state.withLock { $0.listingAnswered = true }
-            let end = Date(timeIntervalSinceNow: 30)
-            while !state.withLock({ $0.landed }) && Date() < end { usleep(500) }
-        }
+        let hold = ListingHold(h.backend, folder: root)
         try h.mount(uploads: held)
         let fs = h.fs!
         let listed = DispatchSemaphore(value: 0)
@@ -136,13 +148,12 @@ final class RecoveredEditListingTests: XCTestCase {
             try? fs.lister.ensureListed(.root, cancellation: nil)
             listed.signal()
         }
+        XCTAssertTrue(hold.waitAnswered(), "the root's listing was answered before the create landed")
         let end = Date(timeIntervalSinceNow: 30)
-        while !state.withLock({ $0.listingAnswered }) && Date() < end { usleep(500) }
-        XCTAssertTrue(state.withLock { $0.listingAnswered }, "the root's listing was answered before the create landed")
         held.release()
         while !(h.backend.children(of: root).contains { $0.name == "new.txt" } && fs.uploadStatus.isIdle) && Date() < end { usleep(1_000) }
         XCTAssertTrue(fs.uploadStatus.isIdle, "the recovered create landed")
-        state.withLock { $0.landed = true }
+        hold.release()
         XCTAssertEqual(listed.wait(timeout: .now() + 30), .success)
         h.backend.listAnsweredHook = nil
 
