@@ -18,7 +18,7 @@ import Glibc
 ///   what to forget.
 ///
 /// - Writes go to a local copy (`LocalContent`) and reach Drive through the upload queue when the
-///   file is closed (`DriveFilesystem+Write.swift`).
+///   file is closed (`DriveFilesystem+Write.swift`); names change in `DriveFilesystem+Names.swift`.
 ///
 /// Lock order, written once (docs/architecture.md, "Lock-order policy", gives the same):
 /// `ChangesInFlight` (a rename's Drive requests) → `LocalContent.lock` (one file's; an editor's
@@ -32,8 +32,8 @@ import Glibc
 /// `RequestRunner` (the interactive threads),
 /// `ContentReader` (the read path of Drive's content), `LocalCopies` (the local copies and their
 /// staging files), `DriveSpace` (statfs and Drive's free space), `UploadLandings` (what the upload
-/// queue's endings do to the mount); the commits and the namespace operations are still this
-/// type's `+Write` extension.
+/// queue's endings do to the mount); the write-back of local copies (`+Write`) and the namespace
+/// operations (`+Names`) are still this type's extensions.
 public final class DriveFilesystem: FilesystemOperations {
     public let configuration: DriveFSConfiguration
     let backend: any DriveBackend
