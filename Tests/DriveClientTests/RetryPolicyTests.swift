@@ -1,4 +1,5 @@
 import DriveClient
+import DriveSupport
 import XCTest
 
 final class RetryPolicyTests: XCTestCase {
@@ -58,5 +59,46 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertFalse(policy.isRetryable(.notFound(info(404))))
         XCTAssertFalse(policy.isRetryable(.conflict(info(409))))
         XCTAssertFalse(policy.isRetryable(.unauthorized(info(401))))
+    }
+
+    /// Each failure's answer for each layer (DriveError+Retry.swift): T transient (the executor tries
+    /// again), C may have been carried out (a create or the namespace asks Drive), R a refusal (the
+    /// upload queue ends the job).
+    func testEachLayerReadsOneClassification() {
+        func info(_ s: Int, _ r: String? = nil) -> GoogleErrorInfo { GoogleErrorInfo(status: s, reason: r, message: "") }
+        let table: [(DriveError, String)] = [
+            (.rateLimited(info(403, "rateLimitExceeded")), "TC"),
+            (.rateLimited(info(429)), "TC"),
+            (.server(info(503)), "TC"),
+            (.server(info(408)), "TC"),
+            (.server(info(501)), "C"),
+            (.transport(.couldNotConnect("x")), "TC"),
+            (.transport(.connectionLost("x")), "TC"),
+            (.transport(.timedOut("x")), "TC"),
+            (.transport(.tls("x")), "C"),
+            (.transport(.other(code: 1, message: "x")), "C"),
+            (.malformedResponse("x"), "C"),
+            (.cancelled, "C"),
+            (.unexpectedStatus(info(502)), "C"),
+            (.unexpectedStatus(info(413)), "CR"),
+            (.unexpectedStatus(info(408)), "C"),
+            (.notFound(info(404)), "R"),
+            (.permissionDenied(info(403, "insufficientFilePermissions")), "R"),
+            (.conflict(info(409, "fileIdInUse")), "R"),
+            (.invalidArgument(info(400, "badRequest")), "R"),
+            (.invalidArgument(info(0, "uploadSourceChanged")), ""),
+            (.invalidArgument(info(0, "uploadSession")), ""),
+            (.quotaExceeded(info(403, "storageQuotaExceeded")), ""),
+            (.unauthorized(info(401, "invalid_grant")), ""),
+            (.preconditionFailed(info(412)), ""),
+            (.rangeNotSatisfiable(info(416)), ""),
+            (.checksumMismatch(expected: "a", actual: "b"), ""),
+            (.localFile(path: "/x", SystemCallError("open", errno: 5)), ""),
+        ]
+        for (error, expected) in table {
+            let got = (error.isTransient ? "T" : "") + (error.mayHaveBeenCarriedOut ? "C" : "") + (error.isRefusal ? "R" : "")
+            XCTAssertEqual(got, expected, "\(error)")
+            XCTAssertEqual(RetryPolicy().isRetryable(error), error.isTransient, "the executor retries what is transient: \(error)")
+        }
     }
 }

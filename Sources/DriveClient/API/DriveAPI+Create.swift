@@ -129,19 +129,6 @@ extension DriveAPI {
         return .pooled(try nextPooledID())
     }
 
-    /// Whether the server may have done the work of a request that failed this way.
-    static func outcomeUnknown(_ error: DriveError) -> Bool {
-        switch error {
-        case .server: return true
-        case .transport(let t):
-            switch t {
-            case .connectionLost, .timedOut, .other: return true
-            case .couldNotConnect, .tls, .invalidURL, .aborted: return false
-            }
-        default: return false
-        }
-    }
-
     /// Sends a create with retries, resolving lost answers as the type comment says.
     func create(_ identity: CreateIdentity, method: String, expected: CreateExpectation,
                 _ makeRequest: () -> TransportRequest) throws -> DriveFile {
@@ -175,7 +162,7 @@ extension DriveAPI {
                 if response.status == 409, let id = identity.id { return .idTaken(id) }
                 return .created(response)
             } catch let error as DriveError {
-                if Self.outcomeUnknown(error) { uncertain = true }
+                if error.mayHaveBeenCarriedOut { uncertain = true }
                 throw error
             }
         }

@@ -40,18 +40,9 @@ public struct RetryPolicy: Sendable {
         return jittered
     }
 
-    public func isRetryable(_ error: DriveError) -> Bool {
-        switch error {
-        case .rateLimited: return true
-        case .server(let info): return [408, 500, 502, 503, 504].contains(info.status)
-        case .transport(let t):
-            switch t {
-            case .couldNotConnect, .timedOut, .connectionLost: return true
-            case .tls, .invalidURL, .aborted, .other: return false
-            }
-        default: return false
-        }
-    }
+    /// Whether the executor tries `error`'s request again (`DriveError.isTransient`: who tries
+    /// what again is decided there, for every layer).
+    public func isRetryable(_ error: DriveError) -> Bool { error.isTransient }
 
     /// No retries at all (for calls whose caller handles failure itself).
     public static let none = RetryPolicy(maxAttempts: 1, maxElapsed: 0)

@@ -43,15 +43,10 @@ extension DriveFilesystem {
         return true
     }
 
-    /// Whether a failed request may have been carried out all the same: an answer lost after Drive
-    /// acted (a reset, a timeout, a server error or rate limit after the tries ran out, an
-    /// interrupt). A refusal (permission, not found, a bad request) changed nothing.
+    /// Whether a failed request may have been carried out all the same
+    /// (`DriveError.mayHaveBeenCarriedOut`): Drive is asked before the program is answered.
     func mayHaveLanded(_ error: any Error) -> Bool {
-        guard let drive = error as? DriveError else { return false }
-        switch drive {
-        case .server, .rateLimited, .transport, .malformedResponse, .unexpectedStatus, .cancelled: return true
-        default: return false
-        }
+        (error as? DriveError)?.mayHaveBeenCarriedOut ?? false
     }
 
     /// Whether a change of `node` (into `folder`) is journaled for the upload queue to send

@@ -620,11 +620,7 @@ extension UploadQueue {
                 let failure = jobFailure(error, seq: first.seq)
                 if failure.interruption != nil { return }
                 failures += 1
-                let delay = backoff(after: failures, retryAfter: failure.job.retryAfter)
-                let text = "\(first.request.displayPath): finishing a rename over it: \(failure.job.message); trying again in \(Self.seconds(delay))"
-                withLock { $0.lastError = text }
-                log.warning("uploads", text)
-                do { try wait(delay, seq: first.seq) } catch { return }
+                guard backOff(first, after: failures, failure.job, doing: "finishing a rename over it") else { return }
             }
         }
     }
@@ -738,30 +734,14 @@ extension UploadQueue {
             } catch {
                 let failure = jobFailure(error, seq: first.seq)
                 if failure.interruption != nil { return }
-                if failure.job.permanent {
-                    let ended = withLock { s -> Bool in
-                        guard (try? Self.record(.failed(seq: first.seq, preservedAt: nil, message: failure.job.message), &s)) != nil else {
-                            return false
-                        }
-                        s.failedCount += 1
-                        s.lastError = "\(first.request.displayPath): cannot change it on Drive: \(failure.job.message)"
-                        _ = crashes(at: .failed(first.fileID), &s)
-                        lock.broadcast()
-                        return true
-                    }
-                    if ended {
-                        log.error("uploads", "\(first.request.displayPath): what was changed offline cannot be made on Drive: \(failure.job.message)")
-                        withLock { $0.onFinished }?(UploadOutcome(request: first.request, file: nil, wasConflict: false, contentPath: "",
-                                                                  error: failure.job.error))
-                        return
-                    }
+                if failure.job.permanent && endForGood(first, failure.job, "cannot change it on Drive") {
+                    log.error("uploads", "\(first.request.displayPath): what was changed offline cannot be made on Drive: \(failure.job.message)")
+                    withLock { $0.onFinished }?(UploadOutcome(request: first.request, file: nil, wasConflict: false, contentPath: "",
+                                                              error: failure.job.error))
+                    return
                 }
                 failures += 1
-                let delay = backoff(after: failures, retryAfter: failure.job.retryAfter)
-                let text = "\(first.request.displayPath): changing it on Drive: \(failure.job.message); trying again in \(Self.seconds(delay))"
-                withLock { $0.lastError = text }
-                log.warning("uploads", text)
-                do { try wait(delay, seq: first.seq) } catch { return }
+                guard backOff(first, after: failures, failure.job, doing: "changing it on Drive") else { return }
             }
         }
     }
@@ -839,28 +819,12 @@ extension UploadQueue {
             } catch {
                 let failure = jobFailure(error, seq: first.seq)
                 if failure.interruption != nil { return }
-                if failure.job.permanent {
-                    let removed = withLock { s -> Bool in
-                        guard (try? Self.record(.failed(seq: first.seq, preservedAt: nil, message: failure.job.message), &s)) != nil else {
-                            return false
-                        }
-                        s.failedCount += 1
-                        s.lastError = "\(first.request.displayPath): cannot remove it from Drive: \(failure.job.message)"
-                        _ = crashes(at: .failed(first.fileID), &s)
-                        lock.broadcast()
-                        return true
-                    }
-                    if removed {
-                        log.error("uploads", "\(first.request.displayPath): cannot remove it from Drive: \(failure.job.message)")
-                        return
-                    }
+                if failure.job.permanent && endForGood(first, failure.job, "cannot remove it from Drive") {
+                    log.error("uploads", "\(first.request.displayPath): cannot remove it from Drive: \(failure.job.message)")
+                    return
                 }
                 failures += 1
-                let delay = backoff(after: failures, retryAfter: failure.job.retryAfter)
-                let text = "\(first.request.displayPath): removing it from Drive: \(failure.job.message); trying again in \(Self.seconds(delay))"
-                withLock { $0.lastError = text }
-                log.warning("uploads", text)
-                do { try wait(delay, seq: first.seq) } catch { return }
+                guard backOff(first, after: failures, failure.job, doing: "removing it from Drive") else { return }
             }
         }
     }
@@ -939,24 +903,14 @@ extension UploadQueue {
         }
     }
 
-    /// Failures that another try cannot mend (docs/errors.md): permissions, a refused request, a
-    /// parent gone, an ID taken by another file, a local copy that cannot be read. Rate limits, quotas, server and network failures
-    /// (408 Request Timeout among them: `DriveError.classify` makes it a `server` error), a lost
-    /// token, a checksum that did not match (the next try uploads again) are retried.
+    /// Failures that another try cannot mend (docs/errors.md): Drive's refusals
+    /// (`DriveError.isRefusal`), but a 404 of an update (the file gone since it was read: the next
+    /// attempt finds it gone and makes it again), and a local copy that cannot be read.
     static func isPermanent(_ error: DriveError, in step: Step) -> Bool {
         switch error {
-        case .permissionDenied, .conflict, .localFile:
-            return true
-        case .notFound:
-            return step != .update
-        case .invalidArgument(let info):
-            // Local: content that changed while it was read, a session file gone bad: try again.
-            return !(info.status == 0 && ["uploadSourceChanged", "uploadSession"].contains(info.reason ?? ""))
-        case .unexpectedStatus(let info):
-            return (400..<500).contains(info.status) && info.status != 408
-        case .quotaExceeded, .rateLimited, .unauthorized, .preconditionFailed, .rangeNotSatisfiable, .server, .transport,
-             .checksumMismatch, .malformedResponse, .cancelled:
-            return false
+        case .localFile: return true
+        case .notFound: return step != .update
+        default: return error.isRefusal
         }
     }
 
@@ -998,6 +952,32 @@ extension UploadQueue {
             return Classified(job: JobFailure(message: "local failure: \(error)", permanent: false, error: error))
         }
         return Classified(job: JobFailure(message: "\(error)", permanent: false, error: .ioError))
+    }
+
+    /// Journals the end of a change, removal or replacement job that no retry mends (`what`: the
+    /// status's words for it); false when the journal cannot take it (the job is tried again).
+    private func endForGood(_ first: UploadJob, _ failure: JobFailure, _ what: String) -> Bool {
+        withLock { s -> Bool in
+            guard (try? Self.record(.failed(seq: first.seq, preservedAt: nil, message: failure.message), &s)) != nil else {
+                return false
+            }
+            s.failedCount += 1
+            s.lastError = "\(first.request.displayPath): \(what): \(failure.message)"
+            _ = crashes(at: .failed(first.fileID), &s)
+            lock.broadcast()
+            return true
+        }
+    }
+
+    /// After the `failures`th failed try of a job (`doing`: the log's words for it), says so and
+    /// waits out the backoff; false when the job must stop meanwhile.
+    private func backOff(_ first: UploadJob, after failures: Int, _ failure: JobFailure, doing: String) -> Bool {
+        let delay = backoff(after: failures, retryAfter: failure.retryAfter)
+        let text = "\(first.request.displayPath): \(doing): \(failure.message); trying again in \(Self.seconds(delay))"
+        withLock { $0.lastError = text }
+        log.warning("uploads", text)
+        do { try wait(delay, seq: first.seq) } catch { return false }
+        return true
     }
 
     func backoff(after failures: Int, retryAfter: Double?) -> Double {
