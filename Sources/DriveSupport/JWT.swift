@@ -22,6 +22,7 @@ public enum JWT {
     }
 
     /// A decoded, verified token: its header and claims as JSON objects.
+    /// @unchecked Sendable: immutable JSON objects ([String: Any]) read only after verification
     public struct Verified: @unchecked Sendable {
         public let header: [String: Any]
         public let claims: [String: Any]

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// The closure must not block on I/O or call back into code that takes another `Locked` in an order
 /// that the owning type's lock-order comment does not allow.
-public final class Locked<State>: @unchecked Sendable {
+public final class Locked<State> {
     private let lock = NSLock()
     private var state: State
 
@@ -17,3 +17,6 @@ public final class Locked<State>: @unchecked Sendable {
         return try body(&state)
     }
 }
+
+/// Sendable when what it guards is: every access to `state` holds `lock`.
+extension Locked: @unchecked Sendable where State: Sendable {}

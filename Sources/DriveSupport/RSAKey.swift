@@ -3,6 +3,8 @@ import Foundation
 
 /// An RSA key held by libcrypto: generated here or read from PEM, used for RS256 signatures
 /// (service-account JWTs). Immutable once made, so one key may sign or verify from many threads.
+/// @unchecked Sendable: libcrypto's key (a raw pointer) never changes once made; signing and verifying only
+/// read it
 public final class RSAKey: @unchecked Sendable {
     public enum Failure: Error, Equatable, CustomStringConvertible {
         case generationFailed

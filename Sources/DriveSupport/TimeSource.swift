@@ -19,7 +19,7 @@ public struct SystemTimeSource: TimeSource {
 }
 
 /// A clock that moves only when told to; `sleep` advances it and records the request.
-public final class ManualTimeSource: TimeSource, @unchecked Sendable {
+public final class ManualTimeSource: TimeSource, Sendable {
     private let state: Locked<(now: Double, sleeps: [Double])>
 
     public init(now: Double = 1_700_000_000) { state = Locked((now, [])) }

@@ -60,7 +60,7 @@ enum LowLevelCallbacks {
 
 /// A `fuse_req_t` that a reply closure carries to whichever thread answers. Safe to send: libfuse
 /// accepts the one reply from any thread, and `Reply` guarantees there is exactly one.
-struct RequestHandle: @unchecked Sendable {
+struct RequestHandle: @unchecked Sendable {  // @unchecked: libfuse takes the one reply from any thread (see above)
     let raw: fuse_req_t?
 }
 
@@ -213,13 +213,14 @@ func drivefsOpendir(_ request: fuse_req_t?, _ inode: fuse_ino_t, _ info: UnsafeM
 }
 
 /// A `fuse_file_info` carried to the replying thread (a plain C struct; its pointers are unused).
-struct FileInfoCopy: @unchecked Sendable {
+struct FileInfoCopy: Sendable {
     let value: fuse_file_info
     init(_ value: fuse_file_info) { self.value = value }
 }
 
 /// The reply buffer of one readdir(plus) request: entries are encoded with libfuse's own functions
 /// as they are added, so nothing is computed for an entry that does not fit.
+/// @unchecked Sendable: filled by one thread at a time: the reply's, after the callback handed it over
 final class FuseDirectoryBuffer: DirectoryBuffer, @unchecked Sendable {
     // @unchecked: used by one thread at a time (the filesystem fills it, then the same or a later
     // thread sends it), as the DirectoryBuffer contract says.

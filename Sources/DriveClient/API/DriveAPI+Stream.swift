@@ -58,6 +58,8 @@ extension DriveAPI {
 }
 
 /// `StreamingCreate` over the REST API.
+/// @unchecked Sendable: one writer at a time by contract (`StreamingCreate`); its counters change only on
+/// that thread
 final class DriveStream: StreamingCreate, @unchecked Sendable {
     // @unchecked: mutable state is used by one thread at a time (the protocol's contract), and
     // the hash behind its own lock (curl's read callback runs on the sending thread too).
@@ -150,6 +152,7 @@ final class DriveStream: StreamingCreate, @unchecked Sendable {
 /// An md5 over a file's bytes taken in order from request bodies that may repeat what an earlier
 /// attempt read: each request says where its body starts (`startAt`); bytes already hashed are
 /// skipped, and a body that starts past the hashed end (a gap) stops the hash for good.
+/// @unchecked Sendable: its digest and offsets only with `lock` held
 final class OffsetMD5: RequestBodyObserver, @unchecked Sendable {
     // @unchecked: every mutable field is behind `lock`.
     private let lock = NSLock()

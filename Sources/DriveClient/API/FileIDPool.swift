@@ -48,7 +48,8 @@ import Foundation
 ///
 /// Lock order: `persisting` (held across a reserve's save, which serialises them) → `condition`
 /// (a leaf, never held across a request or a save; `stored` changes only with both held).
-final class FileIDPool: @unchecked Sendable {  // @unchecked: all state is guarded by `condition` (and `persisting`, where said).
+/// @unchecked Sendable: all state is guarded by `condition` (and `persisting`, where said).
+final class FileIDPool: @unchecked Sendable {
     let batchSize: Int
     let lowWater: Int
     /// IDs moved out of the reserve by one claim (one rewrite): what a crash may lose at most.

@@ -91,6 +91,7 @@ struct PreparedSource {
 /// (no pass of its own, no copy in memory): the last attempt's, once that attempt read all `size`
 /// bytes; nil otherwise (a transport that did not read the body, an attempt cut short), and the
 /// caller then hashes the file itself (`md5(orReadFrom:)`).
+/// @unchecked Sendable: its digest and counts only with `lock` held
 final class StreamedMD5: RequestBodyObserver, @unchecked Sendable {
     // @unchecked: every mutable field is behind `lock`.
     private let lock = NSLock()

@@ -157,7 +157,7 @@ public struct InstalledAppLogin: Sendable {
 
 /// The first redirect parameters delivered by any source; waiters give up at the deadline or
 /// when every source has finished without delivering.
-final class Arrival: @unchecked Sendable {
+final class Arrival: @unchecked Sendable {  // @unchecked: `params` and `finished` only with `condition` held
     private let condition = NSCondition()
     // Guarded by `condition`.
     private var params: [String: String]?

@@ -7,7 +7,7 @@ import Glibc
 /// The installed-app flow's redirect target: an HTTP listener on 127.0.0.1 with a port the kernel
 /// picks. One-shot: the first request to the callback path `/` is answered (with the page the
 /// caller chooses) and the socket is closed; stray requests (`/favicon.ico`) get a 404 meanwhile.
-public final class LoopbackListener: @unchecked Sendable {
+public final class LoopbackListener: Sendable {
     public let port: UInt16
     /// Guarded by `state`. While a thread waits in `waitForCallback`, `close()` only shuts the socket
     /// down (waking the wait) and the waiter releases the descriptor, so it is never reused under it.

@@ -44,6 +44,7 @@ import Foundation
 /// to the earliest time any waiter could go, then wakes the others (a `ManualTimeSource` then
 /// advances exactly from event to event); `.ticked` makes every waiter wait on the condition until
 /// `tick()` is called after a test moved its clock, so tests with concurrent waiters are exact.
+/// @unchecked Sendable: its state is touched only with `condition` held (see below)
 public final class Pacer: @unchecked Sendable {
     public enum Waiting: Sendable {
         case sleeping

@@ -13,6 +13,7 @@ import Foundation
 /// - `invalidate(token)` after a 401 drops the cached token only if it is still the one that
 ///   failed, so N requests failing together with the same token cause one refresh, not N.
 /// - The grant runs without the lock held.
+/// @unchecked Sendable: its state is touched only with `condition` held (see below)
 public final class TokenManager: @unchecked Sendable {
     public let margin: Double
     private let grant: any TokenGrant

@@ -20,6 +20,8 @@ import Foundation
 /// - Bodies stream: a `.file` request body is read with `pread` as libcurl asks for it; 2xx
 ///   response bodies go to the sink as they arrive; non-2xx bodies are collected in memory, bounded
 ///   by `maxErrorBodyBytes` (the rest is dropped), for the layer above to parse.
+/// @unchecked Sendable: idle curl handles (raw pointers) are reached only under `idle`'s lock, each used by
+/// one transfer at a time
 public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     public struct Options: Sendable {
         /// Seconds to establish TCP + TLS.

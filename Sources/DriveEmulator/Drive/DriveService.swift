@@ -12,7 +12,7 @@ import Foundation
 /// `drives.create`, `drives.list`, `drives.get`, `drives.update`, `drives.delete`, and `drive.unknown` for any other path under those prefixes.
 ///
 /// Thread-safe: metadata lives behind the store's lock; content streams without it.
-public final class DriveService: RouteProvider, @unchecked Sendable {
+public final class DriveService: RouteProvider, Sendable {
     let store: DriveStore
     let sessions: UploadSessions
     let validator: AccessTokenValidator

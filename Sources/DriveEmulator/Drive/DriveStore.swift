@@ -359,7 +359,7 @@ struct MetadataState {
 /// The metadata lock is never held while content streams (only for journal appends and the
 /// journal rotation); a task of the compaction queue may take it, so nothing waits for that queue
 /// while holding it.
-final class DriveStore: @unchecked Sendable {
+final class DriveStore: Sendable {
     let directory: URL
     let contentDirectory: URL
     let tempDirectory: URL

@@ -19,7 +19,7 @@ import Glibc
 /// never the other way round.
 ///
 /// `@unchecked Sendable`: `syncing` and `failure` are only touched with `condition` locked.
-final class JournalCommits: @unchecked Sendable {
+final class JournalCommits: @unchecked Sendable {  // @unchecked: see above
     /// Lines durable so far (written with `condition` locked, read without it on the fast path).
     private let synced = Atomic<Int64>(0)
     private let condition = NSCondition()

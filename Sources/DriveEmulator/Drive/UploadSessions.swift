@@ -23,8 +23,8 @@ struct UploadSessionRecord: Codable {
 
 /// Resumable sessions, persisted so they survive a client's disconnect and an emulator restart.
 /// Each session has its own lock, held while a chunk streams in (never the metadata lock).
-final class UploadSessions: @unchecked Sendable {
-    final class Session: @unchecked Sendable {
+final class UploadSessions: Sendable {
+    final class Session: @unchecked Sendable {  // @unchecked: `record` and `hasher` only with `lock` held
         let lock = NSLock()
         var record: UploadSessionRecord
         /// The checksums of the session's data so far, kept while chunks arrive in order (this

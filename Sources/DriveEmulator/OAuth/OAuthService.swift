@@ -11,7 +11,7 @@ import Foundation
 ///
 /// Locks: `grants` (all token state; persistence runs inside it: small writes) and `signingKey`
 /// (the parsed key); never held together.
-public final class OAuthService: RouteProvider, AccessTokenValidator, @unchecked Sendable {
+public final class OAuthService: RouteProvider, AccessTokenValidator, Sendable {
     public let config: OAuthConfig
     let clock: TimeSource
     let grants: Locked<OAuthGrants>

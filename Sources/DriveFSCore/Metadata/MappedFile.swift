@@ -14,7 +14,7 @@ import Glibc
 /// - Unmapped when the last listing that refers to it goes.
 ///
 /// @unchecked Sendable: the mapping is read-only and never changes while the object lives.
-final class MappedFile: @unchecked Sendable {
+final class MappedFile: @unchecked Sendable {  // @unchecked: see above
     let bytes: UnsafeRawBufferPointer
 
     /// Nil when the file cannot be opened or mapped, or is empty.

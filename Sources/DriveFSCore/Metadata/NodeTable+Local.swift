@@ -516,7 +516,7 @@ extension NodeTable {
 /// change feed for good). Applied after it, a page or listing read before its end is older than
 /// the table for what it touched (`changedHere`) and does not undo it.
 /// Lock order: this condition, then the table's state.
-final class ChangesInFlight: @unchecked Sendable {
+final class ChangesInFlight: @unchecked Sendable {  // @unchecked: its counts only with `condition` held
     // @unchecked: `inFlight` is only touched under `condition`.
     private let condition = NSCondition()
     private var inFlight = 0

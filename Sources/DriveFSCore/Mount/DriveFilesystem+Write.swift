@@ -520,6 +520,7 @@ extension DriveFilesystem {
 
 /// A block fetcher carried into a `@Sendable` closure: it captures only the backend (Sendable) and
 /// a content key.
+/// @unchecked Sendable: the closure captures only Sendable values (see above) but is not typed @Sendable
 struct SendableFetcher: @unchecked Sendable {
     let value: BlockCache.Fetcher
     init(_ value: @escaping BlockCache.Fetcher) { self.value = value }

@@ -18,7 +18,7 @@ import Foundation
 /// - One thread uses the stream at a time: the streaming thread while `phase == .streaming`, the
 ///   upload job after `adopt` (which waits for the chunk on the wire).
 /// - Once `.adopted` or `.abandoned`, the phase never changes again.
-public final class EarlyUpload: @unchecked Sendable {
+public final class EarlyUpload: @unchecked Sendable {  // @unchecked: its phase and counts only with `lock` held
     // @unchecked: every mutable field is behind `lock`.
     public let fileID: String
     /// The content file being written (the staging file the job will upload).

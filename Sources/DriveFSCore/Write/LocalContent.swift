@@ -23,7 +23,7 @@ import Glibc
 ///   that needs no fetch keeps needing none.
 /// - Once `sealed` (committed ready), the queue owns the file: a write first takes it back
 ///   (`reclaim`) or moves to a copy.
-final class LocalContent: @unchecked Sendable {
+final class LocalContent: @unchecked Sendable {  // @unchecked: every mutable field only with `lock` held
     // @unchecked: every mutable field is guarded by `lock`.
     /// The state's lock, and the condition a fill's end is broadcast on (its place in the lock
     /// order is checked in debug builds).

@@ -42,7 +42,7 @@ import Glibc
 /// are in the file in the order they are applied. It is a leaf: no other lock is taken, no network
 /// call is made and no callback is called while it is held; local I/O under it is the journal's
 /// append (fdatasync) and compaction. `Running.progress` is a leaf lock of its own.
-public final class UploadQueue: UploadQueueing, @unchecked Sendable {
+public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unchecked: `shared` only with `lock` held
     // @unchecked: every mutable field is in `shared`, reached only under `lock`.
     public let directory: String
     let backend: any DriveBackend
@@ -131,7 +131,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {
     static let maximumEarlyUploads = 2
 
     /// A job on a transfer thread.
-    final class Running: @unchecked Sendable {
+    final class Running: Sendable {
         // @unchecked: `progress` is a Locked box; the rest is immutable.
         let seq: UInt64
         let flag = CancellationFlag()
