@@ -54,3 +54,30 @@ public final class CancellationFlag: Sendable {
         Thread.current.threadDictionary[key] as? CancellationFlag
     }
 }
+
+/// A condition variable a cancellation can wake: its lock, and a broadcast to its waiters.
+public protocol WakeableCondition: NSLocking, Sendable {
+    func broadcast()
+}
+
+extension NSCondition: WakeableCondition {}
+
+extension CancellationFlag {
+    /// Wakes `condition`'s waiters once the flag is cancelled, so a wait that a cancel must end
+    /// needs no timeout: the waiter checks `isCancelled` with the condition's lock held before
+    /// each wait, and the wake takes that lock, so it cannot come between the check and the wait.
+    /// The wake runs on a thread of its own, which takes only that lock: the cancelling thread may
+    /// hold any lock (the upload queue cancels its jobs under its own; an early upload under its
+    /// condition). Call it once per wait, not per wake-up (each call adds a handler to the flag).
+    public func wakes(_ condition: some WakeableCondition) {
+        whenCancelled {
+            let thread = Thread {
+                condition.lock()
+                condition.broadcast()
+                condition.unlock()
+            }
+            thread.name = "drivefs-cancel"
+            thread.start()
+        }
+    }
+}

@@ -173,9 +173,10 @@ public final class BlockCache: Sendable {
     public func openExport(_ key: ContentKey, cancellation: CancellationFlag?,
                            export: () throws -> [UInt8]) throws(FilesystemError) -> Handle {
         condition.lock()
+        if exporting.contains(key) { cancellation?.wakes(condition) }
         while exporting.contains(key) {
             if cancellation?.isCancelled == true { condition.unlock(); throw FilesystemError(errno: EINTR) }
-            _ = condition.wait(until: Date().addingTimeInterval(0.2))
+            condition.wait()
         }
         if let entry = entries[key], !entry.doomed, entry.isComplete {
             defer { condition.unlock() }

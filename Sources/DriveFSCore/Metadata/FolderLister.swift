@@ -80,9 +80,10 @@ final class FolderLister: Sendable {
         func wait(cancellation: CancellationFlag?) throws(FilesystemError) {
             condition.lock()
             defer { condition.unlock() }
+            if outcome == nil { cancellation?.wakes(condition) }
             while outcome == nil {
                 if cancellation?.isCancelled == true { throw FilesystemError(errno: EINTR) }
-                _ = condition.wait(until: Date().addingTimeInterval(0.2))
+                condition.wait()
             }
             if let error = outcome! { throw error }
         }

@@ -1,3 +1,4 @@
+import DriveSupport
 import Foundation
 
 /// The core's ranked locks, in the order a thread may take them (Mount/DriveFilesystem.swift's
@@ -65,7 +66,7 @@ enum LockOrder {
 /// wrapper (Foundation's `NSCondition` cannot be subclassed here): the lock, and the condition
 /// waited on and broadcast. A wait lets the lock go and takes it back: the thread holds its rank
 /// throughout, as it holds the lock again before anything else runs on it.
-final class RankedCondition: NSLocking, Sendable {
+final class RankedCondition: WakeableCondition {
     private let condition = NSCondition()
     let rank: LockRank
 

@@ -142,9 +142,10 @@ public final class EarlyUpload: @unchecked Sendable {  // @unchecked: its phase 
     func adopt(size finalSize: Int64, cancellation: CancellationFlag?) -> (any StreamingCreate)? {
         lock.lock()
         defer { lock.unlock() }
+        if busy && phase == .streaming { cancellation?.wakes(lock) }
         while busy && phase == .streaming {
             if cancellation?.isCancelled == true { return nil }
-            _ = lock.wait(until: Date(timeIntervalSinceNow: 0.1))
+            lock.wait()
         }
         guard phase == .streaming, let stream else {
             abandonLocked("not usable when the file was closed")
