@@ -254,13 +254,19 @@ final class DriveAPIScriptedTests: XCTestCase {
         XCTAssertFalse(String(decoding: body, as: UTF8.self).contains(#""id""#), "no generated ID for a Docs type")
         XCTAssertFalse(transport.requests.contains { $0.url.contains("generateIds") })
 
-        // Nothing found: sent again. A rate limit (nothing created) is retried without a lookup.
+        // A rate limit is looked up too (Google carries out some refused inserts); nothing found:
+        // sent again. A refusal (nothing done) is not retried at all.
         let sheet = "application/vnd.google-apps.spreadsheet"
         transport.pushGoogleError(403, reason: "userRateLimitExceeded")
+        transport.push(status: 200, json: #"{"files":[]}"#)
         transport.push(status: 200, json: #"{"id":"d2","name":"Sheet","mimeType":"\#(sheet)"}"#)
         var before = transport.requests.count
         XCTAssertEqual(try api.createEmpty(name: "Sheet", parent: "root1", mimeType: sheet).id, "d2")
-        XCTAssertEqual(transport.requests.dropFirst(before).map(\.method), ["POST", "POST"])
+        XCTAssertEqual(transport.requests.dropFirst(before).map(\.method), ["POST", "GET", "POST"])
+        transport.pushGoogleError(403, reason: "insufficientFilePermissions")
+        before = transport.requests.count
+        XCTAssertThrowsError(try api.createEmpty(name: "Sheet", parent: "root1", mimeType: sheet))
+        XCTAssertEqual(transport.requests.dropFirst(before).map(\.method), ["POST"])
         transport.push(error: .timedOut("answer lost"))
         transport.push(status: 200, json: #"{"files":[]}"#)
         transport.push(status: 200, json: #"{"id":"d3","name":"Sheet","mimeType":"\#(sheet)"}"#)

@@ -53,7 +53,7 @@ public final class BlockCache: Sendable {
     /// Bytes the cache's filesystem keeps free (`--cache-min-free`; 0: only the cap counts).
     public let minimumFree: Int64
 
-    let condition = NSCondition()
+    let condition = RankedCondition(.leaf)
     // GUARDED_BY(condition): everything below, to `flushLock`.
     nonisolated(unsafe) var entries: [ContentKey: Entry] = [:]
     /// Bytes of present blocks, of every version.

@@ -24,7 +24,7 @@ final class FolderLister: Sendable {
     private let configuration: DriveFSConfiguration
     private let background: WorkPool
     private let time: any TimeSource
-    private let state = Locked(State())
+    private let state = RankedLocked(.leaf, State())
     /// Called once the whole-drive index is built (the filesystem saves it then).
     private let onIndexBuilt = Locked<(@Sendable () -> Void)?>(nil)
 

@@ -6,7 +6,7 @@ import DriveSupport
 /// change: that thread may be about to answer a lookup that the kernel holds the folder's lock for,
 /// and `notify_inval_entry` waits for that lock (a deadlock if the same thread were to wait for it).
 final class Invalidator: Sendable {
-    private let notifier = Locked<any KernelNotifier>(SilentNotifier())
+    private let notifier = RankedLocked<any KernelNotifier>(.leaf, SilentNotifier())
     private let cache: BlockCache
     private let queue: WorkPool
 

@@ -518,7 +518,7 @@ extension NodeTable {
 /// Lock order: this condition, then the table's state.
 final class ChangesInFlight: @unchecked Sendable {  // @unchecked: its counts only with `condition` held
     // @unchecked: `inFlight` is only touched under `condition`.
-    private let condition = NSCondition()
+    private let condition = RankedCondition(.changesInFlight)
     private var inFlight = 0
     private var waiting = 0
     static let longestWait: TimeInterval = 60

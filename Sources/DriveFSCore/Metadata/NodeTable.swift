@@ -254,7 +254,7 @@ final class NodeTable: Sendable {
     /// are, whatever their age or trust, since no listing could replace them (docs/semantics.md,
     /// "Offline"); the change feed corrects them once Drive answers again.
     let offline: @Sendable () -> Bool
-    private let state: Locked<State>
+    private let state: RankedLocked<State>
     /// Operations in flight that change Drive first and the table after (NodeTable+Local.swift).
     let changesHere = ChangesInFlight()
 
@@ -266,7 +266,7 @@ final class NodeTable: Sendable {
         var s = State()
         s.nodes[.root] = Node(inode: .root, file: root, parent: nil, name: "/")
         s.byID[root.id] = .root
-        state = Locked(s)
+        state = RankedLocked(.nodeTable, s)
     }
 
     init(restoring restored: State, configuration: DriveFSConfiguration, time: any TimeSource,
@@ -274,7 +274,7 @@ final class NodeTable: Sendable {
         self.configuration = configuration
         self.time = time
         self.offline = offline
-        state = Locked(restored)
+        state = RankedLocked(.nodeTable, restored)
     }
 
     func withState<R>(_ body: (inout State) throws -> R) rethrows -> R { try state.withLock(body) }

@@ -20,7 +20,7 @@ final class ContentReader: Sendable {
     /// Runs a reader's miss on an I/O thread and answers it (`DriveFilesystem.onIOThread`).
     private let onIOThread: @Sendable (Reply<ReadData>, Inode, @escaping @Sendable () throws(FilesystemError) -> ReadData) -> Void
     private let describe: @Sendable (Inode) -> String
-    private let streams = Locked<[UInt64: Stream]>([:])
+    private let streams = RankedLocked<[UInt64: Stream]>(.leaf, [:])
 
     /// How one handle reads.
     private struct Stream {

@@ -22,9 +22,10 @@ import Glibc
 ///
 /// Lock order, written once (docs/architecture.md, "Lock-order policy", gives the same):
 /// `ChangesInFlight` (a rename's Drive requests) → `LocalContent.lock` (one file's; an editor's
-/// save takes two, the new file's first) → `UploadQueue.lock` → `NodeTable.state`, `locals` and
-/// `handles`; `handles` → `NodeTable.state`. `FolderLister.state`, `BlockCache.condition`,
-/// `Invalidator`'s, `ContentReader`'s and `DriveSpace`'s locks are leaves taken alone. No lock is
+/// save takes two, the new file's first) → `UploadQueue.lock` → `handles` → `locals` →
+/// `NodeTable.state`; then a leaf, taken with no other leaf held: `FolderLister.state`,
+/// `BlockCache.condition`, `Invalidator`'s, `ContentReader`'s streams (and `DriveSpace`'s, not
+/// ranked). Debug builds assert every ranked lock's place (`Support/LockOrder.swift`). No lock is
 /// held while calling Drive or replying; a `LocalContent.lock` is held for local work only (its
 /// fills download with it released, under per-block claims).
 ///
@@ -66,7 +67,7 @@ public final class DriveFilesystem: FilesystemOperations {
     let uploads: any UploadQueueing
     /// The local copies of files' content and their staging files.
     let copies: LocalCopies
-    var locals: Locked<[Inode: LocalContent]> { copies.locals }
+    var locals: RankedLocked<[Inode: LocalContent]> { copies.locals }
     /// New files removed while their upload may be landing: trashed once it landed.
     let removedHere = Locked<Set<String>>([])
     /// Whether the ID pool's refill thread runs (from the first create on: a mount that writes

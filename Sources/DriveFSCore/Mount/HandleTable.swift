@@ -30,7 +30,7 @@ final class HandleTable: Sendable {
         }
     }
 
-    private let state = Locked(State())
+    private let state = RankedLocked(.handles, State())
 
     /// A new handle for `file`.
     func add(_ file: OpenFile) -> UInt64 {

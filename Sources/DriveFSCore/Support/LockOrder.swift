@@ -5,8 +5,19 @@ import Foundation
 /// header writes the whole order): a thread holding one takes only locks of a higher rank, except
 /// that an editor's save holds two `LocalContent` locks (the new file's first).
 enum LockRank: Int, Sendable {
+    /// `ChangesInFlight`'s condition: held while a page of changes or a listing is applied.
+    case changesInFlight = 10
     case localContent = 20
     case uploadQueue = 30
+    /// `HandleTable`'s state.
+    case handles = 40
+    /// `LocalCopies.locals`.
+    case locals = 45
+    /// `NodeTable`'s state.
+    case nodeTable = 50
+    /// A leaf: taken with no other leaf held, and nothing ranked taken under it (the block cache's
+    /// condition, the lister's state, the invalidator's, `ContentReader`'s streams, `DriveSpace`'s).
+    case leaf = 90
 }
 
 /// Debug builds check the lock order: each thread keeps the ranks of the ranked locks it holds,
@@ -88,3 +99,30 @@ final class RankedCondition: WakeableCondition {
     func signal() { condition.signal() }
     func broadcast() { condition.broadcast() }
 }
+
+/// A `Locked` box with a place in the lock order (`LockOrder`), checked in debug builds.
+final class RankedLocked<State> {
+    private let lock = NSLock()
+    private var state: State
+    let rank: LockRank
+
+    init(_ rank: LockRank, _ state: State) {
+        self.rank = rank
+        self.state = state
+    }
+
+    @discardableResult
+    func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+        LockOrder.willLock(rank)
+        lock.lock()
+        LockOrder.didLock(rank)
+        defer {
+            LockOrder.didUnlock(rank)
+            lock.unlock()
+        }
+        return try body(&state)
+    }
+}
+
+/// Sendable when what it guards is: every access to `state` holds `lock`.
+extension RankedLocked: @unchecked Sendable where State: Sendable {}

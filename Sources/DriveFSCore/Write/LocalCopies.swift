@@ -11,10 +11,10 @@ import Glibc
 /// shows Drive's version of the same bytes (`LocalContent.forgettable`). So an open that finds
 /// its copy forgotten by the time it holds the lock looks again, and what it then builds from
 /// the node is current: an upload landing while the file is opened again never rolls it back.
-/// `locals` is a leaf lock.
+/// `locals` comes after `handles` and before the table's state in the lock order (`LockRank`).
 final class LocalCopies: Sendable {
     /// Files with a local copy (being written, or uploaded and still open), by inode.
-    let locals = Locked<[Inode: LocalContent]>([:])
+    let locals = RankedLocked<[Inode: LocalContent]>(.locals, [:])
     let stagingDirectory: URL
     private let counter = Locked<UInt64>(0)
     private let table: NodeTable
