@@ -589,9 +589,10 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
 
     func createEmpty(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?,
                      appProperties: [String: String]?) throws -> DriveFile {
-        try create(method: "files.create", name: name, parent: parent, mimeType: mimeType, checkMimeType: true,
-                   modifiedTime: modifiedTime, id: id, appProperties: appProperties,
-                   content: mimeType == DriveFile.folderMimeType || mimeType == DriveFile.shortcutMimeType ? nil : [])
+        // A Docs Editors file has no bytes of its own (no size, md5 or revision), as `addDocument`'s.
+        let hasBytes = !mimeType.hasPrefix("application/vnd.google-apps.")
+        return try create(method: "files.create", name: name, parent: parent, mimeType: mimeType, checkMimeType: true,
+                          modifiedTime: modifiedTime, id: id, appProperties: appProperties, content: hasBytes ? [] : nil)
     }
 
     func createFile(name: String, parent: String, mimeType: String?, source: UploadSource, modifiedTime: Int64?,
@@ -811,7 +812,8 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
             let remove = removeParent.map { $0 == "root" ? rootID : $0 }
             if !file.parents.contains(add) {
                 guard let remove, file.parents.contains(remove) else {
-                    throw badRequest("Increasing the number of parents is not allowed.", reason: "cannotAddParent")
+                    throw DriveError.permissionDenied(GoogleErrorInfo(status: 403, reason: "cannotAddParent",
+                                                                      message: "Increasing the number of parents is not allowed."))
                 }
                 guard let target = files[add] else { throw notFound(addParent) }
                 guard target.isFolder else { throw badRequest("The specified parent is not a folder.") }
@@ -881,6 +883,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
                                  createdTime: now, trashed: folder.trashed, version: 0,
                                  appProperties: appProperties?.isEmpty == false ? appProperties : nil)
             if let content { setContent(&file, content) } else { file.version = 1 }
+            if file.isGoogleWorkspaceDocument { contents[fileID] = [] }
             files[fileID] = file
             created += 1
             record(fileID)
