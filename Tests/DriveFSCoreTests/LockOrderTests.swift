@@ -27,4 +27,37 @@ final class LockOrderTests: XCTestCase {
         third.unlock()
         #endif
     }
+
+    /// The whole order: `ChangesInFlight` → a copy's lock → the queue's → `handles` → `locals` →
+    /// the table's state; the leaves (the table's state among them) one at a time.
+    func testTheWholeOrderAndTheLeaves() throws {
+        #if !DEBUG
+        throw XCTSkip("the lock order is checked in debug builds only")
+        #else
+        let inFlight = RankedCondition(.changesInFlight), copy = RankedCondition(.localContent)
+        let queue = RankedCondition(.uploadQueue)
+        let handles = RankedLocked(.handles, 0), locals = RankedLocked(.locals, 0), table = RankedLocked(.nodeTable, 0)
+        let cache = RankedCondition(.leaf)
+        inFlight.lock()
+        copy.lock()
+        queue.lock()
+        handles.withLock { _ in
+            locals.withLock { _ in
+                table.withLock { _ in
+                    XCTAssertFalse(LockOrder.mayLock(.leaf), "no other leaf under the table's state")
+                    XCTAssertFalse(LockOrder.mayLock(.handles), "nothing earlier under the table's state")
+                }
+            }
+        }
+        queue.unlock()
+        copy.unlock()
+        inFlight.unlock()
+        cache.lock()
+        XCTAssertFalse(LockOrder.mayLock(.nodeTable), "not the table's state under another leaf")
+        XCTAssertFalse(LockOrder.mayLock(.leaf), "not two leaves")
+        XCTAssertFalse(LockOrder.mayLock(.localContent), "nothing ranked under a leaf")
+        cache.unlock()
+        XCTAssertTrue(LockOrder.mayLock(.changesInFlight), "nothing held once every lock was let go")
+        #endif
+    }
 }

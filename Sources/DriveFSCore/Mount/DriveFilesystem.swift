@@ -22,8 +22,8 @@ import Glibc
 ///
 /// Lock order, written once (docs/architecture.md, "Lock-order policy", gives the same):
 /// `ChangesInFlight` (a rename's Drive requests) → `LocalContent.lock` (one file's; an editor's
-/// save takes two, the new file's first) → `UploadQueue.lock` → `handles` → `locals` →
-/// `NodeTable.state`; then a leaf, taken with no other leaf held: `FolderLister.state`,
+/// save takes two, the new file's first) → `UploadQueue.lock` → `handles` → `locals` → one
+/// leaf, taken with no other leaf held: `NodeTable.state`, `FolderLister.state`,
 /// `BlockCache.condition`, `Invalidator`'s, `ContentReader`'s streams (and `DriveSpace`'s, not
 /// ranked). Debug builds assert every ranked lock's place (`Support/LockOrder.swift`). No lock is
 /// held while calling Drive or replying; a `LocalContent.lock` is held for local work only (its

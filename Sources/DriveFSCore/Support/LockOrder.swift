@@ -13,11 +13,15 @@ enum LockRank: Int, Sendable {
     case handles = 40
     /// `LocalCopies.locals`.
     case locals = 45
-    /// `NodeTable`'s state.
-    case nodeTable = 50
-    /// A leaf: taken with no other leaf held, and nothing ranked taken under it (the block cache's
-    /// condition, the lister's state, the invalidator's, `ContentReader`'s streams, `DriveSpace`'s).
-    case leaf = 90
+    /// `NodeTable`'s state: the last of the order, a leaf (no other leaf taken under it).
+    case nodeTable = 90
+    /// Another leaf: taken with no other leaf held (the table's state among them), and nothing
+    /// ranked taken under it (the block cache's condition, the lister's state, the invalidator's,
+    /// `ContentReader`'s streams).
+    case leaf = 91
+
+    /// Leaves are taken alone: none while another is held.
+    var isLeaf: Bool { rawValue >= LockRank.nodeTable.rawValue }
 }
 
 /// Debug builds check the lock order: each thread keeps the ranks of the ranked locks it holds,
@@ -38,6 +42,7 @@ enum LockOrder {
         #if DEBUG
         let held = self.held
         let same = held.filter { $0 == rank.rawValue }.count
+        if rank.isLeaf && held.contains(where: { $0 >= LockRank.nodeTable.rawValue }) { return false }
         return held.allSatisfy { $0 <= rank.rawValue } && (same == 0 || rank == .localContent && same == 1)
         #else
         return true
