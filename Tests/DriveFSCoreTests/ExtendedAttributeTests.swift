@@ -110,6 +110,50 @@ final class ExtendedAttributeTests: XCTestCase {
         assertErrno(ESTALE) { _ = try value(Inode(999_999), "user.drive.id") }
     }
 
+    /// `user.drive.revisions`: asked by name, one revisions.list, a line per revision oldest first;
+    /// not listed (so `getfattr -d` asks Drive nothing); none for a folder or a file not on Drive.
+    func testRevisionsAreReadFromDriveWhenAskedByName() throws {
+        harness = try CoreHarness { $0.readOnly = false }
+        let backend = harness.backend
+        let first = Array("first\n".utf8), second = Array("second version\n".utf8)
+        let fileID = backend.addFile("a.txt", content: first)
+        backend.replaceContent(fileID, with: second)
+        _ = backend.addFolder("Projects")
+        try harness.mount()
+        let file = try harness.lookup(.root, "a.txt").inode
+        XCTAssertFalse(try names(file).contains(ExtendedAttributes.revisions), "not listed: getfattr -d must not ask Drive")
+        backend.resetCounters()
+        let lines = try value(file, ExtendedAttributes.revisions).split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+        XCTAssertEqual(backend.requests["revisions.list"], 1)
+        XCTAssertEqual(lines.count, 2)
+        XCTAssertEqual(lines.map { $0.count }, [6, 6], "six fields a line")
+        XCTAssertEqual(lines.map { $0[2] }, ["\(first.count)", "\(second.count)"], "oldest first, with their sizes")
+        XCTAssertEqual(lines.map { $0[3] }, [Digest.hex(.md5, of: first), Digest.hex(.md5, of: second)])
+        XCTAssertEqual(lines.map { $0[4] }, ["auto", "auto"])
+        XCTAssertEqual(lines.last?[0], backend.file(fileID)?.headRevisionId, "the last is the head")
+
+        assertErrno(ENODATA) { _ = try value(try harness.lookup(.root, "Projects").inode, ExtendedAttributes.revisions) }
+        let made = try harness.writeFile(.root, "new.txt", Array("not uploaded".utf8))
+        backend.resetCounters()
+        assertErrno(ENODATA) { _ = try value(made, ExtendedAttributes.revisions) }
+        XCTAssertNil(backend.requests["revisions.list"], "a file not on Drive asks nothing")
+        backend.failNext(method: "revisions.list", error: .notFound(GoogleErrorInfo(status: 404, message: "gone")))
+        assertErrno(ENOENT) { _ = try value(file, ExtendedAttributes.revisions) }
+    }
+
+    /// The lines' format: tabs and newlines in a field become spaces, missing fields `-`, and the
+    /// oldest lines go first when the whole passes what Linux passes.
+    func testRevisionLinesFitWhatLinuxPasses() {
+        let who = DriveFile.User(displayName: "A\tB", emailAddress: nil)
+        let one = DriveRevision(id: "r1", modifiedTime: 0, size: nil, md5Checksum: nil, keepForever: true, lastModifyingUser: who)
+        XCTAssertEqual(ExtendedAttributes.revisionLines([one]), "r1\t1970-01-01T00:00:00.000Z\t-\t-\tforever\tA B\n")
+        let many = (0..<2_000).map { DriveRevision(id: "revision-\($0)", modifiedTime: Int64($0) * 1000, size: 1, md5Checksum: String(repeating: "0", count: 32)) }
+        let text = ExtendedAttributes.revisionLines(many)
+        XCTAssertLessThanOrEqual(text.utf8.count, ExtendedAttributes.maximumValueBytes)
+        XCTAssertTrue(text.hasSuffix("\n") && text.contains("revision-1999\t"), "the newest kept")
+        XCTAssertFalse(text.contains("revision-0\t"), "the oldest left out")
+    }
+
     /// getxattr/listxattr: size 0 asks for the length, a small buffer is ERANGE, an exact fit is the bytes.
     func testTheKernelSizeProtocol() {
         let value = Array("abc".utf8)

@@ -76,6 +76,8 @@ public protocol DriveBackend: Sendable {
     /// keeps is `DriveError.notFound`.
     func download(_ id: String, revision: String?, offset: Int64, length: Int64?, to sink: ResponseSink) throws -> Int64
     func export(_ id: String, mimeType: String) throws -> [UInt8]
+    /// Every revision of the file's content, oldest first.
+    func listRevisions(_ fileID: String) throws -> [DriveRevision]
 
     func changesStartPageToken() throws -> String
     func changes(pageToken: String, pageSize: Int) throws -> DriveChangePage

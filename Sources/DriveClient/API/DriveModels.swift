@@ -48,3 +48,29 @@ public struct DriveChangePage: Sendable, Equatable {
     public var nextPageToken: String?
     public var newStartPageToken: String?
 }
+
+/// One stored version of a file's content (revisions.list). Google Docs have revisions too, with
+/// no size or checksum.
+public struct DriveRevision: Sendable, Equatable {
+    public var id: String
+    /// Milliseconds since the epoch.
+    public var modifiedTime: Int64?
+    public var size: Int64?
+    public var md5Checksum: String?
+    /// Kept however old it gets (Drive prunes other old revisions of binary files after 30 days
+    /// or 100 revisions).
+    public var keepForever: Bool
+    public var lastModifyingUser: DriveFile.User?
+    public var originalFilename: String?
+
+    public init(id: String, modifiedTime: Int64? = nil, size: Int64? = nil, md5Checksum: String? = nil, keepForever: Bool = false,
+                lastModifyingUser: DriveFile.User? = nil, originalFilename: String? = nil) {
+        self.id = id
+        self.modifiedTime = modifiedTime
+        self.size = size
+        self.md5Checksum = md5Checksum
+        self.keepForever = keepForever
+        self.lastModifyingUser = lastModifyingUser
+        self.originalFilename = originalFilename
+    }
+}

@@ -1,4 +1,5 @@
 import DriveClient
+import DriveSupport
 import Glibc
 
 /// The read-only extended attributes of a Drive item (`getfattr -d FILE`), all in the `user.`
@@ -23,6 +24,12 @@ public enum ExtendedAttributes {
     public static let webViewLink = "user.drive.web_view_link"
     public static let modifiedBy = "user.drive.modified_by"
     public static let shortcutTargetID = "user.drive.shortcut_target_id"
+    /// The file's revisions on Drive, read from Drive when asked by name (one revisions.list, on
+    /// an interactive thread; not listed, so `getfattr -d` costs no request): a line each, oldest
+    /// first, `revisionLines`' format.
+    public static let revisions = "user.drive.revisions"
+    /// The largest value Linux passes (XATTR_SIZE_MAX).
+    public static let maximumValueBytes = 65_536
 
     /// Every name drivefs can show, in the order `listxattr` gives them.
     public static let allNames = [id, md5, mimeType, webViewLink, modifiedBy, shortcutTargetID]
@@ -55,5 +62,25 @@ public enum ExtendedAttributes {
         guard name.hasPrefix("user.") else { throw FilesystemError(errno: EOPNOTSUPP) }
         guard let value = values(of: file).first(where: { $0.name == name })?.value else { throw .noAttribute }
         return Array(value.utf8)
+    }
+
+    /// Revisions as `user.drive.revisions` shows them: a line each, oldest first, six fields
+    /// separated by tabs: the revision's ID, its time (RFC 3339, UTC, milliseconds), its size in
+    /// bytes, its md5, `forever` when Drive keeps it forever (else `auto`), and who made it (`-`
+    /// for what Drive does not say). When the lines pass the largest value Linux passes, the
+    /// oldest are left out.
+    public static func revisionLines(_ revisions: [DriveRevision]) -> String {
+        func field(_ text: String?) -> String {
+            guard let text, !text.isEmpty else { return "-" }
+            return String(text.map { $0 == "\t" || $0 == "\n" || $0 == "\r" ? " " : $0 })
+        }
+        var lines = revisions.map { r in
+            [field(r.id), field(r.modifiedTime.map { RFC3339.format(millis: $0) }), field(r.size.map(String.init)),
+             field(r.md5Checksum), r.keepForever ? "forever" : "auto",
+             field(r.lastModifyingUser?.emailAddress ?? r.lastModifyingUser?.displayName)].joined(separator: "\t") + "\n"
+        }
+        var total = lines.reduce(0) { $0 + $1.utf8.count }
+        while total > maximumValueBytes, !lines.isEmpty { total -= lines.removeFirst().utf8.count }
+        return lines.joined()
     }
 }

@@ -27,6 +27,7 @@ enum CommandTree {
         root.add(StatusCommand.make())
         root.add(PinCommand.make())
         root.add(PinCommand.makeUnpin())
+        root.add(RevisionsCommand.make())
         root.add(AuthCommand.make())
         root.add(CompletionCommand.make())
         root.add(DebugCommand.make())

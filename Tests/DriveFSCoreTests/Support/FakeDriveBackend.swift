@@ -17,6 +17,8 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     private let lock = NSLock()
     private var files: [String: DriveFile] = [:]
     private var contents: [String: [UInt8]] = [:]
+    /// Each file's revisions, oldest first (the content of each: only the head's is kept).
+    private var revisions: [String: [DriveRevision]] = [:]
     private var changeLog: [(seq: Int, id: String)] = []
     private var nextID = 1
     private var counts: [String: Int] = [:]
@@ -136,6 +138,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
                               md5Checksum: Digest.hex(.md5, of: content), modifiedTime: 1_700_000_000_000, createdTime: Int64(nextID),
                               version: 1, headRevisionId: "rev-\(id)-1")
         contents[id] = content
+        keepRevision(files[id]!)
         record(id)
         return id
     }
@@ -174,6 +177,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         file.modifiedTime = (file.modifiedTime ?? 0) + 1000
         files[id] = file
         contents[id] = content
+        keepRevision(file)
         record(id)
     }
 
@@ -352,6 +356,13 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
             if !going { throw DriveError.cancelled }
         }
         return Int64(bytes.count)
+    }
+
+    func listRevisions(_ fileID: String) throws -> [DriveRevision] {
+        try request("revisions.list")
+        lock.lock(); defer { lock.unlock() }
+        guard files[fileID] != nil else { throw notFound(fileID) }
+        return revisions[fileID] ?? []
     }
 
     func export(_ id: String, mimeType: String) throws -> [UInt8] {
@@ -924,6 +935,14 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         file.version = (file.version ?? 0) + 1
         file.headRevisionId = "rev-\(file.id)-\(file.version!)"
         contents[file.id] = stored
+        keepRevision(file)
+    }
+
+    /// Under `lock`: the file's head as a revision of its own.
+    private func keepRevision(_ file: DriveFile) {
+        guard let id = file.headRevisionId else { return }
+        revisions[file.id, default: []].append(DriveRevision(id: id, modifiedTime: file.modifiedTime, size: file.size,
+                                                             md5Checksum: file.md5Checksum))
     }
 
     /// The upload's check (outside the lock): Drive's md5 must be that of the bytes sent.

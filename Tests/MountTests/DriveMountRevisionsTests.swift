@@ -1,0 +1,55 @@
+import DriveClient
+import DriveEmulator
+import DriveSupport
+import Foundation
+import XCTest
+
+/// `drivefs revisions PATH` through a live mount: a file seeded on Drive and saved again through
+/// the mount lists both revisions, oldest first, the last the current one, each listing one
+/// revisions.list; `--ids` prints Drive's revision IDs; a folder has none (a clear error).
+final class DriveMountRevisionsTests: XCTestCase {
+    func testRevisionsOfAFileSavedThroughTheMount() throws {
+        _ = try MountedDriveFS.requireFuse()
+        var tree = SeedTree()
+        let drive = try EmulatedDrive { seed in
+            try tree.file("notes/doc.txt", in: seed, text: "first version\n")
+        }
+        defer { drive.stop() }
+        func drivefs(_ arguments: [String]) throws -> ExternalCommand.Result {
+            try DriveFSBinary.run(arguments, timeout: 30, environment: drive.environment)
+        }
+        let mount = try drive.mount()
+        let second = "the second version, saved through the mount\n"
+        XCTAssertEqual(try ExternalCommand.shell("printf '%s' '\(second)' > '\(mount.path("notes/doc.txt"))'", timeout: 60).status, 0)
+        let synced = try waitUntil(timeout: 120, interval: 0.05) {
+            try ExternalCommand.tool("getfattr", ["-n", "user.drivefs.state", "--only-values", mount.path("notes/doc.txt")],
+                                     timeout: 30).output == "synced"
+        }
+        XCTAssertTrue(synced, "the save reached Drive\n\(mount.log.suffix(2000))")
+        let file = try drive.file(at: "notes/doc.txt")
+        let onDrive = try drive.api().listRevisions(file.id)
+        XCTAssertEqual(onDrive.count, 2, "Drive keeps both: \(onDrive)")
+
+        let before = drive.requests("revisions.list")
+        let ids = try drivefs(["revisions", "--ids", mount.path("notes/doc.txt")])
+        XCTAssertEqual(ids.status, 0, ids.summary)
+        XCTAssertEqual(ids.output, onDrive.map { $0.id + "\n" }.joined(), "Drive's revision IDs, oldest first")
+        XCTAssertEqual(drive.requests("revisions.list") - before, 1, "one request a listing")
+
+        let table = try drivefs(["revisions", mount.path("notes/doc.txt")])
+        XCTAssertEqual(table.status, 0, table.summary)
+        let lines = table.output.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 3, table.output)
+        XCTAssertTrue(lines[0].hasPrefix("REVISION"), table.output)
+        XCTAssertTrue(lines[2].hasPrefix(onDrive[1].id + " (current)"), table.output)
+        XCTAssertTrue(lines[2].contains(Digest.hex(.md5, of: Array(second.utf8))), "the current one's md5: \(table.output)")
+        XCTAssertTrue(lines[1].contains(Digest.hex(.md5, of: Array("first version\n".utf8))), table.output)
+
+        let folder = try drivefs(["revisions", mount.path("notes")])
+        XCTAssertNotEqual(folder.status, 0)
+        XCTAssertTrue(folder.errorOutput.contains("has no revisions on Drive"), folder.summary)
+        let missing = try drivefs(["revisions", mount.path("notes/none.txt")])
+        XCTAssertNotEqual(missing.status, 0)
+        XCTAssertTrue(missing.errorOutput.contains("no such file"), missing.summary)
+    }
+}
