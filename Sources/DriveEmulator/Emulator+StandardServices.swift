@@ -20,6 +20,7 @@ extension EmulatorServices {
             writeServiceAccountKey: { url, tokenURL in try oauth.writeServiceAccountKey(to: url, tokenURL: tokenURL) },
             close: { drive.close() },
             quirks: quirks,
-            usage: { drive.usage() })
+            usage: { drive.usage() },
+            control: { name, request in drive.controlResponse(name, request) })
     }
 }

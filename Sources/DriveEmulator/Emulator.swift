@@ -50,7 +50,8 @@ public final class Emulator: Sendable {
         let driveLimiter = config.driveLimits.metersRequests
             ? DriveLimiter(config.driveLimits, seed: config.listingQuirks.seed) : nil
         counters = EmulatorStats(limiter: driveLimiter, clock: config.clock)
-        let control = ControlAPI(stats: counters, faults: faults, quirks: quirks, revoke: services.revoke, usage: services.usage)
+        let control = ControlAPI(stats: counters, faults: faults, quirks: quirks, revoke: services.revoke, usage: services.usage,
+                                 extra: services.control)
         let dispatcher = RequestDispatcher(control: control, providers: services.providers, stats: counters, faults: faults,
                                            latencyMs: max(0, config.latencyMs), log: log,
                                            rateLimiter: config.userRateLimit.map(UserRateLimiter.init),

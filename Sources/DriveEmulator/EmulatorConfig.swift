@@ -92,12 +92,16 @@ public struct EmulatorServices: Sendable {
     public var quirks: ListingQuirks?
     /// What the drives hold (`GET /__emulator/usage`); nil: that path answers 404.
     public var usage: (@Sendable () -> DriveUsage)?
+    /// More control endpoints (the Drive service's sharing ones): given the path after
+    /// `/__emulator/`, an answer, or nil when the path is not theirs.
+    public var control: (@Sendable (String, HTTPRequest) -> HTTPResponse?)?
 
     public init(providers: [any RouteProvider], revoke: @escaping @Sendable (String?) -> Void = { _ in },
                 writeServiceAccountKey: (@Sendable (URL, String) throws -> Void)? = nil,
                 close: @escaping @Sendable () -> Void = {}, quirks: ListingQuirks? = nil,
-                usage: (@Sendable () -> DriveUsage)? = nil) {
+                usage: (@Sendable () -> DriveUsage)? = nil, control: (@Sendable (String, HTTPRequest) -> HTTPResponse?)? = nil) {
         self.providers = providers
+        self.control = control
         self.quirks = quirks
         self.usage = usage
         self.revoke = revoke

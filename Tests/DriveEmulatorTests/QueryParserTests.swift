@@ -57,6 +57,8 @@ final class QueryParserTests: XCTestCase {
             ("not (trashed = false)", ["old stuff.txt"]),
             ("'me' in owners and name contains 'old'", ["old stuff.txt"]),
             ("sharedWithMe = true", []),
+            ("sharedWithMe and trashed = false", []),
+            ("not sharedWithMe and name = 'Docs'", ["Docs"]),
             ("trashed != true and starred != false", ["it's a \\ test"]),
             ("properties has { key='mass' and value='1.3kg' }", ["old stuff.txt"]),
             ("properties has {key='mass' and value='2kg'}", []),

@@ -1,7 +1,8 @@
 import Foundation
 
 /// The emulator's own endpoints under `/__emulator/`: stats, faults, listing quirks, token
-/// revocation, health, what the drives hold.
+/// revocation, health, what the drives hold, and the Drive service's sharing endpoints (other
+/// users' items, sharing, shared-drive membership: `DriveService+Sharing.swift`).
 /// Control requests are neither counted in stats nor faulted.
 final class ControlAPI: Sendable {
     static let prefix = "/__emulator/"
@@ -11,9 +12,12 @@ final class ControlAPI: Sendable {
     private let quirks: ListingQuirks
     private let revoke: @Sendable (String?) -> Void
     private let usage: (@Sendable () -> DriveUsage)?
+    /// The services' own endpoints (the Drive service's sharing ones), asked for other paths.
+    private let extra: (@Sendable (String, HTTPRequest) -> HTTPResponse?)?
 
     init(stats: EmulatorStats, faults: FaultPlan, quirks: ListingQuirks, revoke: @escaping @Sendable (String?) -> Void,
-         usage: (@Sendable () -> DriveUsage)? = nil) {
+         usage: (@Sendable () -> DriveUsage)? = nil, extra: (@Sendable (String, HTTPRequest) -> HTTPResponse?)? = nil) {
+        self.extra = extra
         self.stats = stats
         self.faults = faults
         self.quirks = quirks
@@ -81,7 +85,7 @@ final class ControlAPI: Sendable {
             error.extraHeaders.append(("Allow", Self.allowed(name)))
             return error.response
         default:
-            return GoogleError.unknownPath(request.path).response
+            return extra?(name, request) ?? GoogleError.unknownPath(request.path).response
         }
     }
 

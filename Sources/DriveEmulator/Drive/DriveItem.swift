@@ -64,6 +64,20 @@ struct DriveItem: Codable, Sendable {
     var driveId: String?
     /// On a shared drive's root only: the `requestId` of the drives.create that made it.
     var driveRequestId: String?
+    /// The email of the user who owns the item when it is not the emulated user (nil: the user's
+    /// own, or a shared-drive item). Such items are visible only while shared with the user.
+    var owner: String?
+    /// The role another user's item was shared with the emulated user directly (nil: not shared
+    /// directly; items below a shared folder inherit the folder's role).
+    var sharedRole: DriveRole?
+    /// When the item was shared with the user (`sharedWithMeTime`), while `sharedRole` is set.
+    var sharedTime: Int64?
+    /// The email of the last user to modify the item when not the emulated user.
+    var lastModifiedBy: String?
+    /// On a shared drive's root only: the user's role in the drive (nil: organizer).
+    var memberRole: DriveRole?
+    /// On a shared drive's root only: false when the user is not a member (nil: a member).
+    var member: Bool?
 
     var isFolder: Bool { mimeType == DriveMime.folder }
     var isShortcut: Bool { mimeType == DriveMime.shortcut }
@@ -117,13 +131,22 @@ struct DriveRevision: Codable, Sendable, Equatable {
     var md5: String?
     var originalFilename: String?
     var contentFile: String?
+    /// Kept whatever the pruning (`revisions.update` `keepForever`); nil: false.
+    var keepForever: Bool?
+    /// The email of the user who wrote this revision when not the emulated user.
+    var modifiedBy: String?
+
+    var isKeptForever: Bool { keepForever == true }
 }
 
 extension DriveItem {
-    /// Revisions kept per file, the head included: an older one past this is purged (its content
-    /// deleted, the revision gone from revisions.list, revisions.get a 404), as Google purges
-    /// revisions that are not kept forever.
+    /// Revisions kept per file that are not kept forever, the head included: an older one past
+    /// this is purged (its content deleted, the revision gone from revisions.list, revisions.get a
+    /// 404), as Google purges revisions that are not kept forever. Revisions kept forever are never
+    /// purged and do not count.
     static let keptRevisions = 10
+    /// Revisions of one file that may be kept forever (Google's "Manage revisions" guide: up to 200).
+    static let maxKeptForever = 200
 
     /// The kept revisions, oldest first (the head last); empty for folders and shortcuts.
     var revisionHistory: [DriveRevision] {
@@ -134,7 +157,7 @@ extension DriveItem {
 
     private func headRevision(id: String) -> DriveRevision {
         DriveRevision(id: id, modifiedTime: modifiedTime, mimeType: mimeType, size: isBlob ? size : nil, md5: isBlob ? md5 : nil,
-                      originalFilename: isBlob ? originalFilename : nil, contentFile: contentFile)
+                      originalFilename: isBlob ? originalFilename : nil, contentFile: contentFile, modifiedBy: lastModifiedBy)
     }
 
     /// Takes the size and checksums of new content, under a new head revision ID (a blob's; the
@@ -161,10 +184,24 @@ extension DriveItem {
         }
         let id = isBlob ? (headRevisionId ?? DriveIDs.newRevisionID()) : String((history.last.flatMap { Int($0.id) } ?? 0) + 1)
         history.append(headRevision(id: id))
-        while history.count > DriveItem.keptRevisions {
-            if let c = history.removeFirst().contentFile, c != contentFile { released.append(c) }
-        }
+        released += DriveItem.prune(&history, keeping: contentFile)
         revisions = history
+        return released
+    }
+
+    /// Purges the oldest revisions that are not kept forever while more than `keptRevisions` of
+    /// them (the head included) remain; the head (last) is never purged. Returns their content
+    /// files other than `head`.
+    static func prune(_ history: inout [DriveRevision], keeping head: String?) -> [String] {
+        var released: [String] = []
+        var purgeable = history.filter { !$0.isKeptForever }.count
+        if let last = history.last, last.isKeptForever { purgeable += 1 }
+        var i = 0
+        while purgeable > keptRevisions, i < history.count - 1 {
+            if history[i].isKeptForever { i += 1; continue }
+            if let c = history.remove(at: i).contentFile, c != head { released.append(c) }
+            purgeable -= 1
+        }
         return released
     }
 
@@ -184,4 +221,13 @@ struct ChangeRecord: Codable, Sendable {
     var removed: Bool
     /// The shared drive the file was in when it changed (nil: My Drive).
     var driveId: String?
+    /// A change of a shared drive itself (`changeType: drive`: the user joined or left it, or its
+    /// role changed); `fileId` is then the drive's id. nil: a file's change.
+    var isDrive: Bool?
+
+    /// Where the record lives in the change table: a file's id, or `drive:` + a drive's id (a drive
+    /// and its root folder share an id but have a change each).
+    var key: String { ChangeRecord.key(fileId, drive: isDrive == true) }
+
+    static func key(_ id: String, drive: Bool) -> String { drive ? "drive:" + id : id }
 }

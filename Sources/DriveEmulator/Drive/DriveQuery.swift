@@ -164,6 +164,11 @@ indirect enum DriveQuery: Equatable {
             guard case .word(let fieldName) = first, let field = Field(rawValue: fieldName), field != .parents else {
                 throw ParseError(detail: "unknown field")
             }
+            // A bare `sharedWithMe` (Google's own examples write `sharedWithMe and trashed = false`)
+            // stands for `sharedWithMe = true`.
+            if field == .sharedWithMe, atEnd || tokens[i] == .close || peekKeyword("and") || peekKeyword("or") {
+                return .compare(field: field, op: .eq, value: .bool(true))
+            }
             let opToken = try next()
             let op: Op
             switch opToken {
@@ -207,6 +212,14 @@ indirect enum DriveQuery: Equatable {
     struct Context {
         var rootId: String
         var userEmail: String
+        /// The user's access to an item (owners, roles, `sharedWithMe`); nil: every item is the
+        /// user's own.
+        var access: ((DriveItem) -> ItemAccess?)? = nil
+
+        func accessTo(_ item: DriveItem) -> ItemAccess {
+            guard item.owner != nil || item.driveId != nil, let access else { return .own }
+            return access(item) ?? .own
+        }
     }
 
     func matches(_ item: DriveItem, _ ctx: Context) -> Bool {
@@ -219,7 +232,18 @@ indirect enum DriveQuery: Equatable {
         case .inCollection(let value, let collection):
             switch collection {
             case .parents: return item.parent != nil && item.parent == (value == "root" ? ctx.rootId : value)
-            case .owners, .writers, .readers: return value == "me" || value.lowercased() == ctx.userEmail.lowercased()
+            case .owners, .writers, .readers:
+                let me = value == "me" || value.lowercased() == ctx.userEmail.lowercased()
+                let access = ctx.accessTo(item)
+                guard let owner = access.owner else { return me }
+                // Another user's item: its owner is in every collection; the user is a writer or
+                // a reader by the role shared with them, never an owner.
+                if value.lowercased() == owner.lowercased() { return true }
+                switch collection {
+                case .owners, .parents: return false
+                case .writers: return me && access.canEdit
+                case .readers: return me
+                }
             }
         case .compare(let field, let op, let value):
             switch (field, value) {
@@ -244,7 +268,7 @@ indirect enum DriveQuery: Equatable {
                 return DriveQuery.compare(v, op, t)
             case (.trashed, .bool(let b)): return (item.trashed == b) == (op == .eq)
             case (.starred, .bool(let b)): return (item.starred == b) == (op == .eq)
-            case (.sharedWithMe, .bool(let b)): return (false == b) == (op == .eq)
+            case (.sharedWithMe, .bool(let b)): return (ctx.accessTo(item).isSharedWithMe == b) == (op == .eq)
             case (.visibility, .string(let v)): return (v == "limited") == (op == .eq)
             case (.shortcutTargetId, .string(let v)): return (item.shortcutTargetId == v) == (op == .eq)
             default: return false

@@ -12,7 +12,8 @@ extension DriveService {
         let sel = try selection(r, DriveSchema.about, defaults: nil)
         let (usage, trash) = store.read { s -> (Int64, Int64) in
             var usage: Int64 = 0, trash: Int64 = 0
-            for item in s.data.items.values {
+            // Another user's items use their owner's storage, not the user's.
+            for item in s.data.items.values where item.owner == nil {
                 let size = item.size ?? 0
                 usage += size
                 if item.trashed { trash += size }
@@ -64,7 +65,7 @@ extension DriveService {
     public func usage() -> DriveUsage {
         store.read { s in
             var u = DriveUsage()
-            for item in s.data.items.values where item.parent != nil && !item.trashed {
+            for item in s.data.items.values where item.parent != nil && !item.trashed && item.owner == nil {
                 if item.isFolder { u.folders += 1 } else { u.files += 1; u.bytes += item.size ?? 0 }
             }
             return u

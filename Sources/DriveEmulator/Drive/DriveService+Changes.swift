@@ -11,6 +11,12 @@ import Foundation
 /// reads that drive's feed; My Drive's feed holds shared-drive changes only with
 /// `includeItemsFromAllDrives=true` (and not with `restrictToMyDrive=true`). One counter numbers
 /// every feed (Google's drive feeds have tokens of their own; any token of ours is valid in any feed).
+///
+/// Sharing: an entry shows the file as the user sees it now, so an item the user lost access to
+/// (unshared, or its drive left) is `removed: true` with no `file`; one that became visible is an
+/// ordinary entry. A drive the user joined or left is a `changeType: drive` entry (`driveId`, the
+/// `drive` while the user is a member, `removed: true` once not), in the user's feed for requests
+/// with `supportsAllDrives=true` (not in a drive's feed, nor with `restrictToMyDrive`).
 extension DriveService {
     func changesStartPageToken(_ r: HTTPRequest) throws -> HTTPResponse {
         let sel = try selection(r, DriveSchema.startPageToken, defaults: nil)
@@ -37,21 +43,37 @@ extension DriveService {
         if driveId != nil, !includeAll { throw DriveService.includeItemsRequired }
         if includeAll, !allDrives { throw DriveService.supportsAllDrivesRequired }
         let inFeed: (ChangeRecord) -> Bool
-        if let driveId { inFeed = { $0.driveId == driveId } }
-        else if includeAll, !restrictToMyDrive { inFeed = { _ in true } }
-        else { inFeed = { $0.driveId == nil } }
+        // A drive's own changes (the user joined or left it) are in the user's feed for clients
+        // that support shared drives, not in a drive's feed nor in a feed restricted to My Drive.
+        let drives = driveId == nil && allDrives && !restrictToMyDrive
+        if let driveId { inFeed = { $0.isDrive != true && $0.driveId == driveId } }
+        else if includeAll, !restrictToMyDrive { inFeed = { $0.isDrive != true || drives } }
+        else { inFeed = { $0.isDrive == true ? drives : $0.driveId == nil } }
         let spaces = Set((r.param("spaces") ?? "drive").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         guard spaces.isSubset(of: ["drive", "appDataFolder", "photos"]), !spaces.isEmpty else { throw GoogleError.invalidValue(location: "spaces") }
 
-        let (entries, next, newStart, rootId) = try store.read { s -> ([(ChangeRecord, DriveItem?)], Int64?, Int64, String) in
+        typealias Entry = (record: ChangeRecord, item: DriveItem?, access: ItemAccess?)
+        let (entries, next, newStart, rootId) = try store.read { s -> ([Entry], Int64?, Int64, String) in
             guard let token = Int64(tokenText), token >= 1, token <= s.data.changeCounter + 1 else {
                 throw GoogleError.invalidValue(location: "pageToken")
             }
             if let driveId { _ = try DriveService.requireDrive(s, driveId, allDrives: allDrives) }
             guard spaces.contains("drive") else { return ([], nil, s.data.changeCounter + 1, s.rootId) }
-            let (records, next) = s.changes(from: token, limit: pageSize) { (includeRemoved || !$0.removed) && inFeed($0) }
-            let page = records.map { ($0, $0.removed ? nil : s.data.items[$0.fileId]) }
-            return (page, next, s.data.changeCounter + 1, s.rootId)
+            // An entry shows the file (or drive) as it is now: one the user can no longer see is
+            // reported removed, as Google reports a loss of access (drive-behaviours §1.9).
+            func current(_ record: ChangeRecord) -> Entry {
+                if record.isDrive == true {
+                    let root = s.data.items[record.fileId]
+                    let live = !record.removed && root?.isSharedDriveRoot == true && root?.member != false
+                    return (record, live ? root : nil, nil)
+                }
+                guard !record.removed, let item = s.data.items[record.fileId], let access = s.access(item) else { return (record, nil, nil) }
+                return (record, item, access)
+            }
+            let (records, next) = s.changes(from: token, limit: pageSize) { record in
+                inFeed(record) && (includeRemoved || current(record).item != nil)
+            }
+            return (records.map(current), next, s.data.changeCounter + 1, s.rootId)
         }
         let res = resource(r, rootId: rootId)
         // What `changes(file(…))` keeps of each file (nil: all of it).
@@ -60,10 +82,17 @@ extension DriveService {
         if !shaping.all, let changesEntry = shaping.members["changes"], let changesSel = changesEntry {
             fileMembers = changesSel.memberNames(of: "file")
         }
-        let changes: [[String: Any]] = entries.map { record, item in
+        let changes: [[String: Any]] = entries.map { record, item, access in
+            if record.isDrive == true {
+                var c: [String: Any] = ["kind": "drive#change", "changeType": "drive", "type": "drive", "driveId": record.fileId,
+                                        "teamDriveId": record.fileId, "time": RFC3339.format(millis: record.time),
+                                        "removed": item == nil]
+                if let item { c["drive"] = renderDrive(item) }
+                return c
+            }
             var c: [String: Any] = ["kind": "drive#change", "changeType": "file", "type": "file", "fileId": record.fileId,
-                                    "time": RFC3339.format(millis: record.time), "removed": record.removed || item == nil]
-            if let item { c["file"] = res.render(item, only: fileMembers) }
+                                    "time": RFC3339.format(millis: record.time), "removed": item == nil]
+            if let item { c["file"] = res.render(item, only: fileMembers, access: access ?? .own) }
             if let d = record.driveId { c["driveId"] = d; c["teamDriveId"] = d }
             return c
         }

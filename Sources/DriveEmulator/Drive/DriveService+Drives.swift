@@ -12,7 +12,9 @@ import Foundation
 /// - A request that does not say `supportsAllDrives=true` (or the deprecated `supportsTeamDrives`)
 ///   cannot see shared-drive items: they answer 404 notFound "File not found: ID." exactly like an
 ///   unknown id (drive-behaviours §2.2), for a path id, a `parents` id, `addParents` and a shortcut target.
-/// - The single emulated user is the organizer of every drive (all capabilities true).
+/// - The emulated user is a member of every drive it creates, as organizer (all capabilities
+///   true); the control API and seeds change the role or remove the membership
+///   (`DriveService+Sharing.swift`): a drive the user is not a member of is a 404 everywhere.
 extension DriveService {
     /// `supportsAllDrives=true` or the deprecated `supportsTeamDrives=true`, from a query lookup.
     static func supportsAllDrives(_ param: (String) -> String?) -> Bool {
@@ -77,7 +79,7 @@ extension DriveService {
 
     /// Checks that `driveId` names a shared drive the request may see (it must support all drives).
     static func requireDrive(_ s: MetadataState, _ id: String, allDrives: Bool) throws -> DriveItem {
-        guard allDrives, let root = s.data.items[id], root.isSharedDriveRoot else { throw sharedDriveNotFound(id) }
+        guard allDrives, let root = s.data.items[id], root.isSharedDriveRoot, root.member != false else { throw sharedDriveNotFound(id) }
         return root
     }
 
@@ -90,20 +92,35 @@ extension DriveService {
             "kind": "drive#drive", "id": root.id, "name": root.name, "createdTime": RFC3339.format(millis: root.createdTime),
             "hidden": false, "colorRgb": "#4986e7", "themeId": "abacus",
             "backgroundImageLink": "https://ssl.gstatic.com/team_drive_themes/abacus_background.jpg",
-            "capabilities": [
-                "canAddChildren": true, "canChangeCopyRequiresWriterPermissionRestriction": true,
-                "canChangeDomainUsersOnlyRestriction": true, "canChangeDownloadRestriction": true,
-                "canChangeDriveBackground": true, "canChangeDriveMembersOnlyRestriction": true,
-                "canChangeSharingFoldersRequiresOrganizerPermissionRestriction": true, "canComment": true, "canCopy": true,
-                "canDeleteChildren": true, "canDeleteDrive": true, "canDownload": true, "canEdit": true, "canListChildren": true,
-                "canManageMembers": true, "canReadRevisions": true, "canRename": true, "canRenameDrive": true,
-                "canResetDriveRestrictions": true, "canShare": true, "canTrashChildren": true,
-            ],
+            "capabilities": DriveService.driveCapabilities(root.memberRole ?? .organizer),
             "restrictions": [
                 "adminManagedRestrictions": false, "copyRequiresWriterPermission": false, "domainUsersOnly": false,
                 "driveMembersOnly": false, "sharingFoldersRequiresOrganizerPermission": false,
             ],
         ]
+    }
+
+    /// A drive's `capabilities` for a member of `role`: an organizer may do everything (what the
+    /// single-user emulator always said); a file organizer ("Content manager") manages the items
+    /// but not the drive or its members; a writer ("Contributor") adds and edits but trashes
+    /// nothing; a commenter comments; a reader reads. Every member lists, copies and downloads.
+    static func driveCapabilities(_ role: DriveRole) -> [String: Bool] {
+        let organizer = role >= .organizer, manager = role >= .fileOrganizer, writer = role >= .writer
+        return [
+            "canAddChildren": writer, "canChangeCopyRequiresWriterPermissionRestriction": organizer,
+            "canChangeDomainUsersOnlyRestriction": organizer, "canChangeDownloadRestriction": organizer,
+            "canChangeDriveBackground": organizer, "canChangeDriveMembersOnlyRestriction": organizer,
+            "canChangeSharingFoldersRequiresOrganizerPermissionRestriction": organizer, "canComment": role >= .commenter,
+            "canCopy": true, "canDeleteChildren": organizer, "canDeleteDrive": organizer, "canDownload": true, "canEdit": writer,
+            "canListChildren": true, "canManageMembers": organizer, "canReadRevisions": writer, "canRename": writer,
+            "canRenameDrive": organizer, "canResetDriveRestrictions": organizer, "canShare": writer, "canTrashChildren": manager,
+        ]
+    }
+
+    /// A drive-level write (rename, delete) by a member who is not an organizer: Google's 403
+    /// `insufficientFilePermissions` naming the drive (the emulator's reading; UNVERIFIED for drives).
+    static func requireOrganizer(_ root: DriveItem) throws {
+        guard (root.memberRole ?? .organizer) >= .organizer else { throw GoogleError.insufficientFilePermissions(root.id) }
     }
 
     /// The drive id in `/drive/v3/drives/{driveId}`.
@@ -161,7 +178,7 @@ extension DriveService {
         }
         let (page, next) = store.read { s -> ([DriveItem], ListPageToken?) in
             let ctx = DriveQuery.Context(rootId: s.rootId, userEmail: user.emailAddress)
-            let all = s.sharedDriveRoots.filter { query?.matches($0, ctx) ?? true }
+            let all = s.sharedDriveRoots.filter { $0.member != false && (query?.matches($0, ctx) ?? true) }
             let offset = resume?.start(in: all) ?? 0
             let page = Array(all[offset..<min(all.count, offset + pageSize)])
             var next: ListPageToken?
@@ -206,6 +223,7 @@ extension DriveService {
         if let name, !(name is String) || (name as? String)?.isEmpty == true { throw GoogleError.invalidValue(location: "name") }
         let root = try store.mutate { s -> DriveItem in
             var root = try DriveService.requireDrive(s, id, allDrives: true)
+            try DriveService.requireOrganizer(root)
             if let name = name as? String, name != root.name {
                 root.name = name
                 s.put(root)
@@ -221,7 +239,7 @@ extension DriveService {
     func drivesDelete(_ r: HTTPRequest) throws -> HTTPResponse {
         let id = DriveService.driveIdInPath(r)
         let contents = try store.mutate { s -> [String] in
-            _ = try DriveService.requireDrive(s, id, allDrives: true)
+            try DriveService.requireOrganizer(try DriveService.requireDrive(s, id, allDrives: true))
             let below = s.descendants(of: id)
             if below.contains(where: { s.data.items[$0]?.trashed == false }) {
                 throw GoogleError(403, reason: "cannotDeleteNonEmptyDrive",

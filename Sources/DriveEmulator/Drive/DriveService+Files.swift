@@ -15,11 +15,11 @@ extension DriveService {
     func filesGet(_ r: HTTPRequest) throws -> HTTPResponse {
         let id = DriveService.fileId(r)
         let sel = try selection(r, DriveSchema.file, defaults: FileResource.defaultFields)
-        let (item, rootId) = try store.read { s -> (DriveItem, String) in
+        let item = try store.read { s -> DriveItem in
             guard let item = s.item(id) else { throw GoogleError.notFound(id) }
-            return (item, s.rootId)
+            return item
         }
-        return respond(200, resource(r, rootId: rootId).render(item, only: sel?.topLevelNames), sel)
+        return respondFile(r, item, sel)
     }
 
     // MARK: files.create (metadata only)
@@ -28,7 +28,7 @@ extension DriveService {
         let sel = try selection(r, DriveSchema.file, defaults: FileResource.defaultFields)
         let patch = try MetadataPatch(try jsonBody(r), mode: .create)
         let item = try createItem(patch, content: nil, allDrives: DriveService.supportsAllDrives(r))
-        return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
+        return respondFile(r, item, sel)
     }
 
     /// Google refuses a pre-generated ID for a shortcut and for Docs Editors types (drive-behaviours
@@ -49,7 +49,11 @@ extension DriveService {
     /// Creates an item from validated metadata and (optionally) staged content, which it adopts.
     /// The item joins its parent's drive (`driveId`); `allDrives` is the request's
     /// `supportsAllDrives`: without it a parent or shortcut target in a shared drive is a 404.
-    func createItem(_ patch: MetadataPatch, content: StagedContent?, allDrives: Bool) throws -> DriveItem {
+    ///
+    /// `owner` makes the item as another user (the control API and seeds): owned by them, last
+    /// modified by them, in a folder of theirs; nil: the emulated user, who needs the right to add
+    /// children to the parent (403 `insufficientFilePermissions` otherwise).
+    func createItem(_ patch: MetadataPatch, content: StagedContent?, allDrives: Bool, owner: String? = nil) throws -> DriveItem {
         let name = patch.name ?? "Untitled"
         var mime = patch.mimeType ?? ""
         if mime.isEmpty {
@@ -79,8 +83,14 @@ extension DriveService {
             return try store.mutate { s in
                 guard (patch.parents?.count ?? 0) <= 1 else { throw GoogleError.cannotAddParent }
                 let parentRaw = patch.parents?.first ?? "root"
-                guard let parent = s.item(parentRaw, allDrives: allDrives) else { throw GoogleError.notFound(parentRaw) }
+                let found = owner == nil ? s.item(parentRaw, allDrives: allDrives) : s.data.items[parentRaw]
+                guard let parent = found else { throw GoogleError.notFound(parentRaw) }
                 guard parent.isFolder else { throw GoogleError.badRequest("The specified parent is not a folder.") }
+                if let owner {
+                    guard parent.owner == owner, parent.driveId == nil else { throw GoogleError.notFound(parentRaw) }
+                } else if !s.canAddChildren(parent) {
+                    throw GoogleError.insufficientFilePermissions(parent.id)
+                }
                 var id = DriveIDs.newFileID(forMimeType: mime)
                 if let wanted = patch.id {
                     if let refused = DriveService.generatedIDRefused(forMimeType: mime) { throw refused }
@@ -98,6 +108,8 @@ extension DriveService {
                 }
                 var item = DriveItem(id: id, name: name, mimeType: mime, parent: parent.id, createdTime: s.now, modifiedTime: s.now)
                 item.driveId = parent.driveId
+                item.owner = owner
+                item.lastModifiedBy = owner
                 patch.applySimple(to: &item)
                 if patch.name == nil, let target = patch.shortcutTargetId, let t = s.item(target) { item.name = t.name }
                 item.explicitlyTrashed = patch.trashed ?? false
@@ -116,7 +128,8 @@ extension DriveService {
                 }
                 item.seq = s.nextSeq()
                 if patch.id != nil { s.consume(id) }
-                s.put(item)
+                // Another user's item the user cannot see is not in the user's change feed.
+                s.put(item, recordChange: owner == nil || s.isVisible(item))
                 return item
             }
         } catch {
@@ -132,7 +145,7 @@ extension DriveService {
         let patch = try MetadataPatch(try jsonBody(r), mode: .update)
         let item = try updateItem(DriveService.fileId(r), patch, addParents: r.param("addParents"),
                                   removeParents: r.param("removeParents"), content: nil, allDrives: DriveService.supportsAllDrives(r))
-        return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
+        return respondFile(r, item, sel)
     }
 
     static func idList(_ text: String?) -> [String] {
@@ -157,6 +170,12 @@ extension DriveService {
                 if isRoot, patch.name != nil || patch.trashed != nil || !addParents.isEmpty || !removeParents.isEmpty || content != nil {
                     throw GoogleError.insufficientFilePermissions(item.id)
                 }
+                // What the user's role allows (another user's item, a shared drive's item): edits
+                // and content need a writer, the trash its owner (a file organizer in a drive).
+                let access = s.access(item) ?? .own
+                let edits = content != nil || patch.editsItem
+                if edits, !access.canEdit { throw GoogleError.insufficientFilePermissions(item.id) }
+                if patch.trashed != nil, !access.canTrash { throw GoogleError.insufficientFilePermissions(item.id) }
                 // Moves: exactly one parent before and after.
                 var newParent = item.parent
                 if !addParents.isEmpty || !removeParents.isEmpty {
@@ -167,6 +186,8 @@ extension DriveService {
                         guard let p = item.parent, removes.contains(p) else { throw GoogleError.cannotAddParent }
                         guard let target = s.item(add, allDrives: allDrives) else { throw GoogleError.notFound(addParents[0]) }
                         guard target.isFolder else { throw GoogleError.badRequest("The specified parent is not a folder.") }
+                        guard access.canMove else { throw GoogleError.insufficientFilePermissions(item.id) }
+                        guard s.canAddChildren(target) else { throw GoogleError.insufficientFilePermissions(target.id) }
                         if add == item.id || s.descendants(of: item.id).contains(add) {
                             throw GoogleError.badRequest("A folder cannot be moved into itself or one of its descendants.")
                         }
@@ -184,6 +205,7 @@ extension DriveService {
                 }
                 // Validation done: mutate.
                 let moved = newParent != item.parent
+                if edits { item.lastModifiedBy = nil }
                 patch.applySimple(to: &item)
                 if let mime = patch.mimeType { item.mimeType = mime }
                 item.parent = newParent
@@ -227,7 +249,7 @@ extension DriveService {
         let id = DriveService.fileId(r)
         let contents = try store.mutate { s -> [String] in
             guard let item = s.item(id) else { throw GoogleError.notFound(id) }
-            guard item.parent != nil else { throw GoogleError.insufficientFilePermissions(item.id) }
+            guard item.parent != nil, s.access(item)?.canDelete ?? true else { throw GoogleError.insufficientFilePermissions(item.id) }
             return removeTree(item.id, &s)
         }
         contents.forEach { store.removeContent($0) }
@@ -250,10 +272,15 @@ extension DriveService {
     func filesEmptyTrash(_ r: HTTPRequest) throws -> HTTPResponse {
         let driveId = DriveService.driveIdParam(r)
         let contents = try store.mutate { s -> [String] in
-            if let driveId { _ = try DriveService.requireDrive(s, driveId, allDrives: true) }
-            // Top-most trashed items; their subtrees go with them.
+            if let driveId {
+                let root = try DriveService.requireDrive(s, driveId, allDrives: true)
+                guard (root.memberRole ?? .organizer) >= .organizer else { throw GoogleError.insufficientFilePermissions(driveId) }
+            }
+            // Top-most trashed items; their subtrees go with them. The user's trash holds only
+            // what the user owns.
             let tops = s.data.items.values.filter { item in
-                item.driveId == driveId && item.trashed && !(item.parent.flatMap { s.data.items[$0]?.trashed } ?? false)
+                item.driveId == driveId && item.owner == nil && item.trashed
+                    && !(item.parent.flatMap { s.data.items[$0]?.trashed } ?? false)
             }.map(\.id)
             return tops.flatMap { removeTree($0, &s) }
         }
@@ -288,13 +315,18 @@ extension DriveService {
         }
         if patch.name == nil { patch.name = source.name }
         if patch.mimeType == nil { patch.mimeType = source.mimeType }
-        if patch.parents == nil, let p = source.parent { patch.parents = [p] }
+        // "Any discoverable parent" of the source: its own when the user may add to it, else
+        // the root (another user's folder the user only reads).
+        if patch.parents == nil, let p = source.parent {
+            let writable = store.read { s in s.data.items[p].map { s.canAddChildren($0) } ?? false }
+            patch.parents = [writable ? p : "root"]
+        }
         if patch.description == nil { patch.description = .some(source.description) }
         if patch.shortcutTargetId == nil { patch.shortcutTargetId = source.shortcutTargetId }
         if patch.properties == nil, let p = source.properties { patch.properties = p.mapValues { .some($0) } }
         if patch.appProperties == nil, let p = source.appProperties { patch.appProperties = p.mapValues { .some($0) } }
         let item = try createItem(patch, content: staged ?? nil, allDrives: DriveService.supportsAllDrives(r))
-        return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
+        return respondFile(r, item, sel)
     }
 
     // MARK: files.generateIds

@@ -39,7 +39,7 @@ struct SortKey: Equatable {
         case .createdTime: return cmp(a.createdTime, b.createdTime)
         case .modifiedTime, .modifiedByMeTime: return cmp(a.modifiedTime, b.modifiedTime)
         case .viewedByMeTime: return cmp(a.viewedByMeTime ?? 0, b.viewedByMeTime ?? 0)
-        case .sharedWithMeTime: return 0
+        case .sharedWithMeTime: return cmp(a.sharedRole != nil ? a.sharedTime ?? 0 : 0, b.sharedRole != nil ? b.sharedTime ?? 0 : 0)
         case .quotaBytesUsed: return cmp(a.size ?? 0, b.size ?? 0)
         case .starred: return cmp(a.starred ? 0 : 1, b.starred ? 0 : 1)
         case .recency: return cmp(max(a.modifiedTime, a.viewedByMeTime ?? 0), max(b.modifiedTime, b.viewedByMeTime ?? 0))
@@ -136,9 +136,10 @@ extension DriveService {
         // top of an `and` chain), and those whose children this answer leaves out (the quirk).
         let group = query.flatMap(DriveService.requiredParents) ?? []
         let droppedRaw = quirks.droppedParents(group)
-        let (page, next, rootId) = store.read { s -> ([DriveItem], ListPageToken?, String) in
+        let (page, next, rootId) = store.read { s -> ([(DriveItem, ItemAccess)], ListPageToken?, String) in
             guard spaces.contains("drive") else { return ([], nil, s.rootId) }
-            let ctx = DriveQuery.Context(rootId: s.rootId, userEmail: user.emailAddress)
+            let ctx = DriveQuery.Context(rootId: s.rootId, userEmail: user.emailAddress, access: { s.access($0) })
+            let inScope: (DriveItem) -> Bool = { inScope($0) && s.isVisible($0) }
             let parents = DriveService.unique(group.map(s.resolve))
             let dropped = Set(droppedRaw.map(s.resolve))
             // Folder listings in the default order: a page straight from the folders' ChildLists.
@@ -146,7 +147,7 @@ extension DriveService {
                 let lists = parents.filter { !dropped.contains($0) }
                 let (page, next) = DriveService.childPage(s, parents: lists, query: query!, ctx: ctx, pageSize: pageSize, resume: resume,
                                                           include: inScope)
-                return (page, next, s.rootId)
+                return (page.map { ($0, s.access($0) ?? .own) }, next, s.rootId)
             }
             // Otherwise the candidates are the items of that name (`name = 'x'` at the top of an
             // `and` chain), the children of those parents, or every item.
@@ -174,11 +175,11 @@ extension DriveService {
             if offset + pageSize < sorted.count, let last = page.last {
                 next = ListPageToken(offset: offset + pageSize, lastId: last.id, lastSeq: order.isEmpty ? last.seq : nil)
             }
-            return (page, next, s.rootId)
+            return (page.map { ($0, s.access($0) ?? .own) }, next, s.rootId)
         }
         let res = resource(r, rootId: rootId)
         var body: [String: Any] = ["kind": "drive#fileList", "incompleteSearch": false,
-                                   "files": page.map { res.render($0, only: members) }]
+                                   "files": page.map { res.render($0.0, only: members, access: $0.1) }]
         if let next { body["nextPageToken"] = next.encode(binding: binding) }
         return respond(200, body, sel)
     }

@@ -1,13 +1,16 @@
 import DriveSupport
 import Foundation
 
-/// revisions.list, revisions.get and revisions.get?alt=media.
+/// revisions.list, revisions.get (and `alt=media`), revisions.update and revisions.delete.
 ///
 /// Every content change of a file (create with content, update by any upload type) makes a new
 /// revision; a blob's revision id is its new `headRevisionId`. `DriveItem.keptRevisions` (10)
-/// revisions are kept per file, the head included, each with its content; an older one is purged
-/// (content deleted, gone from the list, a 404 by id), as Google purges revisions not kept forever.
-/// Folders and shortcuts have no revisions.
+/// revisions that are not kept forever are kept per file, the head included, each with its
+/// content; an older one is purged when a new one arrives (content deleted, gone from the list, a
+/// 404 by id), as Google purges revisions not kept forever. Up to `DriveItem.maxKeptForever` (200)
+/// blob revisions may be kept forever (`keepForever`); those are never purged. Folders and
+/// shortcuts have no revisions. Restoring an old revision is what Google's clients do: download
+/// it and upload it as the file's new content (a new head revision).
 extension DriveService {
     static let revisionDefaults = try! FieldSelection.parse("kind,id,mimeType,modifiedTime")
     static let revisionListDefaults = try! FieldSelection.parse("kind,nextPageToken,revisions(kind,id,mimeType,modifiedTime)")
@@ -28,21 +31,25 @@ extension DriveService {
         GoogleError(403, reason: "revisionsNotSupported", message: "The file does not support revisions.")
     }
 
-    /// The file (which must have revisions) and its kept history.
+    /// The file (which must have revisions) and its kept history. Reading revisions needs a
+    /// writer's role (`capabilities.canReadRevisions`): a reader or commenter of another user's
+    /// file gets 403 `insufficientFilePermissions` (UNVERIFIED: Google's answer to them).
     private func revisionFile(_ fileId: String) throws -> (DriveItem, String) {
-        let (item, rootId) = try store.read { s -> (DriveItem, String) in
+        let (item, rootId, access) = try store.read { s -> (DriveItem, String, ItemAccess) in
             guard let item = s.item(fileId) else { throw GoogleError.notFound(fileId) }
-            return (item, s.rootId)
+            return (item, s.rootId, s.access(item) ?? .own)
         }
         guard !item.isFolder, !item.isShortcut else { throw DriveService.revisionsNotSupported }
+        guard access.canEdit else { throw GoogleError.insufficientFilePermissions(item.id) }
         return (item, rootId)
     }
 
     func renderRevision(_ rev: DriveRevision, of item: DriveItem, baseURL: String) -> [String: Any] {
         var d: [String: Any] = ["kind": "drive#revision", "id": rev.id, "mimeType": rev.mimeType,
-                                "modifiedTime": RFC3339.format(millis: rev.modifiedTime), "lastModifyingUser": user.json]
+                                "modifiedTime": RFC3339.format(millis: rev.modifiedTime),
+                                "lastModifyingUser": rev.modifiedBy.map { OtherUser(email: $0).json } ?? user.json]
         if item.isBlob {
-            d["keepForever"] = false
+            d["keepForever"] = rev.isKeptForever
             if let size = rev.size { d["size"] = String(size) }
             if let md5 = rev.md5 { d["md5Checksum"] = md5 }
             if let name = rev.originalFilename { d["originalFilename"] = name }
@@ -111,3 +118,4 @@ extension DriveService {
         return try mediaResponse(path: store.contentPath(file), size: rev.size ?? 0, mimeType: rev.mimeType, md5: rev.md5, r)
     }
 }
+

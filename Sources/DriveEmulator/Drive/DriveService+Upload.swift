@@ -41,7 +41,7 @@ extension DriveService {
         } else {
             item = try createItem(patch, content: staged, allDrives: DriveService.supportsAllDrives(r))
         }
-        return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
+        return respondFile(r, item, sel)
     }
 
     /// Streams a body into a new temporary file; a truncated body removes it and propagates.
@@ -114,11 +114,19 @@ extension DriveService {
         let patch = try MetadataPatch(try DriveService.parseJSONObject(metaBytes), mode: fileId == nil ? .create : .update)
         let allDrives = DriveService.supportsAllDrives(r)
         try requireExisting(fileId, allDrives: allDrives)
-        if fileId == nil {
+        if let fileId {
+            // New content is a writer's right: refused at initiation, as at the end.
+            try store.read { s in
+                if let item = s.item(fileId, allDrives: allDrives), !(s.access(item)?.canEdit ?? true) {
+                    throw GoogleError.insufficientFilePermissions(item.id)
+                }
+            }
+        } else {
             // Fail early on what would fail at the end.
             try store.read { s in
                 let parentRaw = patch.parents?.first ?? "root"
-                guard s.item(parentRaw, allDrives: allDrives) != nil else { throw GoogleError.notFound(parentRaw) }
+                guard let parent = s.item(parentRaw, allDrives: allDrives) else { throw GoogleError.notFound(parentRaw) }
+                if parent.isFolder, !s.canAddChildren(parent) { throw GoogleError.insufficientFilePermissions(parent.id) }
                 if let id = patch.id {
                     if let refused = DriveService.generatedIDRefused(forMimeType: patch.mimeType ?? "") { throw refused }
                     if s.data.items[id] != nil { throw GoogleError.fileIdInUse }
@@ -190,11 +198,11 @@ extension DriveService {
         if let done = session.record.completedFileId {
             try r.body.drain()
             let sel = try selection(fieldsText: session.record.param("fields"), DriveSchema.file, defaults: FileResource.defaultFields)
-            let (item, rootId) = try store.read { s -> (DriveItem, String) in
+            let item = try store.read { s -> DriveItem in
                 guard let item = s.item(done) else { throw GoogleError.notFound(done) }
-                return (item, s.rootId)
+                return item
             }
-            return respond(200, resource(r, rootId: rootId).render(item, only: sel?.topLevelNames), sel)
+            return respondFile(r, item, sel)
         }
         var held = sessions.held(uploadId)
         guard let header = r.headers["Content-Range"] else {
@@ -315,7 +323,7 @@ extension DriveService {
             }
             session.record.completedFileId = item.id
             try? sessions.save(session.record)
-            return respond(200, resource(r, rootId: rootFolderId).render(item, only: sel?.topLevelNames), sel)
+            return respondFile(r, item, sel)
         } catch {
             sessions.remove(record.uploadId)
             throw error

@@ -319,6 +319,13 @@ public final class DriveService: RouteProvider, Sendable {
         return HTTPResponse.json(status, shaped as? [String: Any] ?? object)
     }
 
+    /// A `File` answer for `item`, as the user sees it (owners, capabilities and parents follow the
+    /// user's access to it).
+    func respondFile(_ r: HTTPRequest, _ item: DriveItem, _ sel: FieldSelection?) -> HTTPResponse {
+        let (access, rootId) = store.read { s in (s.access(item) ?? .own, s.rootId) }
+        return respond(200, resource(r, rootId: rootId).render(item, only: sel?.topLevelNames, access: access), sel)
+    }
+
     func resource(_ r: HTTPRequest, rootId: String) -> FileResource {
         FileResource(user: user, rootId: rootId, baseURL: r.baseURL)
     }

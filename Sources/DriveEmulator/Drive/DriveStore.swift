@@ -7,7 +7,8 @@ struct DriveSnapshot: Codable {
     var format = 1
     var rootId: String
     var items: [String: DriveItem]
-    /// The newest change per file id (tombstones included).
+    /// The newest change per file id (tombstones included), and per `drive:` + drive id for
+    /// changes of shared drives themselves (`ChangeRecord.key`).
     var changes: [String: ChangeRecord]
     /// The last change token handed out; the start page token is `changeCounter + 1`.
     var changeCounter: Int64
@@ -140,7 +141,7 @@ struct MetadataState {
     }
 
     mutating func rebuildChangeLog() {
-        changeLog = data.changes.values.map { (token: $0.token, id: $0.fileId) }.sorted { $0.token < $1.token }
+        changeLog = data.changes.values.map { (token: $0.token, id: $0.key) }.sorted { $0.token < $1.token }
     }
 
     /// The newest change of each file with a token ≥ `token`, oldest first: at most `limit` of them
@@ -166,7 +167,13 @@ struct MetadataState {
     /// `root` is an alias for the My Drive folder id (in paths, queries and parents).
     func resolve(_ id: String) -> String { id == "root" ? data.rootId : id }
 
-    func item(_ id: String) -> DriveItem? { data.items[resolve(id)] }
+    /// The item as the user sees it: nil when unknown, or when the user cannot see it (another
+    /// user's item not shared with them, an item of a shared drive they are not a member of): the
+    /// same 404 either way, as at Google (drive-behaviours §2.2).
+    func item(_ id: String) -> DriveItem? {
+        guard let item = data.items[resolve(id)], isVisible(item) else { return nil }
+        return item
+    }
 
     /// The item as a request sees it: a shared-drive item is invisible (nil, a 404 for the caller)
     /// unless the request says `supportsAllDrives=true`, as at Google (drive-behaviours §2.2, §3.9).
@@ -234,15 +241,17 @@ struct MetadataState {
         change(id, removed: true, driveId: old.driveId)
     }
 
-    mutating func change(_ id: String, removed: Bool, driveId: String?) {
+    mutating func change(_ id: String, removed: Bool, driveId: String?, isDrive: Bool = false) {
         data.changeCounter += 1
-        let record = ChangeRecord(fileId: id, token: data.changeCounter, time: now, removed: removed, driveId: driveId)
-        if undo.changes.index(forKey: id) == nil { undo.changes.updateValue(data.changes[id], forKey: id) }
-        data.changes[id] = record
-        changeLog.append((token: record.token, id: id))
+        let record = ChangeRecord(fileId: id, token: data.changeCounter, time: now, removed: removed, driveId: driveId,
+                                  isDrive: isDrive ? true : nil)
+        let key = record.key
+        if undo.changes.index(forKey: key) == nil { undo.changes.updateValue(data.changes[key], forKey: key) }
+        data.changes[key] = record
+        changeLog.append((token: record.token, id: key))
         // Superseded entries are skipped when read; drop them once they outnumber the live ones.
         if changeLog.count > 2 * data.changes.count + 1024 { rebuildChangeLog() }
-        pending.changes[id] = record
+        pending.changes[key] = record
         pending.changeCounter = data.changeCounter
     }
 
@@ -324,7 +333,7 @@ struct MetadataState {
             reindex(old: data.items[item.id], new: item)
             data.items[item.id] = item
         }
-        for c in r.changes ?? [] { data.changes[c.fileId] = c }
+        for c in r.changes ?? [] { data.changes[c.key] = c }
         if let c = r.changeCounter { data.changeCounter = max(data.changeCounter, c) }
         if let s = r.nextSeq { data.nextSeq = max(data.nextSeq, s) }
         data.issuedIds.formUnion(r.issue ?? [])

@@ -28,7 +28,9 @@ struct FileResource {
     /// Renders `item`; with `only`, the members outside that set may be left out (the caller's
     /// `fields` selection trims them anyway). Listings ask for a few members of many items: the
     /// nested objects (owners, permissions, capabilities) are most of the cost of a full render.
-    func render(_ item: DriveItem, only: Set<String>?) -> [String: Any] {
+    /// `access` is what the user may do with the item (`MetadataState.access`); `.own` renders the
+    /// user's own item, as every item was before other users existed.
+    func render(_ item: DriveItem, only: Set<String>?, access: ItemAccess = .own) -> [String: Any] {
         let want: (String) -> Bool = { only?.contains($0) ?? true }
         var f: [String: Any] = [
             "kind": "drive#file", "id": item.id, "name": item.name, "mimeType": item.mimeType,
@@ -48,16 +50,44 @@ struct FileResource {
         // not populate `permissions` for them.
         let inSharedDrive = item.driveId != nil
         if let d = item.driveId { f["driveId"] = d; f["teamDriveId"] = d; f["ownedByMe"] = false }
-        if want("owners"), !inSharedDrive { f["owners"] = [user.json] }
-        if want("lastModifyingUser") { f["lastModifyingUser"] = user.json }
+        let owner = access.owner.map(OtherUser.init(email:))
+        if want("owners"), !inSharedDrive { f["owners"] = [owner?.json ?? user.json] }
+        if let by = item.lastModifiedBy {
+            if want("lastModifyingUser") { f["lastModifyingUser"] = OtherUser(email: by).json }
+            f["modifiedByMe"] = false
+            f["modifiedByMeTime"] = nil
+        } else if want("lastModifyingUser") { f["lastModifyingUser"] = user.json }
+        if let owner {
+            // Another user's item: shared with the user (directly, or through a folder above it).
+            f["ownedByMe"] = false
+            f["shared"] = true
+            if let t = access.sharedTime {
+                f["sharedWithMeTime"] = RFC3339.format(millis: t)
+                if want("sharingUser") { f["sharingUser"] = owner.json }
+            }
+            var ids = [owner.permissionId]
+            if access.canEdit { ids.append(user.permissionId) }
+            f["permissionIds"] = ids
+        }
         if want("permissions"), !inSharedDrive {
-            f["permissions"] = [["kind": "drive#permission", "id": user.permissionId, "type": "user", "role": "owner",
-                                 "emailAddress": user.emailAddress, "displayName": user.displayName,
-                                 "deleted": false, "pendingOwner": false]]
+            let me: [String: Any] = ["kind": "drive#permission", "id": user.permissionId, "type": "user",
+                                     "role": owner == nil ? "owner" : access.role.rawValue,
+                                     "emailAddress": user.emailAddress, "displayName": user.displayName,
+                                     "deleted": false, "pendingOwner": false]
+            if let owner {
+                // Google lists permissions only to those who may share the item (writers).
+                if access.canEdit {
+                    f["permissions"] = [["kind": "drive#permission", "id": owner.permissionId, "type": "user", "role": "owner",
+                                         "emailAddress": owner.email, "displayName": owner.displayName,
+                                         "deleted": false, "pendingOwner": false], me]
+                }
+            } else {
+                f["permissions"] = [me]
+            }
         }
         if want("linkShareMetadata") { f["linkShareMetadata"] = ["securityUpdateEligible": false, "securityUpdateEnabled": true] }
-        if want("capabilities") { f["capabilities"] = capabilities(item) }
-        if let p = item.parent { f["parents"] = [p] }
+        if want("capabilities") { f["capabilities"] = FileResource.capabilities(item, access) }
+        if let p = item.parent, access.parentVisible { f["parents"] = [p] }
         if let v = item.viewedByMeTime { f["viewedByMeTime"] = RFC3339.format(millis: v) }
         if let d = item.description { f["description"] = d }
         if let p = item.properties { f["properties"] = p }
@@ -104,23 +134,6 @@ struct FileResource {
         case DriveMime.drawing: return "https://docs.google.com/drawings/d/\(item.id)/edit?usp=drivesdk"
         default: return "https://drive.google.com/file/d/\(item.id)/view?usp=drivesdk"
         }
-    }
-
-    private func capabilities(_ item: DriveItem) -> [String: Bool] {
-        let isRoot = item.parent == nil
-        let folder = item.isFolder
-        return [
-            "canAcceptOwnership": false, "canAddChildren": folder, "canAddMyDriveParent": false,
-            "canChangeCopyRequiresWriterPermission": !folder, "canChangeSecurityUpdateEnabled": false,
-            "canChangeViewersCanCopyContent": !folder, "canComment": true, "canCopy": !folder,
-            "canDelete": !isRoot, "canDeleteChildren": folder, "canDownload": true, "canEdit": true,
-            "canListChildren": folder, "canModifyContent": true, "canModifyContentRestriction": !folder,
-            "canModifyLabels": false, "canMoveChildrenWithinDrive": folder, "canMoveItemIntoTeamDrive": !isRoot,
-            "canMoveItemOutOfDrive": !isRoot, "canMoveItemWithinDrive": !isRoot, "canReadLabels": false,
-            "canReadRevisions": item.isBlob, "canRemoveChildren": folder, "canRemoveMyDriveParent": !isRoot,
-            "canRename": !isRoot, "canShare": true, "canTrash": !isRoot, "canTrashChildren": folder,
-            "canUntrash": !isRoot,
-        ]
     }
 
     /// `archive.tar.gz` → (last: "gz", full: "tar.gz"); no dot → empty strings (as Drive).

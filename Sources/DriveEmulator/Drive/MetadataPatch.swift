@@ -25,6 +25,13 @@ struct MetadataPatch {
     var originalFilename: String?
     var folderColorRgb: String?
 
+    /// Whether the patch edits the item (anything but the user's own `starred`, `viewedByMeTime`
+    /// and the trash, which have rules of their own): a writer's right.
+    var editsItem: Bool {
+        name != nil || mimeType != nil || description != nil || modifiedTime != nil || properties != nil
+            || appProperties != nil || originalFilename != nil || folderColorRgb != nil
+    }
+
     /// Writable on create; every other File member is read-only.
     static let writableOnCreate: Set<String> = [
         "id", "name", "mimeType", "parents", "description", "starred", "trashed", "createdTime", "modifiedTime",

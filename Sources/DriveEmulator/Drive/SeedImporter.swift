@@ -17,6 +17,21 @@ import Foundation
 /// becomes a shared drive of that name (the same name rules apply) whose tree is the folder's
 /// (`@shared/Team/notes.txt` → `notes.txt` at the root of the shared drive `Team`). Drives are
 /// created in name order.
+///
+/// Other users and sharing: a top-level file `@sharing.json` is not imported as a file; it
+/// describes items of other users shared with the emulated user, and the user's role in the
+/// shared drives (read after the tree, so it may name the `@shared` drives):
+///
+///     {"items": [{"owner": "colleague@example.com", "name": "Plans", "mimeType": "application/vnd.google-apps.folder",
+///                 "permissions": [{"type": "user", "emailAddress": "me", "role": "writer"}],
+///                 "children": [{"name": "notes.txt", "content": "hello"}]}],
+///      "drives": [{"name": "Team", "role": "reader"}, {"name": "Elsewhere", "role": null}]}
+///
+/// An item has `name`, `owner` (inherited by its `children`), optionally `mimeType`, `content`
+/// (UTF-8 text) or `contentBase64`, `createdTime`/`modifiedTime`, `permissions` (Drive's shape; the
+/// entry whose `emailAddress` is `me` or the user's email shares the item with the user with its
+/// `role`: reader, commenter or writer) and `children` (for a folder). A drive entry names a drive
+/// (made when the tree has none of that name) and the user's role in it (`null`: not a member).
 struct SeedImporter {
     let service: DriveService
 
@@ -46,9 +61,66 @@ struct SeedImporter {
             throw DriveStore.StoreError.io("seed directory \(directory.path) does not exist")
         }
         try importChildren(of: directory, into: service.rootFolderId, topLevel: true)
+        let sharing = directory.appendingPathComponent(SeedImporter.sharingFile)
+        if FileManager.default.fileExists(atPath: sharing.path) { try importSharing(at: sharing) }
     }
 
     static let sharedDrivesFolder = "@shared"
+    static let sharingFile = "@sharing.json"
+
+    struct SeedError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Reads `@sharing.json` (see above).
+    private func importSharing(at url: URL) throws {
+        guard let doc = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any] else {
+            throw SeedError(description: "\(url.path): not a JSON object")
+        }
+        if let extra = doc.keys.first(where: { !["items", "drives"].contains($0) }) {
+            throw SeedError(description: "\(url.path): unknown key \(extra)")
+        }
+        for entry in doc["items"] as? [[String: Any]] ?? [] { try importForeign(entry, owner: nil, parent: nil, in: url) }
+        for entry in doc["drives"] as? [[String: Any]] ?? [] {
+            guard let name = entry["name"] as? String else { throw SeedError(description: "\(url.path): a drive needs a name") }
+            var role: DriveRole?
+            if let text = entry["role"] as? String {
+                guard let r = DriveRole(rawValue: text), DriveRole.memberRoles.contains(r) else {
+                    throw SeedError(description: "\(url.path): drive \(name): unknown role \(text)")
+                }
+                role = r
+            }
+            let existing = service.store.read { s in s.sharedDriveRoots.first { $0.name == name }?.id }
+            let id = try existing ?? service.createSharedDrive(name: name, requestId: nil).id
+            try service.setMembership(id, role: role)
+        }
+    }
+
+    private func importForeign(_ entry: [String: Any], owner inherited: String?, parent: String?, in url: URL) throws {
+        let known: Set<String> = ["owner", "name", "mimeType", "content", "contentBase64", "permissions", "children",
+                                  "createdTime", "modifiedTime"]
+        if let extra = entry.keys.first(where: { !known.contains($0) }) { throw SeedError(description: "\(url.path): unknown key \(extra)") }
+        guard let name = entry["name"] as? String, let owner = (entry["owner"] as? String) ?? inherited else {
+            throw SeedError(description: "\(url.path): an item needs a name and an owner")
+        }
+        var role: DriveRole?
+        for permission in entry["permissions"] as? [[String: Any]] ?? [] {
+            let email = (permission["emailAddress"] as? String)?.lowercased()
+            guard email == "me" || email == service.userEmail.lowercased() else { continue }
+            guard let text = permission["role"] as? String, let r = DriveRole(rawValue: text), DriveRole.fileRoles.contains(r) else {
+                throw SeedError(description: "\(url.path): \(name): a permission for the user needs a role (reader, commenter, writer)")
+            }
+            role = r
+        }
+        let children = entry["children"] as? [[String: Any]] ?? []
+        let mime = (entry["mimeType"] as? String) ?? (children.isEmpty ? nil : DriveMime.folder)
+        var content: [UInt8]?
+        if let text = entry["content"] as? String { content = Array(text.utf8) }
+        if let b64 = entry["contentBase64"] as? String, let data = Data(base64Encoded: b64) { content = Array(data) }
+        let item = try service.makeForeignItem(owner: owner, name: name, mimeType: mime, parent: parent, content: content, role: role,
+                                               createdTime: entry["createdTime"] as? String, modifiedTime: entry["modifiedTime"] as? String)
+        for child in children { try importForeign(child, owner: owner.lowercased(), parent: item.id, in: url) }
+    }
 
     private func importSharedDrives(in directory: URL) throws {
         let fm = FileManager.default
@@ -70,6 +142,7 @@ struct SeedImporter {
                 try importSharedDrives(in: url)
                 continue
             }
+            if topLevel, local == SeedImporter.sharingFile, type == .typeRegular { continue }
             let mtime = (attrs[.modificationDate] as? Date).map { Int64($0.timeIntervalSince1970 * 1000) }
             var meta: [String: Any] = ["parents": [parentId]]
             if let mtime {
