@@ -139,6 +139,35 @@ final class DriveLimitsTests: XCTestCase {
         assertRateLimitExceeded(try call(t, "POST", "/upload/drive/v3/files?uploadType=media", body: [1, 2, 3]))
     }
 
+    /// revisions.update and revisions.delete are writes; revisions.get?alt=media costs a
+    /// download's units, revisions.list a list's, revisions.get a get's.
+    func testRevisionMethodsAreCountedAsTheirKind() throws {
+        var limits = DriveLimits.google
+        limits.writesPerSecond = 1
+        limits.writeBurst = 1
+        try start(limits)
+        let t = try token()
+        let up = try call(t, "POST", "/upload/drive/v3/files?uploadType=media&fields=id,headRevisionId", body: [1, 2, 3])
+        let id = try XCTUnwrap(up.json?["id"] as? String)
+        let first = try XCTUnwrap(up.json?["headRevisionId"] as? String)
+        clock.advance(1)
+        XCTAssertEqual(try call(t, "PATCH", "/upload/drive/v3/files/\(id)?uploadType=media", body: [4, 5]).status, 200)
+        assertRateLimitExceeded(try call(t, "PATCH", "/drive/v3/files/\(id)/revisions/\(first)", json: ["keepForever": true]))
+        clock.advance(1)
+        XCTAssertEqual(try call(t, "PATCH", "/drive/v3/files/\(id)/revisions/\(first)", json: ["keepForever": true]).status, 200)
+        assertRateLimitExceeded(try call(t, "DELETE", "/drive/v3/files/\(id)/revisions/\(first)"))
+        clock.advance(1)
+        XCTAssertEqual(try call(t, "DELETE", "/drive/v3/files/\(id)/revisions/\(first)").status, 204)
+        let before = try XCTUnwrap(try userStats()?["units"] as? Int)
+        let head = try XCTUnwrap(try call(t, "GET", "/drive/v3/files/\(id)?fields=headRevisionId").json?["headRevisionId"] as? String)
+        XCTAssertEqual(try call(t, "GET", "/drive/v3/files/\(id)/revisions").status, 200)
+        XCTAssertEqual(try call(t, "GET", "/drive/v3/files/\(id)/revisions/\(head)").status, 200)
+        XCTAssertEqual(try call(t, "GET", "/drive/v3/files/\(id)/revisions/\(head)?alt=media").status, 200)
+        XCTAssertEqual(try XCTUnwrap(try userStats()?["units"] as? Int) - before, 5 + 100 + 5 + 200)
+        XCTAssertEqual(DriveLimits.google.cost(of: "revisions.update"), 50)
+        XCTAssertEqual(DriveLimits.google.cost(of: "revisions.delete"), 50)
+    }
+
     /// The quirk: a refused write is carried out anyway (F = 1 here), and the client still hears the
     /// refusal: one file, created once, not two.
     func testRefusedWriteLandsQuirk() throws {

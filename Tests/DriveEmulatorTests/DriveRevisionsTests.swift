@@ -202,6 +202,8 @@ final class DriveRevisionsTests: XCTestCase {
         XCTAssertEqual(name("GET", "/drive/v3/files/F/revisions/R"), "revisions.get")
         XCTAssertEqual(name("GET", "/drive/v3/files/F/revisions/R?alt=media"), "revisions.get.media")
         XCTAssertEqual(name("GET", "/download/drive/v3/files/F/revisions/R?alt=media"), "revisions.get.media")
-        XCTAssertEqual(name("DELETE", "/drive/v3/files/F/revisions/R"), "drive.unknown")
+        XCTAssertEqual(name("DELETE", "/drive/v3/files/F/revisions/R"), "revisions.delete")
+        XCTAssertEqual(name("PATCH", "/drive/v3/files/F/revisions/R"), "revisions.update")
+        XCTAssertEqual(name("PUT", "/drive/v3/files/F/revisions/R"), "drive.unknown")
     }
 }

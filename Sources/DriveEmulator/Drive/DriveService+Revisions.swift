@@ -119,3 +119,75 @@ extension DriveService {
     }
 }
 
+extension DriveService {
+    // MARK: revisions.update
+
+    /// Patch of `keepForever` (blobs; accepted and ignored on Docs Editors files, which have none)
+    /// and the publishing members (accepted; Docs Editors files are not published by the emulator).
+    /// Other members are read-only: 403 `fieldNotWritable`. A writer's right.
+    func revisionsUpdate(_ r: HTTPRequest) throws -> HTTPResponse {
+        let sel = try selection(r, DriveSchema.revision, defaults: DriveService.revisionDefaults)
+        let (fileId, revisionId) = DriveService.revisionIds(r)
+        let body = try jsonBody(r)
+        let writable: Set<String> = ["keepForever", "published", "publishAuto", "publishedOutsideDomain"]
+        for key in body.keys where DriveSchema.revision[key] != nil && !writable.contains(key) && key != "kind" {
+            throw GoogleError.fieldNotWritable
+        }
+        var keep: Bool?
+        if let v = body["keepForever"], !(v is NSNull) {
+            guard let b = v as? Bool else { throw GoogleError.invalidValue(location: "keepForever") }
+            keep = b
+        }
+        _ = try revisionFile(fileId)
+        let (item, rev) = try store.mutate { s -> (DriveItem, DriveRevision) in
+            guard var item = s.item(fileId) else { throw GoogleError.notFound(fileId) }
+            var history = item.revisionHistory
+            guard let index = history.firstIndex(where: { $0.id == revisionId }) else { throw DriveService.revisionNotFound(revisionId) }
+            if let keep, item.isBlob, history[index].isKeptForever != keep {
+                if keep, history.filter(\.isKeptForever).count >= DriveItem.maxKeptForever {
+                    throw DriveService.keepForeverLimit
+                }
+                history[index].keepForever = keep ? true : nil
+                item.revisions = history
+                s.put(item, recordChange: false)
+            }
+            return (item, history[index])
+        }
+        return respond(200, renderRevision(rev, of: item, baseURL: r.baseURL), sel)
+    }
+
+    /// More than 200 revisions kept forever (the limit is Google's; status, reason and message
+    /// are the emulator's guess).
+    static var keepForeverLimit: GoogleError {
+        GoogleError(400, reason: "badRequest", message: "A file can have at most \(DriveItem.maxKeptForever) revisions kept forever.",
+                    location: "keepForever", locationType: "other")
+    }
+
+    // MARK: revisions.delete
+
+    /// Deletes a blob revision that is not the head (kept forever or not), with its content. The
+    /// head (so also the last remaining revision) and the revisions of Docs Editors files cannot be
+    /// deleted (the discovery document); Google's answer to such a request is not documented: the
+    /// emulator's is 400 `badRequest` (UNVERIFIED). A writer's right.
+    func revisionsDelete(_ r: HTTPRequest) throws -> HTTPResponse {
+        let (fileId, revisionId) = DriveService.revisionIds(r)
+        _ = try revisionFile(fileId)
+        let released = try store.mutate { s -> String? in
+            guard var item = s.item(fileId) else { throw GoogleError.notFound(fileId) }
+            var history = item.revisionHistory
+            guard let index = history.firstIndex(where: { $0.id == revisionId }) else { throw DriveService.revisionNotFound(revisionId) }
+            guard item.isBlob else {
+                throw GoogleError(400, reason: "badRequest", message: "Revisions of Docs Editors files cannot be deleted.")
+            }
+            guard index != history.count - 1 else {
+                throw GoogleError(400, reason: "badRequest", message: "The head revision of a file cannot be deleted.")
+            }
+            let gone = history.remove(at: index)
+            item.revisions = history
+            s.put(item, recordChange: false)
+            return gone.contentFile == item.contentFile ? nil : gone.contentFile
+        }
+        store.removeContent(released)
+        return HTTPResponse(status: 204)
+    }
+}

@@ -9,6 +9,7 @@ import Foundation
 /// `files.get.media`, `files.export`, `files.create`, `files.create.upload`, `files.update`,
 /// `files.update.upload`, `files.copy`, `files.delete`, `files.emptyTrash`, `files.generateIds`,
 /// `changes.getStartPageToken`, `changes.list`, `revisions.list`, `revisions.get`, `revisions.get.media`,
+/// `revisions.update`, `revisions.delete`,
 /// `drives.create`, `drives.list`, `drives.get`, `drives.update`, `drives.delete`, and `drive.unknown` for any other path under those prefixes.
 ///
 /// Thread-safe: metadata lives behind the store's lock; content streams without it.
@@ -181,6 +182,8 @@ public final class DriveService: RouteProvider, Sendable {
             case ("POST", 3, "files") where segments[2] == "copy": return ("files.copy", { s in s.filesCopy })
             case ("GET", 3, "files") where segments[2] == "export": return ("files.export", { s in s.filesExport })
             case ("GET", 3, "files") where segments[2] == "revisions": return ("revisions.list", { s in s.revisionsList })
+            case ("PATCH", 4, "files") where segments[2] == "revisions": return ("revisions.update", { s in s.revisionsUpdate })
+            case ("DELETE", 4, "files") where segments[2] == "revisions": return ("revisions.delete", { s in s.revisionsDelete })
             case ("GET", 4, "files") where segments[2] == "revisions":
                 if r.param("alt") == "media" { return ("revisions.get.media", { s in s.revisionsGetMedia }) }
                 return ("revisions.get", { s in s.revisionsGet })
@@ -214,7 +217,7 @@ public final class DriveService: RouteProvider, Sendable {
 
     static let mutatingMethods: Set<String> = [
         "files.create", "files.create.upload", "files.update", "files.update.upload", "files.copy", "files.delete",
-        "files.emptyTrash", "drives.create", "drives.update", "drives.delete",
+        "files.emptyTrash", "drives.create", "drives.update", "drives.delete", "revisions.update", "revisions.delete",
     ]
 
     /// Answers a request, and sends nothing before what the answer says is on disk (`makeDurable`).
@@ -296,6 +299,7 @@ public final class DriveService: RouteProvider, Sendable {
             "drives.create": "DriveDrives.Create", "drives.list": "DriveDrives.List", "drives.get": "DriveDrives.Get",
             "drives.update": "DriveDrives.Update", "drives.delete": "DriveDrives.Delete",
             "revisions.list": "DriveRevisions.List", "revisions.get": "DriveRevisions.Get", "revisions.get.media": "DriveRevisions.Get",
+            "revisions.update": "DriveRevisions.Update", "revisions.delete": "DriveRevisions.Delete",
         ]
         return "google.apps.drive.v3." + (map[name] ?? "DriveFiles.Get")
     }
