@@ -17,7 +17,8 @@ final class PythonClientInteropTests: XCTestCase {
 
     /// Paging over 250 files, a grouped query longer than 2,048 characters (sent as POST + X-HTTP-Method-Override),
     /// get, ranged downloads, folders, multipart and resumable uploads, content update, revisions (ranged download of an old one),
-    /// rename, move, trash, delete, about, and the change feed.
+    /// rename, move, trash, delete, about, the change feed, revisions kept forever, deleted and restored, another user's
+    /// folder shared through the control API (sharedWithMe, a refused write), and a shared drive the user only reads.
     func testDriveWorkflow() throws {
         try runScript(emulatorArguments: [], scriptArguments: [], timeout: 300)
     }

@@ -642,11 +642,79 @@ class Interop:
         check(self.credentials.token != old, "the client did not get a new access token")
         return f"401 on the expired token, then refreshed ({old[:8]}… → {self.credentials.token[:8]}…)"
 
+    def sharing(self, name, body):
+        """A request to the emulator's control API (it stands for another user's actions)."""
+        request = urllib.request.Request(self.base + "/__emulator/" + name, data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    def step_revision_keep(self):
+        """keepForever by revisions.update, revisions.delete of an old one (never the head), and a restore:
+        the old revision downloaded and uploaded as the new content."""
+        first, second = b"first version\n", b"second version\n"
+        created, _ = self.upload("kept.txt", first, self.state["work"], resumable=False)
+        file_id = created["id"]
+        old = self.drive.files().get(fileId=file_id, fields="headRevisionId").execute()["headRevisionId"]
+        self.drive.files().update(fileId=file_id, media_body=MediaIoBaseUpload(io.BytesIO(second), "text/plain")).execute()
+        kept = self.drive.revisions().update(fileId=file_id, revisionId=old, body={"keepForever": True},
+                                             fields="id, keepForever").execute()
+        check(kept == {"id": old, "keepForever": True}, f"revisions.update: {kept}")
+        restored = self.drive.revisions().get_media(fileId=file_id, revisionId=old).execute()
+        check(restored == first, f"old revision bytes: {restored!r}")
+        self.drive.files().update(fileId=file_id, media_body=MediaIoBaseUpload(io.BytesIO(restored), "text/plain")).execute()
+        head = self.drive.files().get(fileId=file_id, fields="headRevisionId, md5Checksum").execute()
+        check(head["md5Checksum"] == md5_hex(first), f"restored content: {head}")
+        expect_http_error(400, lambda: self.drive.revisions().delete(fileId=file_id, revisionId=head["headRevisionId"]).execute())
+        self.drive.revisions().delete(fileId=file_id, revisionId=old).execute()
+        listed = self.drive.revisions().list(fileId=file_id, fields="revisions(id, keepForever)").execute()["revisions"]
+        check([r["id"] for r in listed][-1] == head["headRevisionId"] and old not in [r["id"] for r in listed],
+              f"revisions after the delete: {listed}")
+        return f"{file_id}: kept, restored, {len(listed)} revisions left"
+
+    def step_shared_with_me(self):
+        """Another user's folder shared as reader: listed by sharedWithMe, readable, refused with
+        insufficientFilePermissions when written; unshared, it is a 404."""
+        folder = self.sharing("items", {"owner": "colleague@example.com", "name": "Their folder",
+                                        "mimeType": FOLDER, "role": "reader"})["id"]
+        inner = self.sharing("items", {"owner": "colleague@example.com", "name": "theirs.txt", "parent": folder,
+                                       "content": "read only"})["id"]
+        shared, _ = self.list_all("sharedWithMe and trashed = false", fields="nextPageToken, files(id, name, ownedByMe)")
+        check([f["id"] for f in shared] == [folder], f"sharedWithMe: {shared}")
+        check(shared[0]["ownedByMe"] is False, f"ownedByMe: {shared}")
+        children = self.children_names(folder)
+        check(children == ["theirs.txt"], f"children of the shared folder: {children}")
+        check(self.drive.files().get_media(fileId=inner).execute() == b"read only", "download of a shared file")
+        caps = self.drive.files().get(fileId=inner, fields="capabilities(canEdit, canDownload, canTrash)").execute()["capabilities"]
+        check(caps == {"canEdit": False, "canDownload": True, "canTrash": False}, f"capabilities: {caps}")
+        expect_http_error(403, lambda: self.drive.files().update(fileId=inner, body={"name": "mine now"}).execute(),
+                          "insufficientFilePermissions")
+        expect_http_error(403, lambda: self.drive.files().create(body={"name": "x", "parents": [folder]}).execute(),
+                          "insufficientFilePermissions")
+        self.sharing("unshare", {"fileId": folder})
+        expect_http_error(404, lambda: self.drive.files().get(fileId=inner).execute(), "notFound")
+        return f"{folder}: listed, read, refused, unshared"
+
+    def step_drive_membership(self):
+        """A shared drive the user only reads: capabilities, a refused create; left: gone from drives.list."""
+        drive = self.drive.drives().create(requestId=f"interop-{time.time_ns()}", body={"name": "Interop team"}).execute()["id"]
+        self.sharing("membership", {"driveId": drive, "role": "reader"})
+        got = self.drive.drives().get(driveId=drive, fields="capabilities(canAddChildren, canListChildren)").execute()
+        check(got["capabilities"] == {"canAddChildren": False, "canListChildren": True}, f"reader's capabilities: {got}")
+        expect_http_error(403, lambda: self.drive.files().create(body={"name": "x", "parents": [drive]},
+                                                                 supportsAllDrives=True).execute(), "insufficientFilePermissions")
+        self.sharing("membership", {"driveId": drive, "role": None})
+        listed = self.drive.drives().list(fields="drives(id)").execute().get("drives", [])
+        check(drive not in [d["id"] for d in listed], f"a drive the user left is listed: {listed}")
+        expect_http_error(404, lambda: self.drive.drives().get(driveId=drive).execute(), "notFound")
+        return f"{drive}: reader, refused, left"
+
 
 STEPS = ["about", "start_page_token", "root", "create_folder", "list_paging", "long_query", "upload_multipart",
          "upload_random_threads",
          "upload_resumable", "upload_interrupted", "get", "download_chunks", "update_content", "revisions", "rename", "move", "trash",
-         "delete", "copy_and_ids", "google_doc", "query", "modified_time", "retryable_errors", "changes", "empty_trash", "token_refresh"]
+         "delete", "copy_and_ids", "google_doc", "query", "modified_time", "retryable_errors", "changes", "empty_trash", "revision_keep",
+         "shared_with_me", "drive_membership", "token_refresh"]
 
 
 def describe_http_error(error):
