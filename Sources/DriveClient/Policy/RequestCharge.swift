@@ -53,7 +53,8 @@ public struct RequestCharge: Sendable, Equatable, CustomStringConvertible {
         case "files.get.media", "files.export", "revisions.get.media":
             return .download
         case "files.create", "files.create.upload", "files.update", "files.update.upload", "files.copy",
-             "files.delete", "files.emptyTrash", "drives.create", "drives.update", "drives.delete":
+             "files.delete", "files.emptyTrash", "drives.create", "drives.update", "drives.delete",
+             "revisions.update", "revisions.delete":
             return .write
         default:
             return .read
