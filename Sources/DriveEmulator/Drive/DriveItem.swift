@@ -20,8 +20,11 @@ enum DriveMime {
 /// One file, folder or shortcut in My Drive or in a shared drive: everything Drive reports about it
 /// that is not derived.
 ///
-/// INVARIANT: exactly one parent for every item except the roots (My Drive's and each shared
-/// drive's), which have none.
+/// INVARIANT: exactly one parent for every item except the roots (My Drive's, each shared
+/// drive's, and each other user's own root), which have none.
+/// INVARIANT: an item with an `owner` (another user's) is in My Drive's space (`driveId` nil) and its
+/// parent, if any, has the same owner (the user's own items may sit in another user's folder, when
+/// the user created them there as a writer).
 /// INVARIANT: `driveId` is nil in My Drive and the shared drive's id below it; a shared drive's root
 /// folder is the item whose `id == driveId` (no parent), as on Google.
 /// INVARIANT: `contentFile`, `size` and the checksums are set for blobs (and `contentFile` for
