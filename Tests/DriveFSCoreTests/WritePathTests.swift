@@ -115,6 +115,36 @@ final class WritePathTests: XCTestCase {
         XCTAssertEqual(fake.content(of: id), Array("short".utf8))
     }
 
+    /// A shell's `echo x > file`: the file opened with O_TRUNC, the descriptor duplicated and
+    /// closed (a flush, not the last close), the bytes written through the duplicate, then the last
+    /// close. One upload, of the bytes: before, the first flush's empty content went to Drive at
+    /// once (an empty revision, a write spent, other machines shown an empty file).
+    func testAFlushThatIsNotTheLastCloseSendsNothingBeforeTheLastClose() throws {
+        harness.remove()
+        // A settle longer than any stall of this machine: only the release may end it.
+        harness = try CoreHarness {
+            $0.readOnly = false
+            $0.newFileSettle = 600
+        }
+        try harness.mount()
+        let id = fake.addFile("log.txt", content: Array("old content\n".utf8))
+        let inode = try harness.lookup(.root, "log.txt").inode
+        fake.resetCounters()
+        let handle = try open(inode, O_WRONLY | O_TRUNC)
+        try BlockingCall.wait { fs.flush(inode, handle: handle, reply: $0) }
+        let queue = try XCTUnwrap(fs.uploads as? UploadQueue)
+        // Before the fix the empty content's upload could start here at once.
+        XCTAssertTrue(queue.isSettling(id), "what the flush committed waits for the last close: \(fs.uploadStatus)")
+        try write(inode, handle, Array("new\n".utf8), at: 0)
+        try close(inode, handle)
+        waitUntil("the last close's upload waits its settle no longer: \(fs.uploadStatus)") {
+            fake.content(of: id) == Array("new\n".utf8)
+        }
+        XCTAssertFalse(queue.isSettling(id))
+        drain()
+        XCTAssertEqual(try fake.listRevisions(id).map(\.size), [12, 4], "one new revision, no empty one")
+    }
+
     func testAPartialWriteKeepsTheRestOfTheFile() throws {
         var original = CoreHarness.pattern(1 << 20, seed: 3)
         let id = fake.addFile("edit.bin", content: original)

@@ -245,7 +245,7 @@ extension DriveFilesystem {
     /// Drive's missing bytes are fetched first with the copy's lock released (`fetchForCommit`):
     /// reads, writes and releases of the file go on meanwhile. The commit itself (the journal's
     /// record) is made under the lock, of the copy as it is then.
-    func commit(_ inode: Inode, _ content: LocalContent, ready: Bool, cancellation: CancellationFlag?,
+    func commit(_ inode: Inode, _ content: LocalContent, ready: Bool, settles: Bool = false, cancellation: CancellationFlag?,
                         when wanted: (LocalContent) -> Bool = { _ in true }) throws(FilesystemError) {
         content.lock.lock()
         let fetch = wanted(content) && wantsCommit(content, ready: ready)
@@ -257,7 +257,7 @@ extension DriveFilesystem {
         content.lock.lock()
         defer { content.lock.unlock() }
         guard wanted(content) else { return }
-        try commitLocked(inode, content, ready: ready)
+        try commitLocked(inode, content, ready: ready, settles: settles)
     }
 
     /// Whether `commitLocked` would hand the copy to the queue (lock held).
@@ -266,7 +266,7 @@ extension DriveFilesystem {
     }
 
     /// Hands the copy to the queue as it is (lock held; `commit` fetched what Drive would give).
-    private func commitLocked(_ inode: Inode, _ content: LocalContent, ready: Bool) throws(FilesystemError) {
+    private func commitLocked(_ inode: Inode, _ content: LocalContent, ready: Bool, settles: Bool = false) throws(FilesystemError) {
         guard wantsCommit(content, ready: ready) else { return }
         guard let node = table.node(inode) else { return }
         // Decision: what close(2) accepted is journaled whatever the network does. Drive's bytes
@@ -291,7 +291,7 @@ extension DriveFilesystem {
         // close or fsync once there is room, lets it go (docs/semantics.md, "Writing").
         let fits = !ready || fitsOnDrive(node, content)
         let generation = content.generation
-        try uploads.commit(request, contentPath: content.path, ready: ready && fits)
+        try uploads.commit(request, contentPath: content.path, ready: ready && fits, settles: settles)
         content.markCommitted(generation, ready: ready && fits)
         if fits {
             if ready { heldForRoom.withLock { _ = $0.remove(inode) } }
@@ -333,6 +333,9 @@ extension DriveFilesystem {
                 Log.shared.error("write", "\(describe(inode)): the last close could not keep what was written (\(error)); "
                                  + "the local copy stays at \(content.path)")
             }
+            // The last close: what a flush committed need not settle any longer (it waited in
+            // case writes through another descriptor followed).
+            if let fileID = table.node(inode)?.file.id { uploads.endSettle(of: fileID) }
             content.lock.lock()
             defer { content.lock.unlock() }
             if closed(content) { copies.forgetIfDone(inode, content) }
@@ -448,7 +451,9 @@ extension DriveFilesystem {
             content.lock.lock()
             let only = content.writers <= 1
             content.lock.unlock()
-            try commit(inode, content, ready: only, cancellation: nil)
+            // Maybe not the last close (a shell's `>` writes through a duplicate of the descriptor it
+            // closes first): the upload settles until the release, so it is not sent twice.
+            try commit(inode, content, ready: only, settles: true, cancellation: nil)
         }, then: { [self] result in
             // With --sync-close, close answers once the file is on Drive (see `synchronize`).
             guard case .success = result, configuration.syncClose, let fileID else { return reply.complete(result) }

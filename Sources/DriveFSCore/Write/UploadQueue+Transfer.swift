@@ -114,6 +114,7 @@ extension UploadQueue {
             }
             if let job = free.first(where: { waited.contains($0.fileID) }) ?? free.first {
                 shared.settling[job.seq] = nil
+                shared.settlingUntilClosed.remove(job.seq)
                 if shared.settling.count > 256 { shared.settling = shared.settling.filter { shared.state.jobs[$0.key] != nil } }
                 var info = stat()
                 let size = job.kind == .upload && stat(job.contentPath, &info) == 0 ? Int64(info.st_size) : 0

@@ -116,6 +116,9 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
         var earlies: [String: EarlyUpload] = [:]
         /// Jobs that may not start before this uptime (`newFileSettle`), by seq.
         var settling: [UInt64: Double] = [:]
+        /// Of those, the ones a flush committed, which the file's last close lets go (`endSettle`);
+        /// a new file's and an editor's save's settle for a rename, and keep waiting.
+        var settlingUntilClosed: Set<UInt64> = []
     }
 
     static var uptime: Double { ProcessInfo.processInfo.systemUptime }
@@ -384,7 +387,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
 
     public func currentID(of fileID: String) -> String { withLock { $0.state.currentID(fileID) } }
 
-    public func commit(_ asked: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError) {
+    public func commit(_ asked: UploadRequest, contentPath: String, ready: Bool, settles: Bool) throws(FilesystemError) {
         try LocalFiles.syncFile(contentPath)
         try LocalFiles.syncDirectory((contentPath as NSString).deletingLastPathComponent)
         var superseded: String?
@@ -411,7 +414,11 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
                                 rebasedOn: rebasedOn), &shared)
         if let replaces, replaces.ready, replaces.contentPath != contentPath { superseded = replaces.contentPath }
         if let replaces { shared.settling[replaces.seq] = nil }
-        if ready && request.isNew && newFileSettle > 0 { shared.settling[seq] = Self.uptime + newFileSettle }
+        if ready && (request.isNew || settles) && newFileSettle > 0 {
+            shared.settling[seq] = Self.uptime + newFileSettle
+            if !request.isNew { shared.settlingUntilClosed.insert(seq) }
+        }
+        if shared.settlingUntilClosed.count > 256 { shared.settlingUntilClosed.formIntersection(shared.settling.keys) }
         log.debug("uploads", "\(request.displayPath): job \(seq) committed\(ready ? "" : " (still open)"), content \(contentPath)"
                   + (replaces.map { ", replacing job \($0.seq)" } ?? "") + (rebasedOn.map { ", over our upload \($0.headRevisionId ?? "?")" } ?? ""))
         if crashes(at: .committed(request.fileID), &shared) { throw FilesystemError(errno: EIO) }
@@ -465,6 +472,26 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
             compactIfWanted(&s)
             lock.broadcast()
             return true
+        }
+    }
+
+    /// Whether a queued job of `fileID` waits its settle time (tests, status).
+    func isSettling(_ asked: String) -> Bool {
+        withLock { s in
+            let now = Self.uptime
+            return s.state.jobs(of: s.state.currentID(asked)).contains { job in s.settling[job.seq].map { $0 > now } ?? false }
+        }
+    }
+
+    public func endSettle(of asked: String) {
+        withLock { s in
+            let fileID = s.state.currentID(asked)
+            var ended = false
+            for job in s.state.jobs(of: fileID) where s.settlingUntilClosed.remove(job.seq) != nil {
+                s.settling[job.seq] = nil
+                ended = true
+            }
+            if ended { lock.broadcast() }
         }
     }
 

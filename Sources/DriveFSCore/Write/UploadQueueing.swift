@@ -184,8 +184,16 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// Makes `contentPath` and `request` durable in the journal. `ready == false`: the file is
     /// still open for writing (a `flush` that is not the last close): not uploaded now, but
     /// recovered (and then uploaded) after a crash; a later commit of the same file replaces it.
-    /// `ready == true`: queued for upload; the queue owns the file from now on.
-    func commit(_ request: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError)
+    /// `ready == true`: queued for upload; the queue owns the file from now on. `settles`: the
+    /// upload waits its settle time (`--upload-delay`) before it starts, or until `endSettle`: a
+    /// `flush` that may not be the last close (a shell's `>` closes the descriptor it opened and
+    /// writes through a duplicate) must not send the file before the writes through the other
+    /// descriptor (new files always settle).
+    func commit(_ request: UploadRequest, contentPath: String, ready: Bool, settles: Bool) throws(FilesystemError)
+
+    /// The last handle of `fileID` was released: its upload need not settle any longer (a new
+    /// file's still waits, for a rename over another file).
+    func endSettle(of fileID: String)
 
     /// Takes back a queued job that has not started (the file is open for writing again): its
     /// content file and request are returned to the core, and the journal keeps it as not ready.
@@ -331,6 +339,11 @@ public enum UploadFilePhase: String, Sendable, Equatable {
 }
 
 extension UploadQueueing {
+    /// A commit whose upload settles only if the file is new.
+    public func commit(_ request: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError) {
+        try commit(request, contentPath: contentPath, ready: ready, settles: false)
+    }
+    public func endSettle(of fileID: String) {}
     public func phase(of fileID: String) -> UploadFilePhase { .none }
     public func currentID(of fileID: String) -> String { fileID }
     public func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool { false }

@@ -26,9 +26,10 @@ final class LandingGate: UploadQueueing, @unchecked Sendable {
     var recoveredRemovals: [String] { inner.recoveredRemovals }
     var recoveredPlacings: [UploadRequest] { inner.recoveredPlacings }
     func decideCutRenames(_ context: RequestContext) -> [String] { inner.decideCutRenames(context) }
-    func commit(_ request: UploadRequest, contentPath: String, ready: Bool) throws(FilesystemError) {
-        try inner.commit(request, contentPath: contentPath, ready: ready)
+    func commit(_ request: UploadRequest, contentPath: String, ready: Bool, settles: Bool) throws(FilesystemError) {
+        try inner.commit(request, contentPath: contentPath, ready: ready, settles: settles)
     }
+    func endSettle(of fileID: String) { inner.endSettle(of: fileID) }
     func reclaim(_ fileID: String) -> (request: UploadRequest, contentPath: String)? { inner.reclaim(fileID) }
     func contentPath(of fileID: String) -> String? { inner.contentPath(of: fileID) }
     func currentID(of fileID: String) -> String { inner.currentID(of: fileID) }
