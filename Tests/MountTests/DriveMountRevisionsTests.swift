@@ -6,7 +6,9 @@ import XCTest
 
 /// `drivefs revisions PATH` through a live mount: a file seeded on Drive and saved again through
 /// the mount lists both revisions, oldest first, the last the current one, each listing one
-/// revisions.list; `--ids` prints Drive's revision IDs; a folder has none (a clear error).
+/// revisions.list; `--ids` prints Drive's revision IDs; a folder has none (a clear error); a revision
+/// restored in place reads back at once and lands as a new revision, one restored `--to` a new
+/// file fills it, and a restore of an unknown revision leaves no new file.
 final class DriveMountRevisionsTests: XCTestCase {
     func testRevisionsOfAFileSavedThroughTheMount() throws {
         _ = try MountedDriveFS.requireFuse()
@@ -51,5 +53,22 @@ final class DriveMountRevisionsTests: XCTestCase {
         let missing = try drivefs(["revisions", mount.path("notes/none.txt")])
         XCTAssertNotEqual(missing.status, 0)
         XCTAssertTrue(missing.errorOutput.contains("no such file"), missing.summary)
+
+        // The first revision back, in place: read at once, then a third revision on Drive.
+        let restored = try drivefs(["revisions", mount.path("notes/doc.txt"), "--restore", onDrive[0].id])
+        XCTAssertEqual(restored.status, 0, restored.summary)
+        XCTAssertEqual(try String(contentsOfFile: mount.path("notes/doc.txt"), encoding: .utf8), "first version\n")
+        let landed = try waitUntil(timeout: 120, interval: 0.05) { try drive.api().listRevisions(file.id).count == 3 }
+        XCTAssertTrue(landed, "the restore reached Drive as a new revision\n\(mount.log.suffix(2000))")
+        XCTAssertEqual(try drive.api().listRevisions(file.id).last?.md5Checksum, onDrive[0].md5Checksum)
+        // The second into a new file beside it; the file itself stays.
+        let beside = try drivefs(["revisions", mount.path("notes/doc.txt"), "--restore", onDrive[1].id, "--to", mount.path("notes/doc (saved).txt")])
+        XCTAssertEqual(beside.status, 0, beside.summary)
+        XCTAssertEqual(try String(contentsOfFile: mount.path("notes/doc (saved).txt"), encoding: .utf8), second)
+        XCTAssertEqual(try String(contentsOfFile: mount.path("notes/doc.txt"), encoding: .utf8), "first version\n")
+        let bogus = try drivefs(["revisions", mount.path("notes/doc.txt"), "--restore", "nosuchrevision", "--to", mount.path("notes/x.txt")])
+        XCTAssertNotEqual(bogus.status, 0)
+        XCTAssertTrue(bogus.errorOutput.contains("Drive has no revision nosuchrevision"), bogus.summary)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mount.path("notes/x.txt")), "the new file goes when the restore fails")
     }
 }

@@ -41,6 +41,9 @@ public enum ExtendedAttributes {
     public static let pinned = "user.drivefs.pinned"
     public static let state = "user.drivefs.state"
     public static let error = "user.drivefs.error"
+    /// Set to `[FILE_ID ]REVISION_ID`: the file's content becomes that revision (write-only, never
+    /// listed; `drivefs revisions --restore`).
+    public static let restore = "user.drivefs.restore"
 
     /// The attributes `file` has, in `allNames` order.
     public static func values(of file: DriveFile) -> [(name: String, value: String)] {

@@ -22,6 +22,7 @@ extension DriveFilesystem {
 
     public func setExtendedAttribute(_ inode: Inode, named name: String, value: [UInt8], flags: Int32, reply: Reply<Void>) {
         guard table.node(inode) != nil else { return reply.fail(FilesystemError(errno: ESTALE)) }
+        if name == ExtendedAttributes.restore { return restoreRevision(inode, value: value, reply: reply) }
         guard name == ExtendedAttributes.pinned else { return reply.fail(.notPermitted) }
         reply.answer { () throws(FilesystemError) in try setPinnedAttribute(inode, value: value) }
     }
@@ -30,21 +31,5 @@ extension DriveFilesystem {
         guard table.node(inode) != nil else { return reply.fail(FilesystemError(errno: ESTALE)) }
         guard name == ExtendedAttributes.pinned else { return reply.fail(.notPermitted) }
         reply.answer { () throws(FilesystemError) in try setPinnedAttribute(inode, value: nil) }
-    }
-
-    /// `user.drive.revisions`: the file's revisions on Drive (one revisions.list), a line each,
-    /// oldest first (`ExtendedAttributes.revisionLines`). A file with no revision on Drive (a
-    /// folder, a shortcut, a file not uploaded yet) has none: ENODATA.
-    private func revisionsAttribute(_ node: Node, reply: Reply<[UInt8]>) {
-        guard node.kind == .regular, node.local?.isNew != true, node.file.shortcutDetails == nil else {
-            return reply.fail(.noAttribute)
-        }
-        let fileID = node.file.id
-        onIOThread(reply, "listing the revisions of", node.inode) { [backend] () throws(FilesystemError) -> [UInt8] in
-            let revisions: [DriveRevision]
-            do { revisions = try backend.listRevisions(fileID) } catch { throw FilesystemError.from(error) }
-            guard !revisions.isEmpty else { throw .noAttribute }
-            return Array(ExtendedAttributes.revisionLines(revisions).utf8)
-        }
     }
 }

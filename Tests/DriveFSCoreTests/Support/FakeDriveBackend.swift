@@ -17,8 +17,9 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     private let lock = NSLock()
     private var files: [String: DriveFile] = [:]
     private var contents: [String: [UInt8]] = [:]
-    /// Each file's revisions, oldest first (the content of each: only the head's is kept).
+    /// Each file's revisions, oldest first, and each revision's bytes.
     private var revisions: [String: [DriveRevision]] = [:]
+    private var revisionContents: [String: [UInt8]] = [:]
     private var changeLog: [(seq: Int, id: String)] = []
     private var nextID = 1
     private var counts: [String: Int] = [:]
@@ -328,8 +329,13 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         downloadGate?.signal()
         let bytes: [UInt8] = try {
             lock.lock(); defer { lock.unlock() }
-            guard let file = files[id], let content = contents[id] else { throw notFound(id) }
-            if let revision, revision != file.headRevisionId { throw notFound(revision) }
+            guard let file = files[id], var content = contents[id] else { throw notFound(id) }
+            if let revision, revision != file.headRevisionId {
+                guard revisions[id]?.contains(where: { $0.id == revision }) == true, let old = revisionContents[revision] else {
+                    throw notFound(revision)
+                }
+                content = old
+            }
             let start = Int(min(Int64(content.count), offset))
             let end = Int(min(Int64(content.count), length.map { offset + $0 } ?? Int64(content.count)))
             return Array(content[start..<end])
@@ -941,6 +947,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     /// Under `lock`: the file's head as a revision of its own.
     private func keepRevision(_ file: DriveFile) {
         guard let id = file.headRevisionId else { return }
+        revisionContents[id] = contents[file.id]
         revisions[file.id, default: []].append(DriveRevision(id: id, modifiedTime: file.modifiedTime, size: file.size,
                                                              md5Checksum: file.md5Checksum))
     }
