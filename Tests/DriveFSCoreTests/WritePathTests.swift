@@ -416,6 +416,32 @@ final class WritePathTests: XCTestCase {
         XCTAssertEqual(copies.first.flatMap { fake.content(of: $0.id) }, Array("mine".utf8))
     }
 
+    /// A reader that opened the file while its local copy was what it showed keeps one version:
+    /// the copy's bytes at the copy's size, though the copy's upload landed as a conflicted copy
+    /// meanwhile; once the reader closes, the file shows Drive's version. (Chaos, seed 663910146966:
+    /// the size became Drive's at once while the open handle read the copy, and the read got the
+    /// copy's first 13,792 bytes, a version nobody saved.)
+    func testAReaderOfACopyThatLandsAsAConflictedCopyReadsOneVersion() throws {
+        let id = fake.addFile("shared.txt", content: Array("base".utf8))
+        let inode = try harness.lookup(.root, "shared.txt").inode
+        let mine = Array("mine, longer than theirs and the base".utf8)
+        let writer = try open(inode, O_WRONLY | O_TRUNC)
+        try write(inode, writer, mine, at: 0)
+        let reader = try open(inode, O_RDONLY)
+        fake.replaceContent(id, with: Array("theirs".utf8))
+        try close(inode, writer)
+        drain()
+        XCTAssertEqual(fake.children(of: fake.rootID).filter { $0.name.hasPrefix("shared (conflicted copy ") }.count, 1)
+        func size() throws -> UInt64 { try BlockingCall.wait { fs.attributes(of: inode, reply: $0) }.size }
+        XCTAssertEqual(try size(), UInt64(mine.count), "while the reader reads the copy, the file is the copy's size")
+        XCTAssertEqual(try harness.read(inode, handle: reader, offset: 0, size: 4096), mine)
+        fs.release(inode, handle: reader)
+        waitUntil("the file shows Drive's version once nothing reads the copy: \(String(describing: try? size()))") {
+            (try? size()) != UInt64(mine.count)
+        }
+        XCTAssertNotEqual(try harness.read(inode), mine, "not the copy any longer (Drive's, as the table knows it)")
+    }
+
     func testSyncCloseWaitsForTheUploadAndReportsItsFailure() throws {
         harness.remove()
         harness = try CoreHarness { $0.readOnly = false; $0.syncClose = true }

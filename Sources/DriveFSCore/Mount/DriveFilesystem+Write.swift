@@ -338,7 +338,7 @@ extension DriveFilesystem {
             if let fileID = table.node(inode)?.file.id { uploads.endSettle(of: fileID) }
             content.lock.lock()
             defer { content.lock.unlock() }
-            if closed(content) { copies.forgetIfDone(inode, content) }
+            if closed(content), copies.forgetIfDone(inode, content) { invalidator.apply(Invalidations(inodes: [inode])) }
         }
     }
 

@@ -37,15 +37,20 @@ final class LocalCopies: Sendable {
 
     /// Forgets `content` (locked by the caller) when nothing needs it any more: its staging file
     /// goes with it unless the queue owns it.
-    func forgetIfDone(_ inode: Inode, _ content: LocalContent) {
-        guard content.forgettable else { return }
+    /// True when the node was left showing the copy (a reader of it was still open when its
+    /// upload ended) and shows Drive's file now: the kernel's view of it is to be dropped.
+    @discardableResult
+    func forgetIfDone(_ inode: Inode, _ content: LocalContent) -> Bool {
+        guard content.forgettable else { return false }
         if content.removed { content.releaseSpace() } else { content.discardFile() }
         locals.withLock { l in if l[inode] === content { l[inode] = nil } }
         // Nothing of this copy is to reach Drive (unchanged, or landed): a local state left on the
-        // node (a truncate to the size it had) would freeze its size and time for good.
+        // node (a truncate to the size it had, or a copy whose upload landed beside the file or
+        // failed while a reader still read it) would freeze its size and time for good.
         guard !content.removed, let node = table.node(inode), node.local != nil, node.local?.isNew != true,
-              uploads.contentPath(of: node.file.id) == nil else { return }
+              uploads.contentPath(of: node.file.id) == nil else { return false }
         table.update(inode) { $0.local = nil }
+        return true
     }
 
     /// The copy held for `inode`, locked (the caller unlocks it), or nil when none is held: looked

@@ -110,7 +110,7 @@ final class UploadLandings: Sendable {
         let held = copies.lockHeld(inode)
         defer {
             if let held {
-                copies.forgetIfDone(inode, held)
+                if copies.forgetIfDone(inode, held) { invalidator.apply(Invalidations(inodes: [inode])) }
                 held.lock.unlock()
             }
         }
@@ -118,6 +118,10 @@ final class UploadLandings: Sendable {
         // upload ran), or a later job of the queue. The node then stays local.
         let pendingNewer = (uploads.contentPath(of: id) ?? outcome.contentPath) != outcome.contentPath
         let heldCopy = held.map { $0.isNewer(than: outcome.contentPath) } ?? false
+        // A reader of the copy still open: the file keeps showing the copy (its bytes at its size)
+        // until the reader closes (`forgetIfDone` then shows Drive's file), when the node would
+        // show other bytes than the copy's (an upload that failed, or landed beside the file).
+        let copyRead = (held?.handles ?? 0) > 0
         let ownLanding = outcome.error == nil && !outcome.wasConflict ? outcome.file : nil
         if let held, held.noteUploadEnded(outcome.contentPath, landedAs: ownLanding), outcome.error == nil, !outcome.wasConflict,
            let landed = outcome.file, landed.size == held.size, held.sealed, held.path == outcome.contentPath, held.handles == 0,
@@ -133,7 +137,7 @@ final class UploadLandings: Sendable {
             if node.local?.isNew == true, let parent = node.parent {
                 // Never reached Drive: it cannot be shown as if it had.
                 table.detachChild(parent: parent, name: node.name)
-            } else {
+            } else if !copyRead {
                 table.update(inode) { $0.local = nil }
                 invalidator.apply(Invalidations(inodes: [inode]))
             }
@@ -146,8 +150,10 @@ final class UploadLandings: Sendable {
             if let node = table.node(inode), let parent = node.parent {
                 _ = try? table.insertChild(parent: parent, name: landed.name, file: landed, local: nil, countLookup: false)
             }
-            if !pendingNewer && !heldCopy { table.update(inode) { $0.local = nil } }
-            invalidator.apply(Invalidations(inodes: [inode]))
+            if !pendingNewer && !heldCopy && !copyRead {
+                table.update(inode) { $0.local = nil }
+                invalidator.apply(Invalidations(inodes: [inode]))
+            }
             return
         }
         // Made again under a new ID (it was gone from Drive), and the change feed showed that file
