@@ -370,16 +370,28 @@ extension NodeTable {
     /// which may show it where its create put it, is older than the table for it and does not move
     /// it back (chaos finding 12).
     func forgetRecoveredUpdate(_ fileID: String, landed: DriveFile? = nil) -> Invalidations {
-        let waitedSince = withState { s -> UInt64? in
+        /// Whether the table held the file as recovered, and no longer does.
+        func forget(_ s: inout State) -> Bool {
             let update = s.recoveredLocal.removeValue(forKey: fileID) != nil
-            guard let folderID = s.recoveredNewFolder.removeValue(forKey: fileID) else { return update ? s.generation : nil }
+            guard let folderID = s.recoveredNewFolder.removeValue(forKey: fileID) else { return update }
             s.recoveredNew[folderID]?[fileID] = nil
             if s.recoveredNew[folderID]?.isEmpty == true { s.recoveredNew[folderID] = nil }
-            return s.generation
+            return true
         }
-        guard let readFrom = waitedSince, let landed, landed.id == fileID else { return Invalidations() }
+        guard let landed, landed.id == fileID else {
+            withState { s in _ = forget(&s) }
+            return Invalidations()
+        }
+        // The recovered state is forgotten when the landing is applied, in one step: forgotten
+        // before, while the landing waited for a rename in flight, the file showed the older entry
+        // of a listing (the restored index's) meanwhile (chaos finding 34).
+        let readFrom = withState { s -> UInt64? in
+            s.recoveredLocal[fileID] != nil || s.recoveredNewFolder[fileID] != nil ? s.generation : nil
+        }
+        guard let readFrom else { return Invalidations() }
         return changesHere.whenSettled {
             withState { s in
+                _ = forget(&s)
                 // Skipped when a change made here since (a rename of the node made meanwhile) is newer.
                 let out = applyChanges([DriveChange(fileId: fileID, removed: false, time: nil, file: landed)], readFrom: readFrom, &s)
                 let folder = s.byID[fileID].flatMap { s.nodes[$0]?.parent }

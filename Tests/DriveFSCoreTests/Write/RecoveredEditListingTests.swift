@@ -117,6 +117,59 @@ final class RecoveredEditListingTests: XCTestCase {
         XCTAssertEqual(try h.read(found), edited + tail)
     }
 
+    /// Chaos finding 34 (the replay of seed 663910146966): an edit journaled before a `kill -9`, of
+    /// a file in a folder the restored index holds packed and the restart has not unpacked, lands
+    /// while a rename is in flight, so its landing waits to be applied to the table. Meanwhile the
+    /// file showed the index's older size: the recovered edit was forgotten before the landing was
+    /// applied, and a read got the first 143,092 of 253,376 bytes.
+    func testARecoveredEditShowsItsSizeUntilItsLandingIsApplied() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        var holds: [HeldUploadQueue] = []
+        defer {
+            holds.forEach { $0.release() }
+            h.remove()
+        }
+        let dir = h.backend.addFolder("dir")
+        let base = Array("the version the index saw\n".utf8)
+        let doc = h.backend.addFile("doc.txt", in: dir, content: base)
+        try h.mount()
+        _ = try h.listPlus(try h.resolve("dir").inode)
+        h.unmount()  // the index saved with the folder's listing
+
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        holds.append(HeldUploadQueue(queue))
+        try h.mount(uploads: holds[0])
+        let first = try h.resolve("dir/doc.txt").inode
+        let edited = base + Array("and an append journaled before the crash\n".utf8)
+        let handle = try h.open(first, O_WRONLY | O_APPEND)
+        try h.write(first, handle, Array(edited[base.count...]), at: Int64(base.count))
+        try h.close(first, handle)
+        queue.crashNow()
+        h.crash()
+
+        let again = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        holds.append(HeldUploadQueue(again))
+        try h.mount(uploads: holds[1])
+        // A rename in flight: the landing waits for it before it is applied to the table.
+        h.fs.table.changesHere.begin()
+        var ended = false
+        defer { if !ended { h.fs.table.changesHere.end() } }
+        holds[1].release()
+        waitUntil("the edit landed and waits to be applied: \(h.fs.table.changesHere.waitingToApply) \(h.fs.uploadStatus)") {
+            h.backend.content(of: doc) == edited && h.fs.table.changesHere.waitingToApply > 0
+        }
+        let inode = try h.resolve("dir/doc.txt").inode
+        func size() throws -> UInt64 { try BlockingCall.wait { h.fs.attributes(of: inode, reply: $0) }.size }
+        XCTAssertEqual(try size(), UInt64(edited.count), "while the landing waits, the file shows the edit's size")
+        XCTAssertEqual(try h.read(inode), edited)
+        h.fs.table.changesHere.end()
+        ended = true
+        waitUntil("the landing applied") { h.fs.table.changesHere.waitingToApply == 0 }
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(try size(), UInt64(edited.count))
+        XCTAssertEqual(try h.read(try h.resolve("dir/doc.txt").inode), edited)
+    }
+
     /// Found by the names model checker (seed 943844102437, 1 run in 30): a new file in the root,
     /// its create recovered after a `kill -9`, lands while the root (a node, with no listing yet)
     /// is being listed; the listing, read before the landing and applied after it, lacks the file.
