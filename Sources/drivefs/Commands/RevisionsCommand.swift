@@ -79,12 +79,7 @@ enum RevisionsCommand {
             let id = i == revisions.count - 1 ? r[0] + " (current)" : r[0]
             rows.append([id, r[1], size, r[3], r[4], r[5]])
         }
-        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        return rows.map { row in
-            row.enumerated().map { i, cell in
-                i == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[i] - cell.count)
-            }.joined(separator: "  ")
-        }.joined(separator: "\n") + "\n"
+        return Output.columns(rows).joined(separator: "\n") + "\n"
     }
 
     /// `--restore ID [--to NEWPATH]`: the daemon fetches the revision and writes it as the file's

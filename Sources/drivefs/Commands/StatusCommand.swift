@@ -164,12 +164,7 @@ enum StatusCommand {
                 notes.append("\(s.mountpoint): last \(problem.level) (\(problem.at), \(problem.area)): \(problem.message)")
             }
         }
-        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        var out = rows.map { row in
-            row.enumerated().map { i, cell in
-                i == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[i] - cell.count)
-            }.joined(separator: "  ")
-        }
+        var out = Output.columns(rows)
         if !notes.isEmpty { out += [""] + notes }
         return out.joined(separator: "\n") + "\n"
     }
