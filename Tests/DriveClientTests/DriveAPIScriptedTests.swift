@@ -53,6 +53,23 @@ final class DriveAPIScriptedTests: XCTestCase {
         XCTAssertTrue(transport.requests.last!.url.hasPrefix("http://drive.test/drive/v3/files/idC?fields="))
     }
 
+    func testAboutReadsDrivesInt64StringsAndRefusesGarbage() throws {
+        transport.push(status: 200, json: #"{"user":{"displayName":"Ann","emailAddress":"ann@example.com","permissionId":"9"},"storageQuota":{"limit":"16106127360","usage":"42","usageInDrive":"40","usageInDriveTrash":"2"},"maxUploadSize":"5242880000000","exportFormats":{"application/vnd.google-apps.document":["text/plain"]}}"#)
+        let about = try api.about()
+        XCTAssertEqual(about.emailAddress, "ann@example.com")
+        XCTAssertEqual(about.storageLimit, 16_106_127_360)
+        XCTAssertEqual(about.usageInDriveTrash, 2)
+        XCTAssertEqual(about.maxUploadSize, 5_242_880_000_000)
+        XCTAssertEqual(about.exportFormats["application/vnd.google-apps.document"], ["text/plain"])
+        // Unlimited storage: no limit.
+        transport.push(status: 200, json: #"{"user":{"displayName":"B"},"storageQuota":{"usage":"1"}}"#)
+        XCTAssertNil(try api.about().storageLimit)
+        transport.push(status: 200, json: #"{"storageQuota":{"limit":"lots"}}"#)
+        XCTAssertThrowsError(try api.about()) { error in
+            guard case .malformedResponse = error as? DriveError else { return XCTFail("\(error)") }
+        }
+    }
+
     func testConflictOnTheFirstAttemptIsAnError() {
         pushIds(["x1"])
         transport.pushGoogleError(409, reason: "fileIdInUse")

@@ -6,7 +6,8 @@ import Foundation
 extension DriveAPI {
     public func changesStartPageToken() throws -> String {
         let response = try executor.execute("changes.getStartPageToken", TransportRequest(method: "GET", url: apiURL("changes/startPageToken", scope.startPageTokenQuery)))
-        guard let token = try jsonObject(response, "changes.getStartPageToken")["startPageToken"] as? String else {
+        struct Wire: Decodable { var startPageToken: String? }
+        guard let token = try decode(Wire.self, response, "changes.getStartPageToken").startPageToken else {
             throw DriveError.malformedResponse("changes.getStartPageToken: no startPageToken")
         }
         return token

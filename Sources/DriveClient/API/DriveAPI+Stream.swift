@@ -41,14 +41,12 @@ extension DriveAPI {
             throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "idNotSupported",
                                                              message: "Drive does not accept a pre-generated ID for \(mimeType ?? "") files"))
         }
-        let metadata = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: nil, id: id,
-                                     appProperties: appProperties)
-        let json = (try? JSONSerialization.data(withJSONObject: metadata, options: [.sortedKeys])) ?? Data("{}".utf8)
+        let metadata = FileMetadataBody(id: id, name: name, parents: [parent], mimeType: mimeType, appProperties: appProperties)
         let method = "files.create.upload"
         let request = TransportRequest(
             method: "POST", url: uploadURL("files", [("uploadType", "resumable")] + scope.fileQuery + [("fields", DriveFile.fieldMask)]),
             headers: Self.jsonHeaders + [("X-Upload-Content-Type", mimeType ?? "application/octet-stream")],
-            body: .bytes(Array(json)))
+            body: .bytes(metadata.json))
         let response = try executor.execute(method, request)
         guard let location = response.headers["location"], !location.isEmpty else {
             throw DriveError.malformedResponse("resumable upload initiation without a Location")

@@ -23,8 +23,8 @@ extension DriveAPI {
                            appProperties: [String: String]? = nil) throws -> DriveFile {
         let size = try Self.size(of: source)
         let identity = try createIdentity(name: name, parent: parent, mimeType: mimeType, callerID: id)
-        let metadata = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: identity.id,
-                                     appProperties: appProperties)
+        let metadata = FileMetadataBody(id: identity.id, name: name, parents: [parent], mimeType: mimeType,
+                                        modifiedTime: modifiedTime, appProperties: appProperties)
         let method = "files.create.upload"
         if size <= multipartLimit {
             let content = MultipartContent(source, size: size)
@@ -47,8 +47,7 @@ extension DriveAPI {
                               modifiedTime: Int64? = nil, sessionFile: String? = nil,
                               appProperties: [String: String]? = nil) throws -> DriveFile {
         let size = try Self.size(of: source)
-        let metadata = Self.metadata(name: name, parents: nil, mimeType: mimeType, modifiedTime: modifiedTime,
-                                     appProperties: appProperties)
+        let metadata = FileMetadataBody(name: name, mimeType: mimeType, modifiedTime: modifiedTime, appProperties: appProperties)
         let method = "files.update.upload"
         if size <= multipartLimit {
             let content = MultipartContent(source, size: size)
@@ -80,8 +79,8 @@ extension DriveAPI {
         let isUpdate = fileID != nil
         let acceptsID = Self.acceptsGeneratedID(mimeType: mimeType)
         let id = try fileID ?? (acceptsID ? nextPooledID() : "")
-        let metadata = Self.metadata(name: name, parents: isUpdate ? nil : parent.map { [$0] }, mimeType: mimeType,
-                                     modifiedTime: modifiedTime, id: isUpdate || id.isEmpty ? nil : id)
+        let metadata = FileMetadataBody(id: isUpdate || id.isEmpty ? nil : id, name: name, parents: isUpdate ? nil : parent.map { [$0] },
+                                        mimeType: mimeType, modifiedTime: modifiedTime)
         var session = try newSession(prepared, fileId: id, isUpdate: isUpdate, metadata: metadata, contentType: mimeType,
                                      method: isUpdate ? "files.update.upload" : "files.create.upload")
         guard let uri = try initiate(session) else { throw DriveError.malformedResponse("resumable upload initiation without a Location") }
@@ -135,11 +134,10 @@ extension DriveAPI {
         }
     }
 
-    func multipartRequest(method: String, path: String, metadata: [String: Any], content: MultipartContent,
+    func multipartRequest(method: String, path: String, metadata: FileMetadataBody, content: MultipartContent,
                           contentType: String?) -> TransportRequest {
         let boundary = "drivefs_" + SecureRandom.token(length: 24)
-        let json = (try? JSONSerialization.data(withJSONObject: metadata, options: [.sortedKeys])) ?? Data("{}".utf8)
-        let head = Array("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8) + Array(json)
+        let head = Array("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8) + metadata.json
             + Array("\r\n--\(boundary)\r\nContent-Type: \(contentType ?? "application/octet-stream")\r\n\r\n".utf8)
         let tail = Array("\r\n--\(boundary)--\r\n".utf8)
         let body: TransportRequest.Body
@@ -158,14 +156,13 @@ extension DriveAPI {
 
     // MARK: - Resumable
 
-    func newSession(_ prepared: PreparedSource, fileId: String, isUpdate: Bool, metadata: [String: Any],
+    func newSession(_ prepared: PreparedSource, fileId: String, isUpdate: Bool, metadata: FileMetadataBody,
                     contentType: String?, method: String) throws -> ResumableUploadSession {
-        let json = (try? JSONSerialization.data(withJSONObject: metadata, options: [.sortedKeys])) ?? Data("{}".utf8)
         var path = ""
         if let p = prepared.source.filePath { path = p }
         return ResumableUploadSession(sessionURI: "", sourcePath: path, size: prepared.size, md5: prepared.md5,
                                       sourceModifiedNanos: prepared.modifiedNanos, confirmedBytes: 0, chunkSize: chunkSize,
-                                      fileId: fileId, isUpdate: isUpdate, metadataJSON: String(decoding: json, as: UTF8.self),
+                                      fileId: fileId, isUpdate: isUpdate, metadataJSON: String(decoding: metadata.json, as: UTF8.self),
                                       contentType: contentType ?? "application/octet-stream", method: method)
     }
 
@@ -252,9 +249,9 @@ extension DriveAPI {
 
     /// What a resumable create's file must look like (from the metadata it was initiated with).
     static func expectation(of session: ResumableUploadSession) -> CreateExpectation {
-        let metadata = (try? JSONSerialization.jsonObject(with: Data(session.metadataJSON.utf8))) as? [String: Any] ?? [:]
-        return CreateExpectation(name: metadata["name"] as? String, parent: (metadata["parents"] as? [String])?.first,
-                                 mimeType: metadata["mimeType"] as? String, size: session.size, md5: session.md5)
+        let metadata = FileMetadataBody(json: session.metadataJSON) ?? FileMetadataBody()
+        return CreateExpectation(name: metadata.name, parent: metadata.parents?.first, mimeType: metadata.mimeType,
+                                 size: session.size, md5: session.md5)
     }
 
     /// Whether a failure during a resumable session means "start a new session" (drive-behaviours

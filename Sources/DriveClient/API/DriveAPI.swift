@@ -67,10 +67,7 @@ public final class DriveAPI: Sendable {
 
     static let jsonHeaders = [("Content-Type", "application/json; charset=UTF-8")]
 
-    static func jsonBody(_ object: [String: Any]) -> TransportRequest.Body {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return .bytes(Array(data))
-    }
+    static func jsonBody(_ metadata: FileMetadataBody) -> TransportRequest.Body { .bytes(metadata.json) }
 
     func decode<T: Decodable>(_ type: T.Type, _ response: TransportResponse, _ what: String) throws -> T {
         do {
@@ -80,39 +77,11 @@ public final class DriveAPI: Sendable {
         }
     }
 
-    func jsonObject(_ response: TransportResponse, _ what: String) throws -> [String: Any] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
-            throw DriveError.malformedResponse("\(what): not a JSON object")
-        }
-        return object
-    }
-
-    /// Metadata for a create or update body.
-    static func metadata(name: String?, parents: [String]?, mimeType: String?, modifiedTime: Int64?, id: String? = nil,
-                         appProperties: [String: String]? = nil) -> [String: Any] {
-        var object: [String: Any] = [:]
-        if let appProperties, !appProperties.isEmpty { object["appProperties"] = appProperties }
-        if let id { object["id"] = id }
-        if let name { object["name"] = name }
-        if let parents { object["parents"] = parents }
-        if let mimeType { object["mimeType"] = mimeType }
-        if let modifiedTime { object["modifiedTime"] = RFC3339.format(millis: modifiedTime) }
-        return object
-    }
-
     // MARK: - Metadata
 
     public func about() throws -> DriveAbout {
         let response = try executor.execute("about.get", TransportRequest(method: "GET", url: apiURL("about", [("fields", DriveAbout.fieldMask)])))
-        let object = try jsonObject(response, "about")
-        func int64(_ v: Any?) -> Int64? { (v as? String).flatMap { Int64($0) } ?? (v as? NSNumber)?.int64Value }
-        let user = object["user"] as? [String: Any] ?? [:]
-        let quota = object["storageQuota"] as? [String: Any] ?? [:]
-        return DriveAbout(displayName: user["displayName"] as? String, emailAddress: user["emailAddress"] as? String,
-                          permissionId: user["permissionId"] as? String, storageLimit: int64(quota["limit"]),
-                          storageUsage: int64(quota["usage"]), usageInDrive: int64(quota["usageInDrive"]),
-                          usageInDriveTrash: int64(quota["usageInDriveTrash"]), maxUploadSize: int64(object["maxUploadSize"]),
-                          exportFormats: object["exportFormats"] as? [String: [String]] ?? [:])
+        return try decode(AboutWire.self, response, "about").about
     }
 
     /// files.get (metadata). `id` may be `root`.
@@ -139,8 +108,8 @@ public final class DriveAPI: Sendable {
     private func createMetadataOnly(name: String, parent: String, mimeType: String, modifiedTime: Int64?, id: String?,
                                     appProperties: [String: String]?) throws -> DriveFile {
         let identity = try createIdentity(name: name, parent: parent, mimeType: mimeType, callerID: id)
-        let body = Self.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime, id: identity.id,
-                                 appProperties: appProperties)
+        let body = FileMetadataBody(id: identity.id, name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime,
+                                    appProperties: appProperties)
         return try create(identity, method: "files.create", expected: CreateExpectation(name: name, parent: parent, mimeType: mimeType)) {
             TransportRequest(method: "POST", url: apiURL("files", scope.fileQuery + [("fields", DriveFile.fieldMask)]), headers: Self.jsonHeaders, body: Self.jsonBody(body))
         }
@@ -149,8 +118,8 @@ public final class DriveAPI: Sendable {
     /// files.update (metadata only): rename, change MIME type, set modifiedTime.
     public func updateMetadata(_ id: String, name: String? = nil, mimeType: String? = nil, modifiedTime: Int64? = nil,
                                appProperties: [String: String]? = nil) throws -> DriveFile {
-        try patch(id, Self.metadata(name: name, parents: nil, mimeType: mimeType, modifiedTime: modifiedTime,
-                                    appProperties: appProperties), query: [])
+        try patch(id, FileMetadataBody(name: name, mimeType: mimeType, modifiedTime: modifiedTime, appProperties: appProperties),
+                  query: [])
     }
 
     public func setModifiedTime(_ id: String, millis: Int64) throws -> DriveFile {
@@ -160,16 +129,16 @@ public final class DriveAPI: Sendable {
     /// Moves (one parent: add the new, remove the old) and optionally renames in the same request.
     public func move(_ id: String, addParent: String, removeParent: String?, newName: String? = nil,
                      appProperties: [String: String]? = nil) throws -> DriveFile {
-        try patch(id, Self.metadata(name: newName, parents: nil, mimeType: nil, modifiedTime: nil, appProperties: appProperties),
+        try patch(id, FileMetadataBody(name: newName, appProperties: appProperties),
                   query: [("addParents", addParent), ("removeParents", removeParent)])
     }
 
     /// files.update `{"trashed": true}` (v3 has no trash method). Only the owner may trash.
-    public func trash(_ id: String) throws -> DriveFile { try patch(id, ["trashed": true], query: []) }
+    public func trash(_ id: String) throws -> DriveFile { try patch(id, FileMetadataBody(trashed: true), query: []) }
 
-    public func untrash(_ id: String) throws -> DriveFile { try patch(id, ["trashed": false], query: []) }
+    public func untrash(_ id: String) throws -> DriveFile { try patch(id, FileMetadataBody(trashed: false), query: []) }
 
-    private func patch(_ id: String, _ body: [String: Any], query: [(String, String?)]) throws -> DriveFile {
+    private func patch(_ id: String, _ body: FileMetadataBody, query: [(String, String?)]) throws -> DriveFile {
         let url = apiURL(Self.filePath(id), query + scope.fileQuery + [("fields", DriveFile.fieldMask)])
         let response = try executor.execute("files.update", TransportRequest(method: "PATCH", url: url, headers: Self.jsonHeaders, body: Self.jsonBody(body)))
         return try decode(DriveFile.self, response, "files.update")
@@ -198,7 +167,8 @@ public final class DriveAPI: Sendable {
     public func generateIds(count: Int) throws -> [String] {
         let n = max(1, min(1000, count))
         let response = try executor.execute("files.generateIds", TransportRequest(method: "GET", url: apiURL("files/generateIds", [("count", String(n)), ("space", "drive")])))
-        guard let ids = try jsonObject(response, "files.generateIds")["ids"] as? [String], !ids.isEmpty else {
+        struct Wire: Decodable { var ids: [String]? }
+        guard let ids = try decode(Wire.self, response, "files.generateIds").ids, !ids.isEmpty else {
             throw DriveError.malformedResponse("files.generateIds: no ids")
         }
         return ids

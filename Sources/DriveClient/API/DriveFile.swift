@@ -163,15 +163,8 @@ public struct DriveFile: Codable, Sendable, Equatable {
         try c.encodeIfPresent(appProperties, forKey: .appProperties)
     }
 
-    /// int64 as Drive sends it (a JSON string), tolerating a bare number.
     private static func int64(_ c: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> Int64? {
-        if let text = try? c.decodeIfPresent(String.self, forKey: key) {
-            guard let value = Int64(text) else {
-                throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "not an int64: \(text)")
-            }
-            return value
-        }
-        return try c.decodeIfPresent(Int64.self, forKey: key)
+        try c.decodeInt64IfPresent(forKey: key)
     }
 
     private static func time(_ c: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> Int64? {

@@ -17,6 +17,40 @@ public struct DriveAbout: Sendable, Equatable {
     public static let fieldMask = "user(displayName,emailAddress,permissionId),storageQuota,maxUploadSize,exportFormats"
 }
 
+/// about.get's answer as Drive sends it (int64s as strings).
+struct AboutWire: Decodable {
+    struct User: Decodable { var displayName: String?; var emailAddress: String?; var permissionId: String? }
+    struct Quota: Decodable {
+        var limit: Int64?, usage: Int64?, usageInDrive: Int64?, usageInDriveTrash: Int64?
+        enum CodingKeys: String, CodingKey { case limit, usage, usageInDrive, usageInDriveTrash }
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            limit = try c.decodeInt64IfPresent(forKey: .limit)
+            usage = try c.decodeInt64IfPresent(forKey: .usage)
+            usageInDrive = try c.decodeInt64IfPresent(forKey: .usageInDrive)
+            usageInDriveTrash = try c.decodeInt64IfPresent(forKey: .usageInDriveTrash)
+        }
+    }
+    var user: User?
+    var storageQuota: Quota?
+    var maxUploadSize: Int64?
+    var exportFormats: [String: [String]]?
+    enum CodingKeys: String, CodingKey { case user, storageQuota, maxUploadSize, exportFormats }
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        user = try c.decodeIfPresent(User.self, forKey: .user)
+        storageQuota = try c.decodeIfPresent(Quota.self, forKey: .storageQuota)
+        maxUploadSize = try c.decodeInt64IfPresent(forKey: .maxUploadSize)
+        exportFormats = try c.decodeIfPresent([String: [String]].self, forKey: .exportFormats)
+    }
+
+    var about: DriveAbout {
+        DriveAbout(displayName: user?.displayName, emailAddress: user?.emailAddress, permissionId: user?.permissionId,
+                   storageLimit: storageQuota?.limit, storageUsage: storageQuota?.usage, usageInDrive: storageQuota?.usageInDrive,
+                   usageInDriveTrash: storageQuota?.usageInDriveTrash, maxUploadSize: maxUploadSize, exportFormats: exportFormats ?? [:])
+    }
+}
+
 /// One page of files.list.
 public struct DriveFileListPage: Sendable, Equatable {
     public var files: [DriveFile]

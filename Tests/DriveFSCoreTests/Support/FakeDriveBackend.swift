@@ -650,15 +650,15 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         case nil:
             resuming = nil
         }
-        let metadata = (try? JSONSerialization.jsonObject(with: Data(session.metadataJSON.utf8))) as? [String: Any] ?? [:]
-        let mimeType = metadata["mimeType"] as? String
-        let modifiedTime = (metadata["modifiedTime"] as? String).flatMap { RFC3339.parseMillis($0) }
-        let appProperties = metadata["appProperties"] as? [String: String]
+        let metadata = FileMetadataBody(json: session.metadataJSON) ?? FileMetadataBody()
+        let mimeType = metadata.mimeType
+        let modifiedTime = metadata.modifiedTime.flatMap { RFC3339.parseMillis($0) }
+        let appProperties = metadata.appProperties
         if session.isUpdate {
-            return try updateUpload(session.fileId, content: content, mimeType: mimeType, name: metadata["name"] as? String,
+            return try updateUpload(session.fileId, content: content, mimeType: mimeType, name: metadata.name,
                                     modifiedTime: modifiedTime, sessionFile: sessionFile, appProperties: appProperties, resuming: resuming)
         }
-        return try createUpload(name: metadata["name"] as? String ?? "Untitled", parent: (metadata["parents"] as? [String])?.first ?? "root",
+        return try createUpload(name: metadata.name ?? "Untitled", parent: metadata.parents?.first ?? "root",
                                 mimeType: mimeType, content: content, modifiedTime: modifiedTime, sessionFile: sessionFile,
                                 id: session.fileId.isEmpty ? nil : session.fileId, appProperties: appProperties, resuming: resuming)
     }
@@ -699,8 +699,8 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
                               sessionFile: String?, id: String?, appProperties: [String: String]?,
                               resuming: ResumableUploadSession?) throws -> DriveFile {
         let upload = Upload(content: content, sessionFile: sessionFile, resuming: resuming, method: "files.create.upload", isUpdate: false,
-                            metadata: DriveAPI.metadata(name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime,
-                                                        id: id, appProperties: appProperties),
+                            metadata: FileMetadataBody(id: id, name: name, parents: [parent], mimeType: mimeType, modifiedTime: modifiedTime,
+                                                      appProperties: appProperties),
                             contentType: mimeType)
         let file = try create(method: "files.create.upload", name: name, parent: parent, mimeType: mimeType ?? "application/octet-stream",
                               checkMimeType: mimeType != nil, modifiedTime: modifiedTime, id: id, appProperties: appProperties,
@@ -711,8 +711,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     private func updateUpload(_ id: String, content: Content, mimeType: String?, name: String?, modifiedTime: Int64?,
                               sessionFile: String?, appProperties: [String: String]?, resuming: ResumableUploadSession?) throws -> DriveFile {
         let upload = Upload(content: content, sessionFile: sessionFile, resuming: resuming, method: "files.update.upload", isUpdate: true,
-                            metadata: DriveAPI.metadata(name: name, parents: nil, mimeType: mimeType, modifiedTime: modifiedTime,
-                                                        appProperties: appProperties),
+                            metadata: FileMetadataBody(name: name, mimeType: mimeType, modifiedTime: modifiedTime, appProperties: appProperties),
                             contentType: mimeType)
         let file = try send(upload, id: id) { () throws -> DriveFile in
             guard var file = files[id] else { throw notFound(id) }
@@ -742,7 +741,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         var resuming: ResumableUploadSession?
         var method: String
         var isUpdate: Bool
-        var metadata: [String: Any]
+        var metadata: FileMetadataBody
         var contentType: String?
     }
 
@@ -764,11 +763,10 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
             session = resuming
         } else {
             try request(upload.method)
-            let json = (try? JSONSerialization.data(withJSONObject: upload.metadata, options: [.sortedKeys])) ?? Data("{}".utf8)
             session = ResumableUploadSession(sessionURI: "", sourcePath: upload.content.path ?? "", size: size,
                                              md5: Digest.hex(.md5, of: upload.content.bytes), sourceModifiedNanos: upload.content.modifiedNanos,
                                              confirmedBytes: 0, chunkSize: chunkSize, fileId: id ?? "", isUpdate: upload.isUpdate,
-                                             metadataJSON: String(decoding: json, as: UTF8.self),
+                                             metadataJSON: String(decoding: upload.metadata.json, as: UTF8.self),
                                              contentType: upload.contentType ?? "application/octet-stream", method: upload.method)
             lock.lock()
             sessionCount += 1
