@@ -1,16 +1,9 @@
+import DriveSupport
 import Foundation
 
 /// Percent-encoding for paths and query strings (RFC 3986 unreserved characters pass through).
 enum URLBuilder {
-    private static let unreserved: CharacterSet = {
-        var set = CharacterSet()
-        set.insert(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-        return set
-    }()
-
-    static func encode(_ value: String) -> String {
-        value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
-    }
+    static func encode(_ value: String) -> String { FormEncoding.encodeComponent(value) }
 
     /// `base + path` with the query appended (items in order; nil values skipped).
     static func make(_ base: String, _ path: String, _ query: [(String, String?)] = []) -> String {

@@ -137,19 +137,8 @@ public final class LoopbackListener: Sendable {
 
     /// Query parameters of a URL or request-target, form-decoded (`+` is a space); the first of a repeated name wins.
     public static func queryParameters(of urlOrTarget: String) -> [String: String] {
-        guard let q = urlOrTarget.firstIndex(of: "?") else { return [:] }
-        var query = urlOrTarget[urlOrTarget.index(after: q)...]
-        if let hash = query.firstIndex(of: "#") { query = query[..<hash] }
         var out: [String: String] = [:]
-        for pair in query.split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ s: Substring) -> String {
-                let spaced = s.replacingOccurrences(of: "+", with: " ")
-                return spaced.removingPercentEncoding ?? spaced
-            }
-            let name = decode(kv[0])
-            if out[name] == nil { out[name] = kv.count > 1 ? decode(kv[1]) : "" }
-        }
+        for pair in FormEncoding.query(of: urlOrTarget) where out[pair.name] == nil { out[pair.name] = pair.value }
         return out
     }
 }

@@ -85,21 +85,5 @@ struct TokenEndpointClient: Sendable {
         }
     }
 
-    static func formEncode(_ form: [(String, String)]) -> String {
-        form.map { formComponent($0.0) + "=" + formComponent($0.1) }.joined(separator: "&")
-    }
-
-    static func formComponent(_ s: String) -> String {
-        var out = ""
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.append(Character(UnicodeScalar(b)))
-            default:
-                out += String(format: "%%%02X", b)
-            }
-        }
-        return out
-    }
+    static func formEncode(_ form: [(String, String)]) -> String { FormEncoding.encode(form) }
 }

@@ -1,3 +1,4 @@
+import DriveSupport
 import Foundation
 
 /// Header fields in arrival order; names compare case-insensitively.
@@ -117,16 +118,7 @@ public struct HTTPRequest {
     public func param(_ name: String) -> String? { query.first { $0.name == name }?.value }
 
     /// Parses `application/x-www-form-urlencoded` text (query strings and form bodies).
-    public static func parseQuery(_ text: String) -> [(name: String, value: String)] {
-        text.split(separator: "&", omittingEmptySubsequences: true).map { pair in
-            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ s: Substring) -> String {
-                let spaced = s.replacingOccurrences(of: "+", with: " ")
-                return spaced.removingPercentEncoding ?? spaced
-            }
-            return (name: decode(kv[0]), value: kv.count > 1 ? decode(kv[1]) : "")
-        }
-    }
+    public static func parseQuery(_ text: String) -> [(name: String, value: String)] { FormEncoding.decode(text) }
 }
 
 /// What the connection does instead of (or while) answering normally: the fault kinds that

@@ -1,3 +1,4 @@
+import DriveSupport
 import Foundation
 
 /// Google's token-endpoint answers: JSON with lowercase `charset=utf-8`, `no-store` on success,
@@ -44,12 +45,5 @@ enum OAuthResponses {
     static func escapeHTML(_ s: String) -> String { MarkupText.escape(s) }
 
     /// `application/x-www-form-urlencoded` encoding of one value (RFC 3986 unreserved kept).
-    static func formEncode(_ s: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return s.unicodeScalars.map { scalar -> String in
-            if scalar.isASCII && allowed.contains(scalar) { return String(scalar) }
-            return String(scalar).utf8.map { String(format: "%%%02X", $0) }.joined()
-        }.joined()
-    }
+    static func formEncode(_ s: String) -> String { FormEncoding.encodeComponent(s) }
 }
