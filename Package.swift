@@ -39,11 +39,13 @@ let package = Package(
         .target(name: "DriveEmulator", dependencies: ["DriveSupport"]),
         .executableTarget(name: "drivefs-emulator", dependencies: ["DriveEmulator", "DriveSupport"]),
 
+        // What every test target shares (the bounded wait); a library only the tests depend on.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DriveSupportTests", dependencies: ["DriveSupport"]),
-        .testTarget(name: "DriveEmulatorTests", dependencies: ["DriveEmulator", "DriveSupport"]),
-        .testTarget(name: "DriveClientTests", dependencies: ["DriveClient", "DriveEmulator", "DriveSupport"]),
-        .testTarget(name: "DriveFSCoreTests", dependencies: ["DriveFSCore", "DriveClient", "DriveEmulator", "DriveSupport"]),
-        .testTarget(name: "MountTests", dependencies: ["DriveFSCore", "DriveClient", "DriveEmulator", "DriveSupport"]),
+        .testTarget(name: "DriveEmulatorTests", dependencies: ["TestSupport", "DriveEmulator", "DriveSupport"]),
+        .testTarget(name: "DriveClientTests", dependencies: ["TestSupport", "DriveClient", "DriveEmulator", "DriveSupport"]),
+        .testTarget(name: "DriveFSCoreTests", dependencies: ["TestSupport", "DriveFSCore", "DriveClient", "DriveEmulator", "DriveSupport"]),
+        .testTarget(name: "MountTests", dependencies: ["TestSupport", "DriveFSCore", "DriveClient", "DriveEmulator", "DriveSupport"]),
         .testTarget(name: "InteropTests", dependencies: ["DriveEmulator", "DriveSupport"]),
     ]
 )

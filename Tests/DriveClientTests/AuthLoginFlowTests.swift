@@ -2,6 +2,7 @@
 import DriveEmulator
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// The installed-app login end to end over real HTTP: the emulator's consent and token endpoints,

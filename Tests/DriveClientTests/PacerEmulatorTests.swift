@@ -1,6 +1,7 @@
 import DriveClient
 import DriveEmulator
 import DriveSupport
+import TestSupport
 import XCTest
 
 /// The pacer against the in-process emulator with Google's limits (`--limits google`): the emulator
@@ -8,15 +9,8 @@ import XCTest
 /// and the test moves time itself (the pacer in `.ticked` mode): counts and order are exact, no
 /// timing is measured.
 final class PacerEmulatorTests: XCTestCase {
-    /// Polls `condition` (real time, at most `timeout` seconds): for effects that land on other threads.
-    private func eventually(_ timeout: Double = 10, _ condition: () -> Bool) -> Bool {
-        let limit = Date(timeIntervalSinceNow: timeout)
-        while !condition() {
-            if Date() > limit { return false }
-            usleep(1_000)
-        }
-        return true
-    }
+    /// Whether `condition` holds within `timeout` seconds of real time: for effects that land on other threads.
+    private func eventually(_ timeout: Double = 10, _ condition: () -> Bool) -> Bool { poll(timeout: timeout, interval: 0.001, condition) }
 
     func testABurstOfCreatesDrawsNoRefusalAndADownloadIsNotHeldBehindIt() throws {
         let clock = ManualTimeSource()

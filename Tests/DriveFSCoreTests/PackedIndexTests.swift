@@ -2,6 +2,7 @@
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// The compact index (issue 6, "a persistent index"): listings of folders nobody opened stay

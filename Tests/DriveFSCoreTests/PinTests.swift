@@ -2,6 +2,7 @@ import DriveClient
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// Files kept offline (`PinKeeper`, `user.drivefs.pinned`) and each file's sync state
@@ -31,14 +32,6 @@ final class PinTests: XCTestCase {
     }
 
     private func state(_ inode: Inode) throws -> String { try attribute(inode, ExtendedAttributes.state) }
-
-    private func waitUntil(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () throws -> Bool) throws {
-        let end = Date(timeIntervalSinceNow: 60)
-        while try !condition() {
-            if Date() > end { XCTFail("gave up waiting: \(what)", file: file, line: line); return }
-            usleep(1_000)
-        }
-    }
 
     private func goOffline() {
         fake.unreachable = FakeDriveBackend.cannotConnect

@@ -2,6 +2,7 @@
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// Folders packed again once nothing needs their nodes (issue 20, NodeTable+Repack.swift): a walk

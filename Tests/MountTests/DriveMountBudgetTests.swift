@@ -1,5 +1,6 @@
 import DriveEmulator
 import Foundation
+import TestSupport
 import XCTest
 
 /// Request budgets, counted by the emulator (deterministic: every request drivefs makes is
@@ -104,7 +105,7 @@ final class DriveMountBudgetTests: XCTestCase {
         defer { drive.stop() }
         drive.emulator.resetStats()
         let mount = try drive.mount(pollInterval: "10m")
-        XCTAssertTrue(waitUntil(timeout: 120) { mount.log.contains("index built:") },
+        XCTAssertTrue(poll(timeout: 120) { mount.log.contains("index built:") },
                       "the index was not built in 120 s: \(drive.statsSummary())\nlog:\n\(mount.log)")
         let built = drive.apiRequests()
         print("index: 5,050 entries indexed in \(built) requests from mount start (\(drive.statsSummary()))")
@@ -120,7 +121,7 @@ final class DriveMountBudgetTests: XCTestCase {
         XCTAssertTrue(ExternalCommand.waitForExit(mount.process, timeout: 20), "drivefs did not end after unmount")
         drive.emulator.resetStats()
         let again = try drive.mount(pollInterval: "10m")
-        XCTAssertTrue(waitUntil(timeout: 60) { again.log.contains("the index restored is complete") }, again.log)
+        XCTAssertTrue(poll(timeout: 60) { again.log.contains("the index restored is complete") }, again.log)
         try assertListsEveryFile(again, tree, "remounted")
         XCTAssertEqual(drive.requests("files.list"), 0, "a remount over the saved index: \(drive.statsSummary())")
     }

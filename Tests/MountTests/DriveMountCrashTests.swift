@@ -1,6 +1,7 @@
 import DriveClient
 import DriveEmulator
 import Foundation
+import TestSupport
 import XCTest
 
 /// A daemon that dies uncleanly must free its mount, never leave it hung (chaos finding 15's
@@ -72,7 +73,7 @@ final class DriveMountCrashTests: XCTestCase {
         try child.run()
         mkdir = child
         // A stalled request is counted once it ends: the mkdir's own kernel stack says it waits for the daemon.
-        let held = waitUntil(timeout: 30) {
+        let held = poll(timeout: 30) {
             ((try? String(contentsOfFile: "/proc/\(child.processIdentifier)/stack", encoding: .utf8)) ?? "").contains("fuse")
         }
         XCTAssertTrue(held, "the mkdir does not wait for the daemon: \(Self.threadStates(child.processIdentifier))")
@@ -81,7 +82,7 @@ final class DriveMountCrashTests: XCTestCase {
         // Another client adds a file there; the next page of changes makes the daemon invalidate
         // its name in the folder, and that notification waits for the folder's lock.
         _ = try drive.api().createFile(name: "from-elsewhere.txt", parent: work.id, source: .bytes(Array("made elsewhere\n".utf8)))
-        let waiting = waitUntil(timeout: 60) { Self.threadWaitsOnTheKernel(pid) }
+        let waiting = poll(timeout: 60) { Self.threadWaitsOnTheKernel(pid) }
         XCTAssertTrue(waiting, "no thread of the daemon waits in an invalidation: \(Self.threadStates(pid))\n\(mount.log)")
         guard waiting else { return }
 
@@ -111,7 +112,7 @@ final class DriveMountCrashTests: XCTestCase {
         // A remount where it was works.
         XCTAssertEqual(try mount.unmount().status, 0)
         let again = try drive.mount(pollInterval: "1s", mountpoint: mount.mountpoint)
-        XCTAssertTrue(waitUntil(timeout: 30) {
+        XCTAssertTrue(poll(timeout: 30) {
             (try? FileManager.default.contentsOfDirectory(atPath: again.path("work")).sorted()) == ["before.txt", "from-elsewhere.txt"]
         }, "the remount lists the folder")
         XCTAssertEqual(try again.unmount().status, 0)

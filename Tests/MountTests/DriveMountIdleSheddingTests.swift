@@ -1,6 +1,7 @@
 import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// A walk of the whole mount does not leave its nodes behind (NodeTable+Shedding.swift and
@@ -46,7 +47,7 @@ final class DriveMountIdleSheddingTests: XCTestCase {
         XCTAssertEqual(walk.output.components(separatedBy: ".txt\n").count - 1, items)
 
         var last: MountStatus.Index?
-        let shed = waitUntil(timeout: 60, interval: 0.5) {
+        let shed = poll(timeout: 60, interval: 0.5) {
             last = try? index(drive)
             guard let last else { return false }
             // Every listing packed; a node per folder the kernel keeps, kept under its packed parent.

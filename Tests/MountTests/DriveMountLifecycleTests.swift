@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// How a `drivefs mount` ends: `fusermount -u`, `drivefs unmount`, and a `kill -9` whose dead
@@ -9,7 +10,7 @@ final class DriveMountLifecycleTests: XCTestCase {
     }
 
     private func assertEnds(_ mount: MountedDriveFS, file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertTrue(waitUntil(timeout: 10) { !mount.isMounted }, "still in /proc/mounts", file: file, line: line)
+        XCTAssertTrue(poll(timeout: 10) { !mount.isMounted }, "still in /proc/mounts", file: file, line: line)
         XCTAssertTrue(ExternalCommand.waitForExit(mount.process, timeout: 10), "drivefs outlived its mount", file: file, line: line)
         XCTAssertEqual(mount.exitStatus, 0, "drivefs's exit status after an unmount; log:\n\(mount.log)", file: file, line: line)
     }

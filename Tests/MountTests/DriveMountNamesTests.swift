@@ -1,5 +1,6 @@
 import DriveClient
 import Foundation
+import TestSupport
 import XCTest
 
 /// What Drive has and a local tree cannot: Google Docs (exported), duplicate names, names with a
@@ -111,7 +112,7 @@ final class DriveMountNamesTests: XCTestCase {
         let changedAt = Date()
         _ = try drive.api().updateContent(file.id, source: .bytes(new))
         var sawNewSize = false
-        let seen = try waitUntil(timeout: 20) {
+        let seen = try poll(timeout: 20) {
             let size = try ExternalCommand.tool("stat", ["-c", "%s", shown]).output
             if size == "\(new.count)\n" { sawNewSize = true }
             let content = [UInt8](try ExternalCommand.tool("cat", [shown]).standardOutput)

@@ -1,6 +1,7 @@
 import DriveClient
 import DriveEmulator
 import Foundation
+import TestSupport
 import XCTest
 
 /// Issue 18: a mount that starts and works without the network. The drive is mounted once (its
@@ -52,7 +53,7 @@ final class DriveMountOfflineTests: XCTestCase {
         XCTAssertTrue(status.output.contains("\"offlineSince\""), "drivefs status says since when: \(status.output)")
 
         try drive.startEmulatorAgain()
-        let landed = waitUntil(timeout: 180, interval: 0.5) { (try? drive.file(at: "docs/offline.txt")) != nil }
+        let landed = poll(timeout: 180, interval: 0.5) { (try? drive.file(at: "docs/offline.txt")) != nil }
         XCTAssertTrue(landed, "the file made offline reaches Drive once it answers; log:\n\(mount.log.suffix(3000))")
         try drive.drivefsUnmount(mount)
         let onDrive = try drive.file(at: "docs/offline.txt")
@@ -149,7 +150,7 @@ final class DriveMountOfflineTests: XCTestCase {
         XCTAssertEqual(try ExternalCommand.tool("cat", [mount.path("plans/plan.txt")], timeout: 60).output, "the team's plan\n",
                        "the cached file reads offline")
         _ = try mount.unmount()
-        XCTAssertTrue(waitUntil(timeout: 30) { !mount.isMounted })
+        XCTAssertTrue(poll(timeout: 30) { !mount.isMounted })
 
     }
 }

@@ -2,6 +2,7 @@ import DriveClient
 import DriveEmulator
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// Files kept offline: `drivefs pin` of a folder through a live mount, `drivefs pin --list` until
@@ -31,7 +32,7 @@ final class DriveMountPinTests: XCTestCase {
         XCTAssertEqual(pin.status, 0, pin.summary)
         XCTAssertEqual(try shell("echo 'added after the pin' > '\(mount.path("keep/later.txt"))'").status, 0)
         var listed = ""
-        let local = try waitUntil(timeout: 120, interval: 0.2) {
+        let local = try poll(timeout: 120, interval: 0.2) {
             listed = try drivefs(["pin", "--list"]).output
             return listed.contains("\(mount.path("keep"))  4 files") && listed.contains("(all local)")
         }
@@ -57,7 +58,7 @@ final class DriveMountPinTests: XCTestCase {
         func state(_ path: String) throws -> String {
             try ExternalCommand.tool("getfattr", ["-n", "user.drivefs.state", "--only-values", mount.path(path)], timeout: 30).output
         }
-        let refetched = try waitUntil(timeout: 120, interval: 0.2) {
+        let refetched = try poll(timeout: 120, interval: 0.2) {
             try ExternalCommand.tool("stat", ["-c", "%s", mount.path("keep/a.txt")]).output == "200000\n" && (try state("keep/a.txt")) == "offline"
         }
         let shown = try state("keep/a.txt")
@@ -70,7 +71,7 @@ final class DriveMountPinTests: XCTestCase {
             """)
         XCTAssertEqual(open.output, "local", "written and still open: \(open.summary)")
         var seen = ["local"]
-        let synced = try waitUntil(timeout: 120, interval: 0.05) {
+        let synced = try poll(timeout: 120, interval: 0.05) {
             let now = try state("fresh.txt")
             if now != seen.last { seen.append(now) }
             return now == "synced"

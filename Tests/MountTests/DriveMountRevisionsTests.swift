@@ -2,6 +2,7 @@ import DriveClient
 import DriveEmulator
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// `drivefs revisions PATH` through a live mount: a file seeded on Drive and saved again through
@@ -23,7 +24,7 @@ final class DriveMountRevisionsTests: XCTestCase {
         let mount = try drive.mount()
         let second = "the second version, saved through the mount\n"
         XCTAssertEqual(try ExternalCommand.shell("printf '%s' '\(second)' > '\(mount.path("notes/doc.txt"))'", timeout: 60).status, 0)
-        let synced = try waitUntil(timeout: 120, interval: 0.05) {
+        let synced = try poll(timeout: 120, interval: 0.05) {
             try ExternalCommand.tool("getfattr", ["-n", "user.drivefs.state", "--only-values", mount.path("notes/doc.txt")],
                                      timeout: 30).output == "synced"
         }
@@ -58,7 +59,7 @@ final class DriveMountRevisionsTests: XCTestCase {
         let restored = try drivefs(["revisions", mount.path("notes/doc.txt"), "--restore", onDrive[0].id])
         XCTAssertEqual(restored.status, 0, restored.summary)
         XCTAssertEqual(try String(contentsOfFile: mount.path("notes/doc.txt"), encoding: .utf8), "first version\n")
-        let landed = try waitUntil(timeout: 120, interval: 0.05) { try drive.api().listRevisions(file.id).count == 3 }
+        let landed = try poll(timeout: 120, interval: 0.05) { try drive.api().listRevisions(file.id).count == 3 }
         XCTAssertTrue(landed, "the restore reached Drive as a new revision\n\(mount.log.suffix(2000))")
         XCTAssertEqual(try drive.api().listRevisions(file.id).last?.md5Checksum, onDrive[0].md5Checksum)
         // The second into a new file beside it; the file itself stays.

@@ -1,5 +1,6 @@
 import DriveClient
 import Foundation
+import TestSupport
 import XCTest
 
 /// `drivefs mount --shared-drive NAME_OR_ID`: a shared drive (seeded with the emulator's
@@ -25,7 +26,7 @@ final class DriveMountSharedDriveTests: XCTestCase {
         let top = try ExternalCommand.tool("ls", ["-A", byName.mountpoint]).output
         XCTAssertEqual(top, "plans\n", "only the shared drive's items, not My Drive's")
         _ = try byName.unmount()
-        XCTAssertTrue(waitUntil(timeout: 10) { !byName.isMounted })
+        XCTAssertTrue(poll(timeout: 10) { !byName.isMounted })
 
         let id = try XCTUnwrap(try drive.api().resolveSharedDrive("Team files").id)
         let byID = try drive.mount(extraArguments: ["--shared-drive", id])

@@ -1,5 +1,6 @@
 import DriveEmulator
 import Foundation
+import TestSupport
 import XCTest
 
 /// A stalled backend must not freeze what is cached: with every download stalled and 16 readers
@@ -40,7 +41,7 @@ final class DriveMountStallTests: XCTestCase {
             try reader.run()
             readers.append(reader)
         }
-        let stalled = waitUntil(timeout: 20) {
+        let stalled = poll(timeout: 20) {
             drive.requests("files.get.media") + drive.requests("revisions.get.media") - mediaBefore >= 4
         }
         XCTAssertTrue(stalled, "the readers' downloads never reached the emulator: \(drive.statsSummary())")
@@ -60,7 +61,7 @@ final class DriveMountStallTests: XCTestCase {
 
         // Once the backend answers again, the readers finish with the right bytes.
         drive.emulator.clearFaults()
-        let finished = waitUntil(timeout: 90) { readers.allSatisfy { !$0.isRunning } }
+        let finished = poll(timeout: 90) { readers.allSatisfy { !$0.isRunning } }
         XCTAssertTrue(finished, "readers still stuck \(Int(stall)) s after the stall ended; stats: \(drive.statsSummary())\n\(mount.log)")
         guard finished else { return }
         for i in 0..<16 {

@@ -1,6 +1,7 @@
 import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// `drivefs status` over a live mount of the emulator's Drive: the daemon's published status, as
@@ -24,7 +25,7 @@ final class DriveMountStatusTests: XCTestCase {
 
     /// The daemon publishes right after the mount is live (on its serving thread): waits for it.
     private func waitForStatusFile(_ drive: EmulatedDrive, _ mount: MountedDriveFS) -> Bool {
-        waitUntil(timeout: 20) {
+        poll(timeout: 20) {
             FileManager.default.fileExists(atPath: drive.runtimeDirectory + "/\(mount.process.processIdentifier).json")
         }
     }
@@ -45,7 +46,7 @@ final class DriveMountStatusTests: XCTestCase {
         var found = try statuses(drive)
         if found.first?.changes.lastPoll == nil {
             // The poll the emulator counted may still be on its way back to the mount.
-            XCTAssertTrue(waitUntil(timeout: 10) { (try? self.statuses(drive).first?.changes.lastPoll) != nil })
+            XCTAssertTrue(poll(timeout: 10) { (try? self.statuses(drive).first?.changes.lastPoll) != nil })
             found = try statuses(drive)
         }
         XCTAssertEqual(found.count, 1, "\(found)")
@@ -170,7 +171,7 @@ final class DriveMountStatusTests: XCTestCase {
         try ExternalCommand.tool("cp", [local.path, mount.path("big.bin")], timeout: 60).requireSuccess("cp of a 12 MiB file")
         var seen: [MountStatus.Upload] = []
         var queuedOrRunning = false
-        _ = waitUntil(timeout: 60) {
+        _ = poll(timeout: 60) {
             guard let status = try? self.statuses(drive).first else { return false }
             if status.uploads.queued > 0 || !status.uploads.running.isEmpty { queuedOrRunning = true }
             if let upload = status.uploads.running.first(where: { $0.path.hasSuffix("big.bin") }) { seen.append(upload) }

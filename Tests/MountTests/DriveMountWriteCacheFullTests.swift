@@ -1,5 +1,6 @@
 import DriveClient
 import Foundation
+import TestSupport
 import XCTest
 
 /// Local failures keep their meaning (issue 7): with the cache directory on a tmpfs of 8 MiB, a
@@ -81,7 +82,7 @@ final class DriveMountWriteCacheFullTests: XCTestCase {
         try Data(TestContent.bytes(count: 1 << 20, seed: 13_100)).write(to: after)
         // The removed file's copy is given back by the daemon (at once, or when its upload, which
         // the removal cancelled, stops retrying): wait, bounded, until the cache disk has room.
-        let freed = waitUntil(timeout: 30, interval: 0.05) {
+        let freed = poll(timeout: 30, interval: 0.05) {
             var fs = statvfs()
             return statvfs(cache, &fs) == 0 && UInt64(fs.f_bavail) * UInt64(fs.f_frsize) >= 3 << 20
         }

@@ -1,5 +1,6 @@
 import DriveClient
 import Foundation
+import TestSupport
 import XCTest
 
 /// POSIX behaviours of the writable mount (issue 7, "Operations" and "Done when"): renames and
@@ -463,7 +464,7 @@ final class DriveMountWritePOSIXTests: XCTestCase {
 
         // Another machine, while this mount is live: the change feed brings the links and modes.
         let other = try drive.mountFresh()
-        let seen = waitUntil(timeout: 60, interval: 0.2) {
+        let seen = poll(timeout: 60, interval: 0.2) {
             let links = try? ExternalCommand.runTool("readlink", [other.path("l/link-to-new"), other.path("l/dangling")], timeout: 10)
             let modes = try? ExternalCommand.runTool("stat", ["-c", "%a", other.path("l/new.sh"), other.path("l/seeded.sh")], timeout: 10)
             return links?.output == "new.sh\n../elsewhere/missing.txt\n" && modes?.output == "755\n750\n"

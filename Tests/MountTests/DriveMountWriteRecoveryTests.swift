@@ -1,6 +1,7 @@
 import DriveClient
 import DriveEmulator
 import Foundation
+import TestSupport
 import XCTest
 
 /// Issue 7's promise: whatever `close` accepted reaches Drive through crashes, restarts, expired
@@ -65,7 +66,7 @@ final class DriveMountWriteRecoveryTests: XCTestCase {
             FaultRule(method: "files.update.upload", action: .stall(seconds: 900), times: nil),
         ])
         try ExternalCommand.tool("cp", ["-r", source.path, first.path("queued")], timeout: 120).requireSuccess("cp -r of 100 files into the mount")
-        let partly = waitUntil(timeout: 30, interval: 0.2) { landed(drive, "queued") >= 3 }
+        let partly = poll(timeout: 30, interval: 0.2) { landed(drive, "queued") >= 3 }
         XCTAssertTrue(partly, "the first 3 uploads (answers lost) should land within 30 s; \(landed(drive, "queued")) did (\(drive.statsSummary()))")
         let before = landed(drive, "queued")
         XCTAssertLessThan(before, 100, "uploads stall: fewer than 100 files may be on Drive before the kill")
@@ -195,7 +196,7 @@ final class DriveMountWriteRecoveryTests: XCTestCase {
         let expected = try sourceFiles(source, small: 10, medium: 20, large: [16 << 20], seed: 12_000)
         let mount = try drive.mount()
         try ExternalCommand.tool("cp", ["-r", source.path, mount.path("restart")], timeout: 120).requireSuccess("cp -r into the mount")
-        let started = waitUntil(timeout: 60) { drive.answered("files.create.upload", status: "200") >= 3 }
+        let started = poll(timeout: 60) { drive.answered("files.create.upload", status: "200") >= 3 }
         XCTAssertTrue(started, "some uploads should land before the restart: \(drive.statsSummary())")
         let before = landed(drive, "restart")
         XCTAssertLessThan(before, expected.count, "the restart must come before every file is on Drive")

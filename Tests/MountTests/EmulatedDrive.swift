@@ -2,6 +2,7 @@ import DriveClient
 import DriveEmulator
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// One mount test's world: its own temporary directory, a seed tree written into it, an in-process
@@ -164,7 +165,7 @@ final class EmulatedDrive {
 
     /// Waits (bounded) until the mount has read the change feed at least `count` times in total.
     func waitForPolls(_ count: Int, timeout: TimeInterval = 20) -> Bool {
-        waitUntil(timeout: timeout) { self.requests("changes.list") >= count }
+        poll(timeout: timeout) { self.requests("changes.list") >= count }
     }
 
     /// Waits (bounded) until no request has arrived for `quiet` seconds: background work the mount
@@ -173,7 +174,7 @@ final class EmulatedDrive {
     func settle(quiet: TimeInterval = 0.5, timeout: TimeInterval = 15) -> Bool {
         var last = emulator.stats().totals.requests
         var since = Date()
-        return waitUntil(timeout: timeout) {
+        return poll(timeout: timeout) {
             let now = emulator.stats().totals.requests
             if now != last { last = now; since = Date() }
             return Date().timeIntervalSince(since) >= quiet
@@ -209,16 +210,6 @@ final class EmulatedDrive {
         for mount in mounts.reversed() { mount.tearDown() }
         emulator.stop()
         if !mounts.contains(where: { $0.isMounted }) { try? FileManager.default.removeItem(at: temp) }
-    }
-}
-
-/// Polls `condition` every `interval` (20 ms) until it holds or `timeout` passes.
-func waitUntil(timeout: TimeInterval, interval: TimeInterval = 0.02, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while true {
-        if try condition() { return true }
-        if Date() > deadline { return false }
-        usleep(useconds_t(interval * 1_000_000))
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import DriveEmulator
+import TestSupport
 
 /// A RouteProvider made of closures, for tests that need a server with known handlers.
 final class TestRoutes: RouteProvider {

@@ -1,6 +1,7 @@
 import DriveClient
 @testable import DriveFSCore
 import DriveSupport
+import TestSupport
 import XCTest
 
 /// A file read at random is filled in the background (issue 16, "reads that spend quota well"):

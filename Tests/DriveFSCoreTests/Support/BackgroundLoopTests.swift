@@ -1,6 +1,7 @@
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// `BackgroundLoop`'s contract: wakes coalesce into one more run, runs never overlap, a stop lets

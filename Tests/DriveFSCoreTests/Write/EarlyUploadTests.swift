@@ -2,6 +2,7 @@ import DriveClient
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// Early uploads (`EarlyUpload`): a large new file written from its start goes to Drive chunk by

@@ -2,6 +2,7 @@ import DriveClient
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// The way editors, `rsync` and `sed -i` save: a temporary file written and closed, then renamed

@@ -2,6 +2,7 @@ import DriveClient
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// Offline (issue 18): `mkdir`, `rename`, `unlink`, `chmod` and `utimens` of items already on Drive

@@ -2,6 +2,7 @@ import DriveClient
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// Chaos findings 28 and 26 (the file): an upload journaled before a `kill -9` (an edit of a file

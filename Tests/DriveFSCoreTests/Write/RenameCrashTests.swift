@@ -2,6 +2,7 @@ import DriveClient
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// Renames through the core, and the uploads around them, with the process killed at each step:

@@ -2,6 +2,7 @@ import DriveClient
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// Found by the chaos run (docs/chaos-findings.md, 18): a rename of a file whose upload was on its
@@ -33,14 +34,6 @@ final class StaleAnswerTests: XCTestCase {
         }
         fs.withLock { $0 = h.fs }
         return state
-    }
-
-    private func waitUntil(_ what: String, _ condition: () -> Bool) {
-        let end = Date(timeIntervalSinceNow: 30)
-        while !condition() {
-            if Date() > end { return XCTFail("gave up waiting: \(what)") }
-            usleep(1_000)
-        }
     }
 
     func testARenameAnsweredBeforeAnUploadLandedDoesNotRollTheFileBack() throws {

@@ -2,6 +2,7 @@ import DriveClient
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// `fsync` (and `--sync-close`) waiting for an upload, through the core over the in-memory Drive:

@@ -2,6 +2,7 @@
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// Crashes: the queue abandoned at each commit point (as `kill -9` would leave it), then a new

@@ -2,6 +2,7 @@
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// An upload queue over a `FakeDriveBackend`, in a temporary directory of its own, with the core's
@@ -71,7 +72,7 @@ final class UploadQueueHarness {
 
     /// The target's `waitUntil`, for tests that hold a harness.
     func waitUntil(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) {
-        DriveFSCoreTests.waitUntil(what, file: file, line: line, condition)
+        TestSupport.waitUntil(what, file: file, line: line, condition)
     }
 
     func waitIdle(_ queue: UploadQueue, file: StaticString = #filePath, line: UInt = #line) {

@@ -3,6 +3,7 @@
 import DriveSupport
 import Foundation
 import Glibc
+import TestSupport
 import XCTest
 
 /// The upload queue over the in-memory Drive: what each contract of `UploadQueueing` promises,
