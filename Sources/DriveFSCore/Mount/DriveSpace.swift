@@ -6,17 +6,18 @@ import Foundation
 /// an older answer kept when Drive is slow) and the free space a close checks a file's growth
 /// against (asked at most once a `quotaRefreshInterval`, under a short deadline).
 ///
-/// Its two locks are leaves; Drive is asked with neither held.
+/// Its two locks are leaves (`LockRank.leaf`, asserted in debug builds); Drive is asked with
+/// neither held.
 final class DriveSpace: Sendable {
     private let backend: any DriveBackend
     private let time: any TimeSource
     private let configuration: DriveFSConfiguration
     /// How many items the mount knows (the inode counts `statfs` shows).
     private let itemCount: @Sendable () -> Int
-    private let about = Locked<(value: DriveAbout?, fetchedAt: Double)>((nil, 0))
+    private let about = RankedLocked<(value: DriveAbout?, fetchedAt: Double)>(.leaf, (nil, 0))
     /// When a close last asked Drive for its quota (successful or not): at most one about.get per
     /// `quotaRefreshInterval` for closes, whatever Drive answers.
-    private let quotaAskedAt = Locked<Double>(-Double.infinity)
+    private let quotaAskedAt = RankedLocked<Double>(.leaf, -Double.infinity)
 
     init(backend: any DriveBackend, time: any TimeSource, configuration: DriveFSConfiguration,
          itemCount: @escaping @Sendable () -> Int) {
