@@ -408,6 +408,34 @@ extension BackendContract {
         XCTAssertEqual(try content(world, loose), [2])
     }
 
+    /// The trash listing (`drivefs trash list`): every trashed item once, with its parents, the
+    /// ones trashed themselves marked; nothing that is not trashed.
+    func checkTheTrashListsEveryTrashedItemAndWhichWereTrashedThemselves() throws {
+        let world = try makeWorld()
+        defer { world.close() }
+        let folder = try world.addFolder("box", world.rootID)
+        let child = try world.addFile("in.txt", folder, [1])
+        let loose = try world.addFile("loose.txt", world.rootID, [2, 3])
+        _ = try world.addFile("kept.txt", world.rootID, [4])
+        _ = try world.backend.trash(folder)
+        _ = try world.backend.trash(loose)
+        var items: [DriveTrashedItem] = []
+        try world.backend.listTrash { items += $0; return true }
+        let byID = Dictionary(uniqueKeysWithValues: items.map { ($0.file.id, $0) })
+        XCTAssertEqual(Set(byID.keys), [folder, child, loose])
+        XCTAssertEqual(byID[folder]?.explicitlyTrashed, true)
+        XCTAssertEqual(byID[loose]?.explicitlyTrashed, true)
+        XCTAssertEqual(byID[child]?.explicitlyTrashed, false, "trashed through its folder")
+        XCTAssertEqual(byID[child]?.file.parents, [folder])
+        XCTAssertEqual(byID[loose]?.file.name, "loose.txt")
+        XCTAssertEqual(byID[loose]?.file.size, 2)
+        XCTAssertEqual(byID[folder]?.file.mimeType, DriveFile.folderMimeType)
+        _ = try world.backend.untrash(loose)
+        items = []
+        try world.backend.listTrash { items += $0; return true }
+        XCTAssertEqual(Set(items.map(\.file.id)), [folder, child])
+    }
+
     func checkDeletedAndEmptiedItemsAreGoneForGood() throws {
         let world = try makeWorld()
         defer { world.close() }
@@ -599,6 +627,9 @@ final class FakeBackendContractTests: XCTestCase, BackendContract {
     func testAMoveChangesParentNameAndPropertiesInOneRequest() throws { try checkAMoveChangesParentNameAndPropertiesInOneRequest() }
     func testTrashedItemsLeaveListingsAndComeBackWhenUntrashed() throws { try checkTrashedItemsLeaveListingsAndComeBackWhenUntrashed() }
     func testDeletedAndEmptiedItemsAreGoneForGood() throws { try checkDeletedAndEmptiedItemsAreGoneForGood() }
+    func testTheTrashListsEveryTrashedItemAndWhichWereTrashedThemselves() throws {
+        try checkTheTrashListsEveryTrashedItemAndWhichWereTrashedThemselves()
+    }
     func testTheChangeFeedReportsEachWrite() throws { try checkTheChangeFeedReportsEachWrite() }
     func testWritesToAnUnknownIDAreNotFound() throws { try checkWritesToAnUnknownIDAreNotFound() }
     func testLargeUploadsLandWholeAndLeaveNoSession() throws { try checkLargeUploadsLandWholeAndLeaveNoSession() }
@@ -629,6 +660,9 @@ final class EmulatorBackendContractTests: XCTestCase, BackendContract {
     func testAMoveChangesParentNameAndPropertiesInOneRequest() throws { try checkAMoveChangesParentNameAndPropertiesInOneRequest() }
     func testTrashedItemsLeaveListingsAndComeBackWhenUntrashed() throws { try checkTrashedItemsLeaveListingsAndComeBackWhenUntrashed() }
     func testDeletedAndEmptiedItemsAreGoneForGood() throws { try checkDeletedAndEmptiedItemsAreGoneForGood() }
+    func testTheTrashListsEveryTrashedItemAndWhichWereTrashedThemselves() throws {
+        try checkTheTrashListsEveryTrashedItemAndWhichWereTrashedThemselves()
+    }
     func testTheChangeFeedReportsEachWrite() throws { try checkTheChangeFeedReportsEachWrite() }
     func testWritesToAnUnknownIDAreNotFound() throws { try checkWritesToAnUnknownIDAreNotFound() }
     func testLargeUploadsLandWholeAndLeaveNoSession() throws { try checkLargeUploadsLandWholeAndLeaveNoSession() }

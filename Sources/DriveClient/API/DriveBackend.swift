@@ -67,7 +67,12 @@ public protocol DriveBackend: Sendable {
     func trash(_ id: String) throws -> DriveFile
     func untrash(_ id: String) throws -> DriveFile
     func delete(_ id: String) throws
+    /// Deletes for good everything in this drive's trash (files.emptyTrash, one write).
     func emptyTrash() throws
+    /// Everything in this drive's trash, page by page (`DriveAPI.listTrash`): items trashed
+    /// themselves and those in trashed folders, told apart by `explicitlyTrashed`. `onPage`
+    /// returns false to stop.
+    func listTrash(onPage: ([DriveTrashedItem]) throws -> Bool) throws
 
     /// Bytes `[offset, offset + length)` (to the end when nil) into `sink`; returns the count.
     func download(_ id: String, offset: Int64, length: Int64?, to sink: ResponseSink) throws -> Int64

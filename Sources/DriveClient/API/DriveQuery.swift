@@ -28,6 +28,9 @@ public enum DriveQuery {
         return "(" + folderIDs.map { "\(quote($0)) in parents" }.joined(separator: " or ") + ") and trashed = false"
     }
 
+    /// Everything in the trash: what was trashed and what is in a trashed folder.
+    public static let trashed = "trashed = true"
+
     /// Google's 400 for an OR chain that is too long: "The query is too complex."
     public static func isQueryTooComplex(_ error: DriveError) -> Bool {
         guard case .invalidArgument(let info) = error else { return false }

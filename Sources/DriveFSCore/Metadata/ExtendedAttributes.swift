@@ -44,6 +44,16 @@ public enum ExtendedAttributes {
     /// Set to `[FILE_ID ]REVISION_ID`: the file's content becomes that revision (write-only, never
     /// listed; `drivefs revisions --restore`).
     public static let restore = "user.drivefs.restore"
+    /// The trash (docs/semantics.md, "The trash"), for `drivefs trash`: on a folder, read from
+    /// Drive when asked by name (never listed), the items trashed themselves that were in it or
+    /// below it (on the mount's root: every one), `trashLines`' format.
+    public static let trash = "user.drive.trash"
+    /// Set on the mount's root to a Drive file ID: that item leaves the trash (write-only).
+    public static let untrash = "user.drivefs.untrash"
+    /// Set on the mount's root to `all`, or to the count of trashed items the user agreed to
+    /// delete (refused with `EAGAIN` when the trash holds another count now): Drive's trash is
+    /// emptied for good (write-only).
+    public static let emptyTrash = "user.drivefs.empty_trash"
 
     /// The attributes `file` has, in `allNames` order.
     public static func values(of file: DriveFile) -> [(name: String, value: String)] {
@@ -85,5 +95,82 @@ public enum ExtendedAttributes {
         var total = lines.reduce(0) { $0 + $1.utf8.count }
         while total > maximumValueBytes, !lines.isEmpty { total -= lines.removeFirst().utf8.count }
         return lines.joined()
+    }
+
+    /// Where a trashed item was, as `user.drive.trash` says it.
+    public enum TrashedFolder: String, Sendable {
+        /// Its folder is on the mount (the path is where it comes back).
+        case present = "folder"
+        /// Its folder is in the trash too (the path is where that folder was).
+        case trashed
+        /// Its folder is not on the mount and not in the trash (gone, or not known here yet):
+        /// the path is the item's name alone.
+        case unknown
+    }
+
+    /// One line of `user.drive.trash`.
+    public struct TrashLine: Sendable, Equatable {
+        public var id: String
+        public var trashedTime: Int64?
+        public var size: Int64?
+        public var mimeType: String
+        public var folder: TrashedFolder
+        /// The shown names from the mount's root down to the item, its own last.
+        public var path: [String]
+
+        public init(id: String, trashedTime: Int64?, size: Int64?, mimeType: String, folder: TrashedFolder, path: [String]) {
+            self.id = id
+            self.trashedTime = trashedTime
+            self.size = size
+            self.mimeType = mimeType
+            self.folder = folder
+            self.path = path
+        }
+    }
+
+    /// The marker of the last line when items were left out: `+<TAB>COUNT`.
+    public static let trashOmittedMarker = "+"
+
+    /// Trashed items as `user.drive.trash` shows them: a line each, six fields separated by tabs:
+    /// the Drive ID, when it was trashed (RFC 3339; `-` where Drive does not say: outside shared
+    /// drives), its size in bytes (`-` for folders and Google Docs), its MIME type, where its
+    /// folder is (`TrashedFolder`), and its path from the mount's root (shown names joined by `/`;
+    /// a tab or a line break in a name is shown as a space). When the lines pass the largest value
+    /// Linux passes, the last are left out and a last line `+<TAB>COUNT` says how many.
+    public static func trashLines(_ items: [TrashLine]) -> String {
+        func field(_ text: String?) -> String {
+            guard let text, !text.isEmpty else { return "-" }
+            return String(text.map { $0 == "\t" || $0 == "\n" || $0 == "\r" ? " " : $0 })
+        }
+        var out = ""
+        var bytes = 0
+        for (i, item) in items.enumerated() {
+            let line = [field(item.id), field(item.trashedTime.map { RFC3339.format(millis: $0) }), field(item.size.map(String.init)),
+                        field(item.mimeType), item.folder.rawValue, item.path.map { field($0) }.joined(separator: "/")]
+                .joined(separator: "\t") + "\n"
+            // Room kept for the marker line (at most "+\t" and ten digits).
+            let left = items.count - i
+            if bytes + line.utf8.count + (left > 1 ? 16 : 0) > maximumValueBytes {
+                out += "\(trashOmittedMarker)\t\(left)\n"
+                return out
+            }
+            out += line
+            bytes += line.utf8.count
+        }
+        return out
+    }
+
+    /// `trashLines` read back: the items, and how many were left out.
+    public static func parseTrashLines(_ text: String) -> (items: [TrashLine], omitted: Int) {
+        var items: [TrashLine] = []
+        var omitted = 0
+        for line in text.split(separator: "\n") {
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            if f.count == 2, f[0] == trashOmittedMarker { omitted = Int(f[1]) ?? 0; continue }
+            guard f.count >= 6, let folder = TrashedFolder(rawValue: f[4]) else { continue }
+            items.append(TrashLine(id: f[0], trashedTime: RFC3339.parseMillis(f[1]), size: Int64(f[2]), mimeType: f[3], folder: folder,
+                                   path: f[5].split(separator: "/", omittingEmptySubsequences: false).map(String.init)))
+        }
+        return (items, omitted)
     }
 }

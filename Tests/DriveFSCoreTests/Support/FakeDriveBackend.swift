@@ -31,6 +31,9 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     private var issued: Set<String> = []
     private var generatedIDs = 0
     private var explicitlyTrashed: Set<String> = []
+    /// When each explicitly trashed item was trashed (the fake gives `trashedTime` everywhere; Drive
+    /// only in shared drives).
+    private var trashedTimes: [String: Int64] = [:]
     private var clock: Int64 = 1_700_000_000_000
     private var sessions: [String: UploadSessionState] = [:]
     private var sessionCount = 0
@@ -859,6 +862,48 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         }
     }
 
+    /// The items of a trash listing's page (Drive's is 1,000).
+    var trashPageSize: Int {
+        get { lock.lock(); defer { lock.unlock() }; return trashPage }
+        set { lock.lock(); trashPage = newValue; lock.unlock() }
+    }
+    private var trashPage = 1000
+
+    func listTrash(onPage: ([DriveTrashedItem]) throws -> Bool) throws {
+        let (items, pageSize): ([DriveTrashedItem], Int) = {
+            lock.lock(); defer { lock.unlock() }
+            let items = files.values.filter(\.trashed).sorted { $0.id < $1.id }.map { file in
+                DriveTrashedItem(file: DriveFile(id: file.id, name: file.name, mimeType: file.mimeType, parents: file.parents, size: file.size,
+                                                 createdTime: file.createdTime, trashed: true),
+                                 explicitlyTrashed: explicitlyTrashed.contains(file.id), trashedTime: trashedTimes[file.id])
+            }
+            return (items, trashPage)
+        }()
+        var start = 0
+        repeat {
+            try request("files.list")
+            let page = Array(items[start..<min(items.count, start + pageSize)])
+            start += pageSize
+            guard try onPage(page) else { return }
+        } while start < items.count
+    }
+
+    /// When `id` was trashed itself (nil: not trashed itself).
+    func trashedTime(of id: String) -> Int64? {
+        lock.lock(); defer { lock.unlock() }
+        return trashedTimes[id]
+    }
+
+    /// Trashes `id` as another client would (explicitly, its children through it), counting no request.
+    func trashItem(_ id: String) {
+        lock.lock(); defer { lock.unlock() }
+        explicitlyTrashed.insert(id)
+        trashedTimes[id] = tick()
+        files[id]!.version = (files[id]!.version ?? 1) + 1
+        propagateTrash(below: id, explicitly: true)
+        record(id)
+    }
+
     func emptyTrash() throws {
         try write("files.emptyTrash", id: nil) { () -> Void in
             let tops = files.values.filter { file in
@@ -981,7 +1026,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         try write("files.update", id: id) { () throws -> DriveFile in
             guard var file = files[id] else { throw notFound(id) }
             guard file.id != rootID else { throw cannotChangeRoot() }
-            if trashed { explicitlyTrashed.insert(id) } else { explicitlyTrashed.remove(id) }
+            if trashed { explicitlyTrashed.insert(id); trashedTimes[id] = tick() } else { explicitlyTrashed.remove(id); trashedTimes[id] = nil }
             file.version = (file.version ?? 1) + 1
             files[id] = file
             propagateTrash(below: id, explicitly: trashed)
@@ -1023,6 +1068,7 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
             files[victim] = nil
             contents[victim] = nil
             explicitlyTrashed.remove(victim)
+            trashedTimes[victim] = nil
             record(victim)
         }
     }
