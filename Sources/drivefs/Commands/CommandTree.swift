@@ -28,6 +28,7 @@ enum CommandTree {
         root.add(PinCommand.make())
         root.add(PinCommand.makeUnpin())
         root.add(RevisionsCommand.make())
+        root.add(TrashCommand.make())
         root.add(AuthCommand.make())
         root.add(CompletionCommand.make())
         root.add(DebugCommand.make())

@@ -23,7 +23,8 @@ enum MountCommand {
                 background (--transfers at a time); what close accepted survives crashes and is
                 uploaded by the next mount if need be. fsync returns once the file is on Drive;
                 'drivefs unmount' returns once every upload is. rm moves files to Drive's trash
-                (--delete-permanently deletes them). Google Docs, Sheets, Slides and Drawings appear
+                ('drivefs trash' lists, restores and empties it; --delete-permanently deletes them
+                instead). Google Docs, Sheets, Slides and Drawings appear
                 as exported files (--export-formats), read-only; shortcuts as symbolic links.
 
                 From mount on, every folder is listed in the background, many per request (the
