@@ -353,6 +353,41 @@ final class DriveSharedDrivesTests: XCTestCase {
         XCTAssertEqual(try h.call("GET", "/drive/v3/files/\(a)?\(Self.all)").0, 404)
     }
 
+    /// `trashedTime` and `trashingUser`: Google fills them only for items in shared drives; here on
+    /// the item trashed itself, from its trashing until it is untrashed.
+    func testTrashedTimeAndTrashingUserOnlyInSharedDrives() throws {
+        let drive = try makeDrive("Team")
+        let folder = try create("box", parent: drive, folder: true)
+        let inside = try create("in", parent: folder)
+        let fields = "fields=trashed,explicitlyTrashed,trashedTime,trashingUser(emailAddress)"
+        XCTAssertEqual(try h.call("PATCH", "/drive/v3/files/\(folder)?\(Self.all)", json: ["trashed": true]).0, 200)
+        let (s, trashed) = try h.call("GET", "/drive/v3/files/\(folder)?\(Self.all)&\(fields)")
+        XCTAssertEqual(s, 200)
+        let time = try XCTUnwrap(trashed["trashedTime"] as? String, "\(trashed)")
+        XCTAssertNotNil(RFC3339.parseMillis(time))
+        XCTAssertNotNil((trashed["trashingUser"] as? [String: Any])?["emailAddress"] as? String, "the user who trashed it")
+        let (_, child) = try h.call("GET", "/drive/v3/files/\(inside)?\(Self.all)&\(fields)")
+        XCTAssertEqual(child["trashed"] as? Bool, true)
+        XCTAssertNil(child["trashedTime"], "trashed through its folder: \(child)")
+        let (_, listed) = try h.call("GET", "/drive/v3/files?\(Self.all)&includeItemsFromAllDrives=true&corpora=drive&driveId=\(drive)"
+                                    + "&q=\(DriveHarness.q("trashed = true"))&fields=files(id,\(fields.dropFirst(7)))")
+        let byID = Dictionary(uniqueKeysWithValues: (listed["files"] as? [[String: Any]] ?? []).map { ($0["id"] as! String, $0) })
+        XCTAssertEqual(Set(byID.keys), [folder, inside])
+        XCTAssertEqual(byID[folder]?["trashedTime"] as? String, time, "the listing too")
+
+        // Untrashed: gone.
+        XCTAssertEqual(try h.call("PATCH", "/drive/v3/files/\(folder)?\(Self.all)", json: ["trashed": false]).0, 200)
+        XCTAssertNil(try h.call("GET", "/drive/v3/files/\(folder)?\(Self.all)&\(fields)").1["trashedTime"])
+
+        // My Drive: never.
+        let mine = try h.create("m")
+        XCTAssertEqual(try h.call("PATCH", "/drive/v3/files/\(mine)", json: ["trashed": true]).0, 200)
+        let (_, m) = try h.call("GET", "/drive/v3/files/\(mine)?\(fields)")
+        XCTAssertEqual(m["explicitlyTrashed"] as? Bool, true)
+        XCTAssertNil(m["trashedTime"], "\(m)")
+        XCTAssertNil(m["trashingUser"])
+    }
+
     // MARK: Persistence and seeds
 
     func testDrivesSurviveARestart() throws {

@@ -37,6 +37,9 @@ struct DriveItem: Codable, Sendable {
     var parent: String?
     var trashed = false
     var explicitlyTrashed = false
+    /// When the item was trashed itself (set with `explicitlyTrashed`, cleared with it). Google
+    /// shows it, with `trashingUser`, only for items in shared drives.
+    var trashedTime: Int64?
     var createdTime: Int64
     var modifiedTime: Int64
     var viewedByMeTime: Int64?

@@ -114,6 +114,7 @@ extension DriveService {
                 if patch.name == nil, let target = patch.shortcutTargetId, let t = s.item(target) { item.name = t.name }
                 item.explicitlyTrashed = patch.trashed ?? false
                 item.trashed = item.explicitlyTrashed || parent.trashed
+                if item.explicitlyTrashed { item.trashedTime = s.now }
                 if mime == DriveMime.shortcut {
                     item.shortcutTargetId = patch.shortcutTargetId
                     item.shortcutTargetMimeType = targetMime
@@ -212,7 +213,11 @@ extension DriveService {
                 let oldDrive = item.driveId
                 if moved { item.driveId = newParent.flatMap { s.data.items[$0]?.driveId } }
                 let wasTrashed = item.trashed
-                if let t = patch.trashed { item.explicitlyTrashed = t }
+                if let t = patch.trashed {
+                    if t && !item.explicitlyTrashed { item.trashedTime = s.now }
+                    if !t { item.trashedTime = nil }
+                    item.explicitlyTrashed = t
+                }
                 let parentTrashed = newParent.flatMap { s.data.items[$0]?.trashed } ?? false
                 item.trashed = item.explicitlyTrashed || parentTrashed
                 if let content, let contentName {

@@ -50,6 +50,12 @@ struct FileResource {
         // not populate `permissions` for them.
         let inSharedDrive = item.driveId != nil
         if let d = item.driveId { f["driveId"] = d; f["teamDriveId"] = d; f["ownedByMe"] = false }
+        // Google: "Only populated for items in shared drives"; here only on the item trashed
+        // itself (what its children carry is not documented).
+        if inSharedDrive, item.explicitlyTrashed, let t = item.trashedTime {
+            f["trashedTime"] = RFC3339.format(millis: t)
+            if want("trashingUser") { f["trashingUser"] = user.json }
+        }
         let owner = access.owner.map(OtherUser.init(email:))
         if want("owners"), !inSharedDrive { f["owners"] = [owner?.json ?? user.json] }
         if let by = item.lastModifiedBy {
