@@ -138,3 +138,56 @@ extension DriveMountTrashTests {
         XCTAssertThrowsError(try drive.api().getFile(a.id), "deleted for good")
     }
 }
+
+extension DriveMountTrashTests {
+    /// A `--shared-drive` mount: its own trash only (My Drive's trashed file is neither listed nor
+    /// emptied), each item with the time Drive gives there; a restore Drive refuses to a member
+    /// who only writes (403) restores nothing and says why; emptying sends the drive's ID.
+    func testTheTrashOfASharedDrive() throws {
+        _ = try MountedDriveFS.requireFuse()
+        let drive = try EmulatedDrive { seed in
+            try Data("in my drive\n".utf8).write(to: seed.appendingPathComponent("mine.txt"))
+            let team = seed.appendingPathComponent("@shared/Team files/plans")
+            try FileManager.default.createDirectory(at: team, withIntermediateDirectories: true)
+            try Data("the team's plan\n".utf8).write(to: team.appendingPathComponent("plan.txt"))
+        }
+        defer { drive.stop() }
+        func drivefs(_ arguments: [String]) throws -> ExternalCommand.Result {
+            try DriveFSBinary.run(arguments, timeout: 30, environment: drive.environment)
+        }
+        let mine = try drive.file(at: "mine.txt")
+        _ = try drive.api().trash(mine.id)
+        let mount = try drive.mount(pollInterval: "1h", extraArguments: ["--shared-drive", "Team files"])
+        XCTAssertEqual(try ExternalCommand.shell("rm '\(mount.path("plans/plan.txt"))'", timeout: 60).status, 0)
+
+        let listed = try drivefs(["trash", "list", mount.mountpoint])
+        XCTAssertEqual(listed.status, 0, listed.summary)
+        let lines = listed.output.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 2, "the shared drive's trash only: \(listed.output)")
+        XCTAssertTrue(lines[1].contains(mount.path("plans/plan.txt")), listed.output)
+        let year = Calendar(identifier: .gregorian).component(.year, from: Date())
+        XCTAssertTrue(lines[1].contains("\(year)-") && lines[1].contains("Z"), "Drive gives the time in a shared drive: \(listed.output)")
+
+        // A writer may not untrash in a shared drive (fileOrganizer may): Drive's 403, nothing changed.
+        let team = try drive.api().resolveSharedDrive("Team files").id
+        let request = TransportRequest(method: "POST", url: drive.baseURL + "/__emulator/membership",
+                                       headers: [("Content-Type", "application/json")],
+                                       body: .bytes(Array(#"{"driveId":"\#(team)","role":"writer"}"#.utf8)))
+        XCTAssertEqual(try drive.api().executor.execute("control", request).status, 200)
+        let refused = try drivefs(["trash", "restore", mount.path("plans/plan.txt")])
+        XCTAssertEqual(refused.status, 1, refused.summary)
+        XCTAssertTrue(refused.errorOutput.contains("Drive refused"), refused.summary)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mount.path("plans/plan.txt")))
+
+        let before = drive.requests("files.emptyTrash")
+        let manager = TransportRequest(method: "POST", url: drive.baseURL + "/__emulator/membership",
+                                       headers: [("Content-Type", "application/json")],
+                                       body: .bytes(Array(#"{"driveId":"\#(team)","role":"organizer"}"#.utf8)))
+        XCTAssertEqual(try drive.api().executor.execute("control", manager).status, 200)
+        let emptied = try drivefs(["trash", "empty", "--yes", mount.mountpoint])
+        XCTAssertEqual(emptied.status, 0, emptied.summary)
+        XCTAssertEqual(drive.requests("files.emptyTrash") - before, 1)
+        XCTAssertEqual(try drivefs(["trash", "list", mount.mountpoint]).output, "The trash is empty.\n")
+        XCTAssertTrue(try drive.api().getFile(mine.id).trashed, "My Drive's trash is another trash")
+    }
+}
