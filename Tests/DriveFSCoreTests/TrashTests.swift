@@ -140,6 +140,18 @@ final class TrashTests: XCTestCase {
         XCTAssertEqual(try harness.lookup(try harness.lookup(.root, "Second").inode, "inside.txt").size, 1)
     }
 
+    /// A new file removed while its create was on its way is hidden until its removal is seen in
+    /// the feed; restored from the trash before that, it shows.
+    func testARestoredFileRemovedBeforeItsCreateLandedShows() throws {
+        let id = fake.addFile("draft.txt", content: [1])
+        fake.trashItem(id)
+        try harness.mount()
+        _ = try harness.listPlus(.root)
+        fs.table.noteRemovedBeforeLanding(id)
+        try set(ExtendedAttributes.untrash, id)
+        XCTAssertEqual(try harness.lookup(.root, "draft.txt").size, 1)
+    }
+
     func testARestoredItemWhoseNameIsTakenFollowsTheRuleForDuplicates() throws {
         let older = fake.addFile("report.txt", content: Array("old\n".utf8))
         fake.trashItem(older)

@@ -118,6 +118,9 @@ extension DriveFilesystem {
     @discardableResult
     func untrash(_ id: String) throws(FilesystemError) -> DriveFile {
         let file = try askingDrive { () throws -> DriveFile in try backend.untrash(id) }
+        // A new file removed here while its create was on its way is hidden until its removal is
+        // seen (`noteRemovedBeforeLanding`); brought back, it is wanted again.
+        table.forgetRemovedBeforeLanding(file.id)
         invalidator.apply(table.applyLanded(file))
         Log.shared.info("trash", "\(file.id) (\(file.name)) restored from the trash"
                         + (file.trashed ? "; its folder is still in the trash" : ""))
