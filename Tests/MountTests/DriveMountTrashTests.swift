@@ -191,3 +191,30 @@ extension DriveMountTrashTests {
         XCTAssertTrue(try drive.api().getFile(mine.id).trashed, "My Drive's trash is another trash")
     }
 }
+
+extension DriveMountTrashTests {
+    /// A mount that started offline (Drive stopped): each trash command says Drive cannot be
+    /// reached and exits 1 at once (the core asks nothing offline: TrashTests).
+    func testOfflineTheTrashCommandsSayDriveCannotBeReached() throws {
+        _ = try MountedDriveFS.requireFuse()
+        var tree = SeedTree()
+        let drive = try EmulatedDrive { seed in try tree.file("a.txt", in: seed, text: "a\n") }
+        defer { drive.stop() }
+        func drivefs(_ arguments: [String]) throws -> ExternalCommand.Result {
+            try DriveFSBinary.run(arguments, timeout: 30, environment: drive.environment)
+        }
+        var mount = try drive.mount()
+        XCTAssertEqual(try ExternalCommand.shell("rm '\(mount.path("a.txt"))'", timeout: 60).status, 0)
+        try drive.drivefsUnmount(mount)
+        drive.stopEmulator()
+        mount = try drive.mount()
+        XCTAssertTrue(mount.log.contains("offline: Google Drive cannot be reached"), mount.log)
+        for arguments in [["trash", "list", mount.mountpoint], ["trash", "restore", mount.path("a.txt")],
+                          ["trash", "empty", "--yes", mount.mountpoint]] {
+            let result = try drivefs(arguments)
+            XCTAssertEqual(result.status, 1, result.summary)
+            XCTAssertTrue(result.errorOutput.contains("Google Drive cannot be reached (the mount is offline)"), result.summary)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mount.path("a.txt")))
+    }
+}
