@@ -2,6 +2,7 @@ import DriveClient
 import DriveEmulator
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// `drivefs trash` through a live mount: files removed with `rm` are listed where they were (one
@@ -58,7 +59,7 @@ final class DriveMountTrashTests: XCTestCase {
 
         // A newer notes.txt took the name: the restored one is older and keeps it (the names rule).
         XCTAssertEqual(try ExternalCommand.shell("printf 'new notes\\n' > '\(mount.path("notes.txt"))'", timeout: 60).status, 0)
-        let synced = try waitUntil(timeout: 120, interval: 0.05) {
+        let synced = try poll(timeout: 120, interval: 0.05) {
             try ExternalCommand.tool("getfattr", ["-n", "user.drivefs.state", "--only-values", mount.path("notes.txt")], timeout: 30).output == "synced"
         }
         XCTAssertTrue(synced, "the new notes.txt reached Drive\n\(mount.log.suffix(2000))")
