@@ -16,6 +16,10 @@ import Glibc
 ///   failure (ENOSPC, EIO, a failed fdatasync) the file is cut back to where it was, the error
 ///   is thrown as a `FilesystemError` with the system's errno (ENOSPC stays ENOSPC), and the
 ///   record counts as never written: the caller must not act on it.
+/// - `append(frames:)` is the same for several records at once (a group commit's, see
+///   `UploadQueue+GroupCommit.swift`): one `pwrite` of them all in order, one `fdatasync`; all
+///   durable when it returns, or, on any failure, the file cut back to where it was before the
+///   first and every one of them counts as never written.
 /// - Opening replays every record. A torn or corrupt tail (a record cut short by a crash, or
 ///   whose checksum or JSON does not hold, with no valid record after it) is logged and cut away.
 ///   Damage with valid records after it is skipped (logged as an error) and those records are
@@ -101,6 +105,11 @@ final class UploadJournal {
         var atSync = false
     }
     var nextFault: Fault?
+    /// Test seam: called before each append's fdatasync with the end offset of the bytes it makes
+    /// durable (the records in the file when it runs); an errno returned fails that fdatasync.
+    var syncHook: ((Int64) -> Int32?)?
+    /// How many appends reached their fdatasync (tests count a group commit's flushes).
+    private(set) var appendSyncs = 0
 
     /// Opens (creating it, and the directory, when missing) and replays the journal.
     init(directory: String, compactionBound: Int64 = 4 << 20, log: Log = .shared) throws(FilesystemError) {
@@ -167,20 +176,29 @@ final class UploadJournal {
 
     /// Writes `record` at the end and makes it durable (see the type's contracts).
     func append(_ record: Record) throws(FilesystemError) {
+        try append(frames: [try Self.frame(record)])
+    }
+
+    /// Writes records framed by `frame`, in order, at the end with one pwrite and makes them all
+    /// durable with one fdatasync, or none of them (see the type's contracts).
+    func append(frames: [[UInt8]]) throws(FilesystemError) {
         guard fd >= 0 else { throw FilesystemError(errno: EBADF) }
+        guard !frames.isEmpty else { return }
         if tailDirty {
             try cut(to: size)
             tailDirty = false
         }
-        let frame = try Self.frame(record)
-        do {
-            try writeAll(frame, at: size)
+        let bytes = frames.count == 1 ? frames[0] : Array(frames.joined())
+        do throws(FilesystemError) {
+            try writeAll(bytes, at: size)
+            appendSyncs += 1
+            if let errno = syncHook?(size + Int64(bytes.count)) { throw FilesystemError(errno: errno) }
             try sync()
         } catch {
             if (try? cut(to: size)) == nil { tailDirty = true }
             throw error
         }
-        size += Int64(frame.count)
+        size += Int64(bytes.count)
     }
 
     /// Whether the file grew enough since the last compaction to be worth rewriting.

@@ -139,6 +139,30 @@ final class UploadJournalTests: XCTestCase {
         XCTAssertEqual(try UploadJournal(directory: directory).replay().records, [.reclaim(seq: 1), .reclaim(seq: 4)])
     }
 
+    /// A group commit's records (`append(frames:)`): one write and one fdatasync for all of them;
+    /// a failure anywhere in the write, or of the fdatasync, cuts every one of them back.
+    func testRecordsAppendedTogetherAreKeptTogetherOrNotAtAll() throws {
+        let journal = try UploadJournal(directory: directory)
+        _ = try journal.replay()
+        try journal.append(.reclaim(seq: 1))
+        let size = journal.size
+        let group: [UploadJournal.Record] = [.reclaim(seq: 2), .reclaim(seq: 3), .reclaim(seq: 4)]
+        let frames = try group.map { try UploadJournal.frame($0) }
+        let faults = [UploadJournal.Fault(errno: ENOSPC, afterBytes: frames[0].count + 3),
+                      UploadJournal.Fault(errno: ENOSPC, afterBytes: frames[0].count + frames[1].count),
+                      UploadJournal.Fault(errno: EIO, atSync: true)]
+        for fault in faults {
+            journal.nextFault = fault
+            XCTAssertThrowsError(try journal.append(frames: frames)) { XCTAssertEqual(($0 as? FilesystemError)?.errno, fault.errno) }
+            XCTAssertEqual(journal.size, size)
+            XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: journal.path)[.size] as? Int, Int(size), "cut back")
+        }
+        let syncs = journal.appendSyncs
+        try journal.append(frames: frames)
+        XCTAssertEqual(journal.appendSyncs, syncs + 1, "one fdatasync for the three")
+        XCTAssertEqual(try UploadJournal(directory: directory).replay().records, [.reclaim(seq: 1)] + group)
+    }
+
     func testCompactionRewritesTheLiveRecordsAndKeepsAppending() throws {
         let journal = try UploadJournal(directory: directory, compactionBound: 2000)
         _ = try journal.replay()
