@@ -24,7 +24,8 @@ import Glibc
 /// `ChangesInFlight` (a rename's Drive requests) → `LocalContent.lock` (one file's; an editor's
 /// save takes two, the new file's first) → `UploadQueue.lock` → `handles` → `locals` → one
 /// leaf, taken with no other leaf held: `NodeTable.state`, `FolderLister.state`,
-/// `BlockCache.condition`, `Invalidator`'s, `ContentReader`'s streams (and `DriveSpace`'s, not
+/// `BlockCache.condition`, `Invalidator`'s, `ContentReader`'s streams, `UploadQueue.intake` (a
+/// close waiting for its group commit's flush holds only its copy's lock; and `DriveSpace`'s, not
 /// ranked). Debug builds assert every ranked lock's place (`Support/LockOrder.swift`). No lock is
 /// held while calling Drive or replying; a `LocalContent.lock` is held for local work only (its
 /// fills download with it released, under per-block claims).

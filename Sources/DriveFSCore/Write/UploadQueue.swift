@@ -41,9 +41,14 @@ import Glibc
 /// on) guards `shared`, the journal included: a record is written and applied under it, so records
 /// are in the file in the order they are applied. It is a leaf: no other lock is taken, no network
 /// call is made and no callback is called while it is held; local I/O under it is the journal's
-/// append (fdatasync) and compaction. `Running.progress` is a leaf lock of its own.
+/// append (fdatasync) and compaction. `Running.progress` is a leaf lock of its own. `intake` (an
+/// NSCondition, a leaf: nothing is taken under it; a group's leader lets it go before it takes
+/// `lock`) guards `intakeState`, the commits waiting for a group's journal flush
+/// (UploadQueue+GroupCommit.swift); a closer waits on it holding its file's `LocalContent.lock`
+/// only, which no other closer's flush needs.
 public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unchecked: `shared` only with `lock` held
-    // @unchecked: every mutable field is in `shared`, reached only under `lock`.
+    // @unchecked: every mutable field is in `shared`, reached only under `lock`, or in
+    // `intakeState`, reached only under `intake`.
     public let directory: String
     let backend: any DriveBackend
     let transfers: Int
@@ -72,6 +77,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
 
     let lock = RankedCondition(.uploadQueue)
     var shared: Shared
+    /// Commits waiting for the journal flush that covers them (UploadQueue+GroupCommit.swift): a
+    /// leaf; closers wait on it.
+    let intake = RankedCondition(.leaf)
+    var intakeState = Intake()
 
     struct Shared {
         var state: UploadQueueState
@@ -386,45 +395,6 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
     // MARK: UploadQueueing
 
     public func currentID(of fileID: String) -> String { withLock { $0.state.currentID(fileID) } }
-
-    public func commit(_ asked: UploadRequest, contentPath: String, ready: Bool, settles: Bool) throws(FilesystemError) {
-        try LocalFiles.syncFile(contentPath)
-        try LocalFiles.syncDirectory((contentPath as NSString).deletingLastPathComponent)
-        var superseded: String?
-        lock.lock()
-        defer {
-            lock.unlock()
-            if let superseded { removeContent(superseded) }
-        }
-        guard !shared.crashed else { throw FilesystemError(errno: EIO) }
-        let request = Self.current(asked, shared.state)
-        let jobs = shared.state.jobs(of: request.fileID)
-        let runningSeq = shared.running[request.fileID]?.seq
-        var replaces: UploadJob?
-        if let last = jobs.last, last.kind == .upload, last.seq != runningSeq, !shared.pinned.contains(last.seq) {
-            replaces = last
-        }
-        var rebasedOn: UploadJob.Landed?
-        if let last = shared.state.landed[request.fileID], last.isStale(request), !jobs.contains(where: { $0.seq != replaces?.seq }) {
-            // Based on what Drive held before our uploads of this file landed: write over ours.
-            rebasedOn = last.landed
-        }
-        let seq = shared.state.nextSeq
-        try Self.record(.commit(seq: seq, request: request, contentPath: contentPath, ready: ready, replaces: replaces?.seq,
-                                rebasedOn: rebasedOn), &shared)
-        if let replaces, replaces.ready, replaces.contentPath != contentPath { superseded = replaces.contentPath }
-        if let replaces { shared.settling[replaces.seq] = nil }
-        if ready && (request.isNew || settles) && newFileSettle > 0 {
-            shared.settling[seq] = Self.uptime + newFileSettle
-            if !request.isNew { shared.settlingUntilClosed.insert(seq) }
-        }
-        if shared.settlingUntilClosed.count > 256 { shared.settlingUntilClosed.formIntersection(shared.settling.keys) }
-        log.debug("uploads", "\(request.displayPath): job \(seq) committed\(ready ? "" : " (still open)"), content \(contentPath)"
-                  + (replaces.map { ", replacing job \($0.seq)" } ?? "") + (rebasedOn.map { ", over our upload \($0.headRevisionId ?? "?")" } ?? ""))
-        if crashes(at: .committed(request.fileID), &shared) { throw FilesystemError(errno: EIO) }
-        compactIfWanted(&shared)
-        lock.broadcast()
-    }
 
     public func retarget(_ newFile: String, to asked: UploadRequest) throws(FilesystemError) -> Bool {
         var superseded: [String] = []

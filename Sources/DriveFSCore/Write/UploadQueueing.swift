@@ -153,7 +153,9 @@ public struct UploadQueueStatus: Codable, Sendable, Equatable {
 ///   once the upload landed (or moves it aside if the job fails for good).
 /// - `commit` returns only once the content and its journal record are durable (fdatasync on the
 ///   content file, then on the journal, one open descriptor): after that a crash or `kill -9` of
-///   the daemon loses nothing; the next start's queue holds the job again (`recovered`).
+///   the daemon loses nothing; the next start's queue holds the job again (`recovered`). Commits
+///   made at the same time by several threads may share the journal's fdatasync (group commit);
+///   each still returns only after one that holds its record, and fails if that one failed.
 /// - Per file (by `fileID`) jobs run in order, one at a time; a job committed while another of the
 ///   same file is queued replaces it (only the newest content is sent); one committed while
 ///   another runs waits for it, then runs with the first one's result as its base (so our own
