@@ -22,9 +22,8 @@ final class GroupCommitTests: XCTestCase {
         let commits: Set<String>
     }
 
-    /// Flushes seen, and what the hook does at each (by its number, from 1): nil lets it run.
-    final class FlushLog: @unchecked Sendable {
-        // @unchecked: every field behind `state`.
+    /// The flushes the hook saw, in order.
+    final class FlushLog: Sendable {
         let state = Locked<[Flush]>([])
         var flushes: [Flush] { state.withLock { $0 } }
     }
