@@ -115,14 +115,16 @@ extension DriveFilesystem {
             let id = try reserveID()
             // Offline (or in a folder made offline): the folder is a journaled job under its
             // reserved ID, shown now, made on Drive before anything that goes into it.
-            func queueFolder() throws(FilesystemError) -> FileAttributes {
+            // `mayHaveLanded`: a create of it was sent and its outcome is unknown, so an rmdir
+            // before the job runs takes off Drive whatever it made (chaos finding 35).
+            func queueFolder(mayHaveLanded: Bool) throws(FilesystemError) -> FileAttributes {
                 let now = nowMillis()
                 let driveName = NameMapper.driveName(forShown: name)
                 let file = DriveFile(id: id, name: driveName, mimeType: DriveFile.folderMimeType, parents: [folder.file.id],
                                      modifiedTime: now, createdTime: now, appProperties: properties.isEmpty ? nil : properties)
                 let request = UploadRequest(fileID: id, isNew: true, parentID: folder.file.id, name: driveName, modifiedTime: now,
                                             appProperties: properties, displayPath: describe(parent) + "/" + name)
-                try uploads.queueChange(QueuedChange(request: request, places: true, makesFolder: true))
+                try uploads.queueChange(QueuedChange(request: request, places: true, makesFolder: true, mayHaveLanded: mayHaveLanded))
                 do throws(FilesystemError) {
                     let node = try table.insertChild(parent: parent, name: name, file: file,
                                                      local: LocalState(isNew: true, size: 0, modifiedMillis: now))
@@ -132,14 +134,15 @@ extension DriveFilesystem {
                     throw error
                 }
             }
-            if queuesChange(nil, into: folder) { return try queueFolder() }
+            if queuesChange(nil, into: folder) { return try queueFolder(mayHaveLanded: false) }
             do {
                 made = try backend.createFolder(name: NameMapper.driveName(forShown: name), parent: folder.file.id, modifiedTime: nowMillis(), id: id,
                                                 appProperties: properties.isEmpty ? nil : properties)
             } catch {
                 // Drive went away while it was tried: queued under the same ID (a create of it
-                // that reached Drive after all is found by the queue's).
-                if wentOffline(error) { return try queueFolder() }
+                // that reached Drive after all is found by the queue's; an earlier try may have
+                // reached it before Drive went away).
+                if wentOffline(error) { return try queueFolder(mayHaveLanded: true) }
                 guard mayHaveLanded(error) else { throw FilesystemError.from(error) }
                 // An answer lost after Drive made it: Drive says (under its reserved ID). Answered
                 // as failed, the program made it again under another ID, and the one that landed
@@ -148,7 +151,7 @@ extension DriveFilesystem {
                 switch onDrive(id) {
                 case .there(let found): made = found
                 case .gone: throw FilesystemError.from(error)
-                case .unknown: return try queueFolder()
+                case .unknown: return try queueFolder(mayHaveLanded: true)
                 }
             }
             let node = try table.insertChild(parent: parent, name: name, file: made, local: nil)

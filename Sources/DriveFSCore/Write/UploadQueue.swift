@@ -554,8 +554,12 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
                 merged.request.displayPath = request.displayPath
                 record = .rewrite(merged)
             } else {
-                record = .job(.change(seq: s.state.nextSeq, request: request, target: jobs.last?.target ?? fileID, places: change.places,
-                                      leaves: change.leaves, makesFolder: change.makesFolder))
+                let job = UploadJob.change(seq: s.state.nextSeq, request: request, target: jobs.last?.target ?? fileID,
+                                           places: change.places, leaves: change.leaves, makesFolder: change.makesFolder)
+                record = .job(job)
+                // Drive may hold what it makes already: never dropped or merged as if unsent (a
+                // restart pins every recovered job the same way).
+                if change.mayHaveLanded { s.pinned.insert(job.seq) }
             }
             do throws(FilesystemError) { try Self.record(record, &s) } catch {
                 // Not applied: the change fails, nothing changed (a crash would forget it).

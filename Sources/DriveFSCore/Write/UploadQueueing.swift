@@ -319,12 +319,18 @@ public struct QueuedChange: Sendable {
     public var places: Bool
     public var leaves: String?
     public var makesFolder: Bool
+    /// The core sent this change itself (a folder's create) and cannot tell whether Drive carried
+    /// it out (its answer lost, Drive gone before it could be asked): the job is treated as one that
+    /// may have run, as a job recovered at a start is. Cancelled, it leaves a removal of what Drive
+    /// may hold, instead of nothing.
+    public var mayHaveLanded: Bool
 
-    public init(request: UploadRequest, places: Bool, leaves: String? = nil, makesFolder: Bool = false) {
+    public init(request: UploadRequest, places: Bool, leaves: String? = nil, makesFolder: Bool = false, mayHaveLanded: Bool = false) {
         self.request = request
         self.places = places
         self.leaves = leaves
         self.makesFolder = makesFolder
+        self.mayHaveLanded = mayHaveLanded
     }
 }
 

@@ -102,6 +102,28 @@ final class LostAnswerTests: XCTestCase {
         XCTAssertTrue(fake.children(of: fake.rootID).filter { $0.name == "made" }.isEmpty, "and the rmdir removes it")
     }
 
+    /// Chaos finding 35 (seed 663910146966, `w0/d0-58/d0-258/d0-1223`): a mkdir whose create
+    /// Drive carried out but whose answer was lost, when Drive could not be asked whether it made
+    /// it (an outage began), is queued under its reserved ID and answered; an rmdir before the
+    /// queued create ran must still take the folder off Drive. Before, the rmdir cancelled the
+    /// queued create as if nothing had reached Drive, and the folder Drive made stayed there.
+    func testAFolderWhoseCreateMayHaveLandedIsTakenOffDriveByAnRmdirBeforeItsQueuedCreateRuns() throws {
+        let queue = try UploadQueue(directory: harness.uploadsDirectory, backend: fake, transfers: 1, initialBackoff: 0.01,
+                                    maximumBackoff: 0.05)
+        let held = HeldUploadQueue(queue)
+        try harness.mount(uploads: held)
+        fake.failNext(method: "files.create", afterLanding: true)
+        fake.failNext(method: "files.get", count: 10)
+        _ = try harness.makeDirectory(.root, "made")
+        XCTAssertEqual(fake.children(of: fake.rootID).filter { $0.name == "made" && !$0.trashed }.count, 1, "Drive made it")
+        try BlockingCall.wait { harness.fs.removeDirectory(parent: .root, name: "made", reply: $0) }
+        XCTAssertThrowsError(try harness.lookup(.root, "made"), "gone from the mount at once")
+        held.release()
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "\(harness.fs.uploadStatus)")
+        XCTAssertTrue(fake.children(of: fake.rootID).filter { $0.name == "made" && !$0.trashed }.isEmpty,
+                      "the folder Drive made is gone: \(fake.requestSummary)")
+    }
+
     /// The file's new content is queued (its upload held) when it is removed and Drive refuses
     /// the trash: the removal is the queue's (after the upload it drops), so the unlink holds and
     /// the file goes once Drive takes it. Before, the unlink failed after dropping the queued
