@@ -4,6 +4,7 @@
 // Layers import only downward:
 //   drivefs (CLI) → FuseBridge → DriveFSCore → DriveClient → DriveSupport → C shims
 //   drivefs-emulator → DriveEmulator → DriveSupport → CCrypto
+//   both executables → CommandLineKit → DriveSupport
 // Each C library is touched by exactly one Swift module: CFuse by FuseBridge, CCurl by DriveClient,
 // CCrypto by DriveSupport; CSystem (libc calls the Glibc overlay hides) by DriveFSCore. No
 // production target imports DriveEmulator.
@@ -33,11 +34,14 @@ let package = Package(
         .target(name: "DriveFSCore", dependencies: ["DriveClient", "DriveSupport", "CSystem"]),
         // The only code that touches libfuse.
         .target(name: "FuseBridge", dependencies: ["DriveFSCore", "DriveSupport", "CFuse"]),
-        .executableTarget(name: "drivefs", dependencies: ["FuseBridge", "DriveFSCore", "DriveClient", "DriveSupport"]),
+        // The one command-line framework of both executables: command tree, option and argument
+        // specs, the parser, help, manual pages and completions. Knows nothing of Drive.
+        .target(name: "CommandLineKit", dependencies: ["DriveSupport"]),
+        .executableTarget(name: "drivefs", dependencies: ["CommandLineKit", "FuseBridge", "DriveFSCore", "DriveClient", "DriveSupport"]),
 
         // The Drive v3 + OAuth 2.0 emulator: a product of its own.
         .target(name: "DriveEmulator", dependencies: ["DriveSupport"]),
-        .executableTarget(name: "drivefs-emulator", dependencies: ["DriveEmulator", "DriveSupport"]),
+        .executableTarget(name: "drivefs-emulator", dependencies: ["CommandLineKit", "DriveEmulator", "DriveSupport"]),
 
         // What every test target shares (the bounded wait); a library only the tests depend on.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -1,3 +1,4 @@
+import CommandLineKit
 import Foundation
 
 /// The `drivefs` program: parses the command line against the command tree, runs the command,
@@ -20,33 +21,15 @@ enum DriveFSCommandLine {
                     arguments = words
                 }
             } catch {
-                Output.standardError(error.message + "\n")
+                Output.standardError(error.message(program: root.name) + "\n")
                 return error.exitStatus
             }
         }
-        let parser = CommandLineParser(root: root, environment: environment)
         if arguments.isEmpty {
             // No command: the overview, on standard error since nothing was done.
             Output.standardError(HelpFormatter.help(for: root))
             return ExitStatus.usage
         }
-        do {
-            switch try parser.parse(arguments) {
-            case .help(let command):
-                Output.standardOutput(HelpFormatter.help(for: command))
-                return ExitStatus.success
-            case .version:
-                Output.standardOutput("drivefs \(DriveFSVersion.current)\n")
-                return ExitStatus.success
-            case .run(let invocation):
-                return try invocation.command.run!(invocation)
-            }
-        } catch let error as CLIError {
-            Output.standardError(error.message + "\n")
-            return error.exitStatus
-        } catch {
-            Output.standardError("drivefs: \(error)\n")
-            return ExitStatus.failure
-        }
+        return CommandLineProgram.main(root, arguments, environment: environment, version: DriveFSVersion.current)
     }
 }

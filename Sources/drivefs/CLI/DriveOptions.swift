@@ -1,3 +1,4 @@
+import CommandLineKit
 import DriveClient
 
 /// The endpoint and profile options of every command that talks to Drive, declared once.
@@ -11,6 +12,11 @@ enum DriveOptions {
     static let defaultTokenURL = DriveEndpoints.googleTokenURL
     static let defaultAuthURL = DriveEndpoints.googleAuthURL
     static let defaultProfile = "default"
+
+    /// Every command that talks to Drive takes these (`Command.sharedOptions`).
+    static let group = OptionGroup(
+        name: "Drive options", purpose: "for the emulator or a proxy; the defaults talk to Google",
+        takers: "Commands that talk to Drive", specs: specs)
 
     static let specs: [OptionSpec] = [
         .value("api-url", valueName: "URL",
@@ -32,7 +38,7 @@ enum DriveOptions {
 
     /// What the command line and environment chose. `nil` endpoints are left for the profile.
     static func resolve(_ invocation: Invocation) throws(CLIError) -> DriveEndpointChoice {
-        precondition(invocation.command.talksToDrive, "'\(invocation.command.displayPath)' does not take Drive options")
+        precondition(invocation.command.sharedOptions?.name == group.name, "'\(invocation.command.displayPath)' does not take Drive options")
         let env = invocation.environment
         func pick(_ option: String, _ variable: String) throws(CLIError) -> String? {
             if let value = invocation.value(option) { return value }

@@ -1,3 +1,4 @@
+import CommandLineKit
 import DriveClient
 import DriveSupport
 import Foundation

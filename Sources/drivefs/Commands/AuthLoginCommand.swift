@@ -1,3 +1,4 @@
+import CommandLineKit
 import DriveClient
 import DriveSupport
 import Foundation
@@ -54,7 +55,7 @@ enum AuthLoginCommand {
                 ("auth login --api-url http://127.0.0.1:8080/ --token-url http://127.0.0.1:8080/token --auth-url http://127.0.0.1:8080/o/oauth2/v2/auth --client-id x --client-secret y",
                  "Sign in to drivefs-emulator (all three endpoints are remembered in the profile)"),
             ],
-            talksToDrive: true,
+            sharedOptions: DriveOptions.group,
             run: run)
     }
 

@@ -1,3 +1,4 @@
+import CommandLineKit
 import DriveClient
 import DriveSupport
 import Foundation
@@ -19,7 +20,7 @@ enum AuthLogoutCommand {
                        validate: DriveOptions.validateURL),
             ],
             examples: [("auth logout", "Sign the default profile out"), ("auth logout --profile work", "Another profile")],
-            talksToDrive: true,
+            sharedOptions: DriveOptions.group,
             run: run)
     }
 

@@ -1,3 +1,4 @@
+import CommandLineKit
 import DriveClient
 import DriveSupport
 import Foundation
@@ -15,7 +16,7 @@ enum AuthStatusCommand {
                 working credentials. Tokens and secrets are never printed.
                 """,
             examples: [("auth status", "The default profile"), ("auth status --profile work", "Another profile")],
-            talksToDrive: true,
+            sharedOptions: DriveOptions.group,
             run: run)
     }
 

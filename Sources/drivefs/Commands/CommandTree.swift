@@ -1,8 +1,10 @@
+import CommandLineKit
+
 /// The whole `drivefs` command tree. Adding a top-level command is one `root.add(...)` line here;
 /// the command itself lives in its own file (`AuthCommand*.swift`, `DebugCommand.swift`, ...).
 ///
 /// A group (`auth`) is a `Command` without `run`, with its subcommands `add`ed; a leaf has `run`.
-/// Leaves that talk to Drive set `talksToDrive: true` and read their endpoints with
+/// Leaves that talk to Drive take `sharedOptions: DriveOptions.group` and read their endpoints with
 /// `DriveOptions.resolve(invocation)`; they throw `CLIError.usage` for wrong input (exit 2) and
 /// `CLIError.failure(message, hint:)` for failed work (exit 1).
 enum CommandTree {

@@ -1,3 +1,5 @@
+import CommandLineKit
+
 /// `drivefs completion bash|zsh`: the shell completion script, generated from the command tree.
 enum CompletionCommand {
     static func make() -> Command {

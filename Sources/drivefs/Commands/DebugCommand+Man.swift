@@ -1,3 +1,4 @@
+import CommandLineKit
 import DriveSupport
 import Foundation
 
@@ -14,7 +15,8 @@ extension DebugCommand {
             examples: [("debug man > drivefs.1 && man -l drivefs.1", "Write the page and read it")],
             run: { invocation in
                 Output.standardOutput(ManPageFormatter.page(for: invocation.command.root, version: DriveFSVersion.current,
-                                                            date: pageDate(invocation.environment), extraSections: manSections))
+                                                            date: pageDate(invocation.environment), generator: "drivefs debug man",
+                                                            extraSections: manSections))
                 return ExitStatus.success
             })
     }

@@ -1,3 +1,4 @@
+import CommandLineKit
 import DriveFSCore
 import FuseBridge
 import DriveClient
@@ -27,7 +28,7 @@ enum DebugCommand {
                 Google's defaults. Profile configuration files are not read by this command.
                 """,
             examples: [("debug endpoints --api-url=http://127.0.0.1:8080/", "What a command pointed at a local emulator uses")],
-            talksToDrive: true,
+            sharedOptions: DriveOptions.group,
             run: { invocation in
                 let choice = try DriveOptions.resolve(invocation)
                 let endpoints = choice.driveEndpoints(profile: nil)

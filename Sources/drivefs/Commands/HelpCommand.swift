@@ -1,3 +1,5 @@
+import CommandLineKit
+
 /// `drivefs help [COMMAND...]`: the same text as `drivefs COMMAND... --help`.
 enum HelpCommand {
     static func make() -> Command {

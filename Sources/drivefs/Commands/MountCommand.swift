@@ -1,3 +1,4 @@
+import CommandLineKit
 import DriveClient
 import DriveFSCore
 import DriveSupport
@@ -101,7 +102,7 @@ enum MountCommand {
                 ("mount ~/gdrive --profile work --cache-size 20G", "Another account, a bigger cache"),
                 ("mount ~/team --shared-drive 'Team files'", "A shared drive (by name or ID)"),
             ],
-            talksToDrive: true,
+            sharedOptions: DriveOptions.group,
             run: run)
     }
 

@@ -1,3 +1,5 @@
+import CommandLineKit
+
 /// drivefs run as a mount(8) helper: installed (a link to the `drivefs` binary) as
 /// `/sbin/mount.fuse.drivefs` for the fstab type `fuse.drivefs`, or as `/sbin/mount.drivefs` for
 /// the type `drivefs`. mount(8) calls it as

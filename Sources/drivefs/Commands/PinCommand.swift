@@ -1,3 +1,4 @@
+import CommandLineKit
 import DriveFSCore
 import Foundation
 import Glibc

@@ -1,3 +1,4 @@
+import CommandLineKit
 import DriveFSCore
 import DriveSupport
 import Foundation

@@ -1,6 +1,6 @@
 /// "Did you mean" candidates: the closest name within a small edit distance.
-enum Suggestion {
-    static func closest(to word: String, among names: [String]) -> String? {
+public enum Suggestion {
+    public static func closest(to word: String, among names: [String]) -> String? {
         let limit = max(1, word.count / 3)
         return names
             .map { ($0, distance(Array(word), Array($0))) }
@@ -9,7 +9,7 @@ enum Suggestion {
     }
 
     /// Levenshtein distance.
-    static func distance(_ a: [Character], _ b: [Character]) -> Int {
+    public static func distance(_ a: [Character], _ b: [Character]) -> Int {
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var previous = Array(0...b.count)

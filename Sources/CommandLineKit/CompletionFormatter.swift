@@ -1,14 +1,14 @@
 import Foundation
 
-/// Renders bash and zsh completion scripts from the command tree, the same tables `--help` shows:
+/// Renders bash and zsh completion scripts from a command tree, the same tables `--help` shows:
 /// subcommands, each command's options (flags, and for values a file, directory or free-text
 /// completion chosen by the value's name), and its positional arguments.
 ///
 /// Hidden commands (developer tools) are left out, as they are from the help.
-enum CompletionFormatter {
-    enum Shell: String, CaseIterable { case bash, zsh }
+public enum CompletionFormatter {
+    public enum Shell: String, CaseIterable, Sendable { case bash, zsh }
 
-    static func script(for root: Command, shell: Shell) -> String {
+    public static func script(for root: Command, shell: Shell) -> String {
         switch shell {
         case .bash: return bash(root)
         case .zsh: return zsh(root)
@@ -16,9 +16,9 @@ enum CompletionFormatter {
     }
 
     /// What a value or argument completes to, by its placeholder's name.
-    enum Completion { case files, directories, commands, none }
+    public enum Completion { case files, directories, commands, none }
 
-    static func completion(forValue name: String) -> Completion {
+    public static func completion(forValue name: String) -> Completion {
         switch name {
         case "FILE": return .files
         case "DIR", "MOUNTPOINT": return .directories
@@ -27,7 +27,7 @@ enum CompletionFormatter {
         }
     }
 
-    static func commands(_ root: Command) -> [Command] { ManPageFormatter.visibleCommands(below: root) }
+    public static func commands(_ root: Command) -> [Command] { ManPageFormatter.visibleCommands(below: root) }
 
     private static func options(of command: Command) -> [OptionSpec] {
         var all = command.allOptions + [OptionSpec.flag("help", short: "h", help: "Show this help and exit")]

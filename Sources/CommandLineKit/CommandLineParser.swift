@@ -1,34 +1,52 @@
-/// Parses `drivefs` command lines against a `Command` tree.
+/// Parses command lines against a `Command` tree: drivefs's, and drivefs-emulator's (a root that is
+/// a leaf: its options and arguments follow the program's name).
 ///
-/// Grammar: `drivefs [--help|--version] COMMAND... [OPTION|ARGUMENT]...`. Words name subcommands
+/// Grammar: `PROGRAM [--help|--version] COMMAND... [OPTION|ARGUMENT]...`. Words name subcommands
 /// until a leaf is reached; after that, options and arguments may be interleaved. `--` ends the
 /// options: every later word is an argument. A long option takes its value as `--name=VALUE` or
 /// `--name VALUE`; a short one as `-x VALUE` or `-xVALUE`. A separate value may not start with `-`
 /// (so a forgotten value is reported instead of swallowing the next option); write `--name=-v`.
-/// `--help`/`-h` anywhere before `--` shows the help of the command reached so far.
-struct CommandLineParser {
-    enum Outcome {
+/// An option not declared `repeatable` may be given once. `--help`/`-h` anywhere before `--` shows
+/// the help of the command reached so far. A value an option's `validate` refuses is reported with
+/// the option's name, as `CLIError.invalidValue`.
+public struct CommandLineParser {
+    public enum Outcome {
         case run(Invocation)
         case help(Command)
         case version
     }
 
-    let root: Command
-    let environment: [String: String]
+    public let root: Command
+    public let environment: [String: String]
+
+    public init(root: Command, environment: [String: String]) {
+        self.root = root
+        self.environment = environment
+    }
 
     /// `arguments` excludes the program name.
-    func parse(_ arguments: [String]) throws(CLIError) -> Outcome {
+    public func parse(_ arguments: [String]) throws(CLIError) -> Outcome {
         var command = root
         var values: [String: [String]] = [:]
         var positionals: [String] = []
         var optionsEnded = false
         var index = 0
+        /// The word after an option that found no value, for the error's hint.
+        var nextWord: String?
 
         func usage(_ text: String) -> CLIError { .usage(text, command: command.fullPath) }
 
+        /// A value that starts with `-` is not taken from the next word: say how to give it.
+        func dashHint(_ written: String, _ joiner: String) -> String {
+            guard let word = nextWord, word.hasPrefix("-"), !["--", "-h", "--help"].contains(word) else { return "" }
+            let name = word.split(separator: "=", maxSplits: 1).first.map(String.init) ?? word
+            if command.allOptions.contains(where: { name == "--\($0.long)" || $0.short.map { "-\($0)" } == name }) { return "" }
+            return "; to give '\(word)', write '\(written)\(joiner)\(word)'"
+        }
+
         func record(_ spec: OptionSpec, as written: String, value: String?) throws(CLIError) {
             if let value, let validate = spec.validate, let problem = validate(value) {
-                throw usage("invalid value '\(value)' for '\(written)': \(problem)")
+                throw .invalidValue(value, for: written, problem: problem, command: command.fullPath)
             }
             if values[spec.long] != nil && !spec.repeatable {
                 throw usage("option '\(written)' was given more than once")
@@ -38,8 +56,8 @@ struct CommandLineParser {
 
         /// The next word as an option's value, or nil when there is none or it looks like an option.
         func separateValue() -> String? {
-            guard index < arguments.count else { return nil }
-            let next = arguments[index]
+            nextWord = index < arguments.count ? arguments[index] : nil
+            guard let next = nextWord else { return nil }
             if next.hasPrefix("-") && next != "-" { return nil }
             index += 1
             return next
@@ -79,7 +97,7 @@ struct CommandLineParser {
                 }
                 if spec.takesValue {
                     guard let value = inline ?? separateValue() else {
-                        throw usage("option '\(written)' needs a value (\(written)=\(spec.valueName!))")
+                        throw usage("option '\(written)' needs a value (\(written)=\(spec.valueName!))" + dashHint(written, "="))
                     }
                     try record(spec, as: written, value: value)
                 } else {
@@ -100,7 +118,7 @@ struct CommandLineParser {
                 }
                 if spec.takesValue {
                     guard let value = attached.isEmpty ? separateValue() : String(attached) else {
-                        throw usage("option '\(written)' needs a value (\(written) \(spec.valueName!))")
+                        throw usage("option '\(written)' needs a value (\(written) \(spec.valueName!))" + dashHint(written, ""))
                     }
                     try record(spec, as: written, value: value)
                 } else {

@@ -2,12 +2,12 @@ import DriveSupport
 import Glibc
 
 /// Unbuffered writes to the standard streams (the process may exec, fork or exit right after).
-enum Output {
-    static func standardOutput(_ text: String) { write(1, text) }
-    static func standardError(_ text: String) { write(2, text) }
+public enum Output {
+    public static func standardOutput(_ text: String) { write(1, text) }
+    public static func standardError(_ text: String) { write(2, text) }
 
     /// `rows` as aligned columns, two spaces apart (the last column not padded), a line each.
-    static func columns(_ rows: [[String]]) -> [String] {
+    public static func columns(_ rows: [[String]]) -> [String] {
         guard let first = rows.first else { return [] }
         let widths = first.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
