@@ -1,7 +1,7 @@
 import Foundation
 import DriveSupport
 
-public enum EmulatorLogLevel: String, Sendable {
+public enum EmulatorLogLevel: String, Sendable, CaseIterable {
     case info
     /// Adds one line per request to stderr.
     case debug
