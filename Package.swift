@@ -46,6 +46,7 @@ let package = Package(
         // What every test target shares (the bounded wait); a library only the tests depend on.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DriveSupportTests", dependencies: ["DriveSupport"]),
+        .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "DriveEmulatorTests", dependencies: ["TestSupport", "DriveEmulator", "DriveSupport"]),
         .testTarget(name: "DriveClientTests", dependencies: ["TestSupport", "DriveClient", "DriveEmulator", "DriveSupport"]),
         .testTarget(name: "DriveFSCoreTests", dependencies: ["TestSupport", "DriveFSCore", "DriveClient", "DriveEmulator", "DriveSupport"]),

@@ -61,11 +61,13 @@ public enum HelpFormatter {
         return out.joined(separator: "\n") + "\n"
     }
 
-    /// `usage: NAME [options]`, the summary, the options (`--name VALUE`), then the discussion.
+    /// `usage: NAME [options]`, the summary, the options (`-x, --name VALUE`), then the discussion.
     private static func programHelp(_ command: Command) -> String {
         var lines = ["usage: \(command.name) [options]", "", command.summary, "", "options:"]
         let options = withBuiltIns(command, help: "show this help", version: "show the version")
-        lines += flowingTable(options.map { ($0.spelled(separator: " "), $0.help) })
+        lines += flowingTable(options.map { option in
+            ((option.short.map { "-\($0), " } ?? "") + option.spelled(separator: " "), option.help)
+        })
         if !command.discussion.isEmpty { lines += ["", command.discussion] }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -28,7 +28,8 @@ public enum ManPageFormatter {
             out.append(".SH OPTIONS")
             out.append("Every option that takes a value also accepts \\fB--option=\\fIVALUE\\fR.")
             for option in HelpFormatter.withBuiltIns(root, help: "show this help", version: "show the version") {
-                out += Roff.option(long: option.long, valueName: option.valueName, help: option.help, separator: " ")
+                out += Roff.option(long: option.long, short: option.short, valueName: option.valueName, help: option.help,
+                                   separator: " ")
             }
         } else {
             out += treeSections(root, description: description ?? root.discussion)
