@@ -1,7 +1,8 @@
 import Foundation
 
-/// Text for the generated manual pages (roff, `man -l`): both executables render theirs from their
-/// option tables (`drivefs debug man`, `drivefs-emulator --man`), and share this one escaping.
+/// Text for the generated manual pages (roff, `man -l`): CommandLineKit's `ManPageFormatter`
+/// renders both executables' pages from their option tables (`drivefs debug man`,
+/// `drivefs-emulator --man`) with this one escaping.
 public enum Roff {
     /// A line of text safe in roff: backslashes and hyphens escaped, a leading `.` or `'` protected
     /// (it would be read as a request).

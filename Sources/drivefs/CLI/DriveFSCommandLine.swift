@@ -1,8 +1,9 @@
 import CommandLineKit
 import Foundation
 
-/// The `drivefs` program: parses the command line against the command tree, runs the command,
-/// and turns errors into messages on standard error and an exit status (see `ExitStatus`).
+/// The `drivefs` program: mount(8)'s words translated, no words answered with the overview, and
+/// the rest handed to `CommandLineProgram.main` (parse against the command tree, run the command,
+/// errors as messages on standard error and an exit status, see `ExitStatus`).
 enum DriveFSCommandLine {
     /// - Parameter program: argument 0; as `mount.drivefs` or `mount.fuse.drivefs` the arguments
     ///   are mount(8)'s (`MountHelper`).
