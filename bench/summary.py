@@ -1,6 +1,7 @@
 """The prose of docs/benchmarks.md's results, computed from the reports' JSON (no figure typed by hand).
 
     python3 bench/summary.py bench/results/DATE-lan.json bench/results/DATE-wan.json   # prints the paragraph
+    python3 bench/summary.py --floor-note 5 bench/results/DATE-wan-5.json [BEFORE.json]  # one write workload vs its floor
 
 The harness writes the same paragraph between the `bench:summary` markers of --docs after a full run. Reports of
 the old bench (rclone 1.60's `rclone-10ms` column, `limit-*` for the reference) are read too: their tuned column is
@@ -146,10 +147,40 @@ def tls_fronts(reports):
         for who, c in sorted(seen.items()))
 
 
+def floor_note(report, wid, before=None):
+    """drivefs's figures of write workload wid under the write limit in one report (a run of that workload alone):
+    the time until on Drive over the write limit's floor, and the writes refused; with `before` (a report of the
+    same run on an earlier build), its figures beside them. For the dated notes of docs/benchmarks.md."""
+    def figures(r):
+        w = find(r, wid)
+        d = systems(w)["drivefs"]
+        runs = w["systems"]["drivefs"]["runs"]
+        sent = sum(x["writes"] + x["writes_refused"] for x in runs)
+        refused = sum(x["writes_refused"] for x in runs)
+        ratios = [(x.get("landed") if x.get("landed") is not None else x["wall"]) / w["floor"]["seconds"] for x in runs]
+        return w, d, sent, refused, ratios
+    w, d, sent, refused, ratios = figures(report)
+    text = ("%s (median of %d, %s-%s), %.2f times the write limit's floor (%s for %s writes; the runs %.2f-%.2f), "
+            "%s of the %s writes its runs sent refused (%.1f%%)" % (
+                human_s(d["median"]), d["runs"], human_s(d["min"]), human_s(d["max"]), w["ratios"]["drivefs/floor"],
+                human_s(w["floor"]["seconds"]), format(w["floor"]["writes"], ","), min(ratios), max(ratios),
+                format(refused, ","), format(sent, ","), 100.0 * refused / max(1, sent)))
+    if before is not None:
+        bw, bd, bsent, brefused, _ = figures(before)
+        text += "; the build before: %s, %.2f times the floor, %s of %s writes refused" % (
+            human_s(bd["median"]), bw["ratios"]["drivefs/floor"], format(brefused, ","), format(bsent, ","))
+    return text
+
+
 def main():
-    reports = [json.load(open(path)) for path in sys.argv[1:]]
+    args = sys.argv[1:]
+    if args[:1] == ["--floor-note"] and len(args) in (3, 4):
+        # bench/summary.py --floor-note WID REPORT.json [BEFORE.json]
+        print(floor_note(json.load(open(args[2])), args[1], json.load(open(args[3])) if len(args) == 4 else None))
+        return
+    reports = [json.load(open(path)) for path in args]
     if not reports:
-        sys.stderr.write("usage: bench/summary.py REPORT.json...\n")
+        sys.stderr.write("usage: bench/summary.py REPORT.json...\n       bench/summary.py --floor-note WID REPORT.json [BEFORE.json]\n")
         sys.exit(2)
     print(paragraph(reports))
 

@@ -112,7 +112,7 @@ final class ExecutorPacingTests: XCTestCase {
         let create = TransportRequest(method: "POST", url: "https://example.test/upload/drive/v3/files?uploadType=multipart")
         transport.pushGoogleError(403, reason: "rateLimitExceeded", message: "Rate Limit Exceeded")
         XCTAssertThrowsError(try exec.execute("files.create.upload", create))
-        XCTAssertEqual(pacer.currentWriteRate, 1.25)
+        XCTAssertEqual(pacer.currentWriteRate!, 2.25, accuracy: 1e-9)
         XCTAssertEqual(pacer.currentRate, 10)
         let before = time.now()
         transport.push(status: 200, json: "{}")
@@ -122,7 +122,7 @@ final class ExecutorPacingTests: XCTestCase {
         transport.pushGoogleError(403, reason: "userRateLimitExceeded", message: "User rate limit exceeded.")
         XCTAssertThrowsError(try exec.execute("files.list", request))
         XCTAssertEqual(pacer.currentRate, 5, "a quota answer slows what spends quota")
-        XCTAssertEqual(pacer.currentWriteRate, 1.25, "and leaves the write lane as it was")
+        XCTAssertEqual(pacer.currentWriteRate!, 2.25, accuracy: 1e-9, "and leaves the write lane as it was")
         XCTAssertEqual(pacer.status.writeRefusals, 1)
         XCTAssertEqual(pacer.status.quotaRefusals, 1)
     }

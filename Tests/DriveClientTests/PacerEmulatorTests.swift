@@ -18,7 +18,8 @@ final class PacerEmulatorTests: XCTestCase {
         config.driveLimits = .google
         let harness = try EmulatorHarness(config: config)
         defer { harness.stop() }
-        // The defaults a mount uses (2.5 writes/s after a burst of 2; 90% of 325,000 units a minute).
+        // The defaults a mount uses (2.5 writes/s rising to 3 after a burst of 2; 90% of 325,000
+        // units a minute).
         let pacer = Pacer(ratePerSecond: 100, burst: 200, time: clock, waiting: .ticked, quota: .default, writes: .default)
         let executor = DriveRequestExecutor(transport: harness.transport, tokens: harness.tokens, pacer: pacer,
                                             retryPolicy: .none, time: clock)
@@ -67,9 +68,13 @@ final class PacerEmulatorTests: XCTestCase {
                 XCTAssertEqual(creates(), before, "no write went while the download did")
                 XCTAssertEqual(pacer.status.writesQueued, count - 2 - step, "the backlog is still there")
             }
-            // One write interval (0.4 s; a hair more, so that the manual clock's rounding never
-            // leaves a slot just out of reach): exactly one more write goes.
-            clock.advance(0.4001)
+            // Each write's success climbs the lane, 0.05 a write from 2.5 up to Google's 3 (no
+            // refusal yet). One write interval at the rate it has once the last write's answer came
+            // (a hair more, so that the manual clock's rounding never leaves a slot just out of
+            // reach): exactly one more write goes, and Drive refuses none.
+            let expected = min(3, 2.5 + 0.05 * Double(creates()))
+            XCTAssertTrue(eventually { abs(pacer.currentWriteRate! - expected) < 1e-9 }, "step \(step): \(pacer.currentWriteRate!)")
+            clock.advance(1 / expected + 1e-4)
             pacer.tick()
             XCTAssertTrue(pacer.waitUntilQueued(count - 3 - step, timeout: 20), "step \(step)")
             XCTAssertTrue(eventually { creates() == 4 + step }, "step \(step): \(creates())")
@@ -85,5 +90,6 @@ final class PacerEmulatorTests: XCTestCase {
         XCTAssertEqual(user.quotaRefused, 0)
         XCTAssertEqual(user.writes, count + 1)
         XCTAssertEqual(pacer.status.writeRefusals, 0)
+        XCTAssertEqual(pacer.currentWriteRate, 3, "the lane reached Google's write limit, and no further")
     }
 }

@@ -115,12 +115,13 @@ final class PacerLaneTests: XCTestCase {
         let start = time.now()
         let pacer = Pacer(ratePerSecond: 10, burst: 10, time: time, quota: .default, writes: .default)
         pacer.recordRefusal(.writes, retryAfter: nil, what: "files.create: HTTP 403 rateLimitExceeded")
-        XCTAssertEqual(pacer.currentWriteRate, 1.25)
+        XCTAssertEqual(pacer.currentWriteRate!, 2.25, accuracy: 1e-9, "a tenth off (WriteBudget.decreaseFactor)")
         XCTAssertEqual(pacer.currentRate, 10, "the quota lane keeps its rate")
         for _ in 0..<10 { XCTAssertEqual(pacer.acquire(priority: .background, charge: .download), .granted(waited: 0)) }
         XCTAssertEqual(time.now(), start, "reads went at once, with their whole burst")
         // The write lane lost its burst: the next write waits a whole interval at the new rate.
-        XCTAssertEqual(pacer.acquire(priority: .interactive, charge: .write), .granted(waited: 0.8))
+        guard case .granted(let waited) = pacer.acquire(priority: .interactive, charge: .write) else { return XCTFail("not granted") }
+        XCTAssertEqual(waited, 1 / 2.25, accuracy: 1e-6)
         XCTAssertEqual(pacer.status.writeRefusals, 1)
         XCTAssertEqual(pacer.status.quotaRefusals, 0)
     }
@@ -146,13 +147,14 @@ final class PacerLaneTests: XCTestCase {
             pacer.recordRefusal(.writes, retryAfter: nil, what: "files.create: HTTP 403 rateLimitExceeded")
             pacer.recordRefusal(.writes, retryAfter: nil, what: "files.create: HTTP 403 rateLimitExceeded")
             for _ in 0..<5 { pacer.recordSuccess(.read) }
-            XCTAssertEqual(pacer.currentWriteRate, 1.25, "reads do not climb the write lane")
-            for _ in 0..<20 { pacer.recordSuccess(.write) }
-            XCTAssertEqual(pacer.currentWriteRate!, 2.5, accuracy: 1e-9)
+            XCTAssertEqual(pacer.currentWriteRate!, 2.25, accuracy: 1e-9, "reads do not climb the write lane")
+            // 0.002 a write after a refusal, up to the ceiling (3): 375 writes.
+            for _ in 0..<380 { pacer.recordSuccess(.write) }
+            XCTAssertEqual(pacer.currentWriteRate, 3)
             let log = read()
-            XCTAssertEqual(log.components(separatedBy: "slowing writes to 1.25 writes/s; reads are not held").count, 2,
+            XCTAssertEqual(log.components(separatedBy: "slowing writes to 2.25 writes/s; reads are not held").count, 2,
                            "refusals within a second are one slowdown, said once: \(log)")
-            XCTAssertEqual(log.components(separatedBy: "writes recovered: back at 2.50 writes/s").count, 2, log)
+            XCTAssertEqual(log.components(separatedBy: "writes recovered: back at 3 writes/s").count, 2, log)
             XCTAssertFalse(log.contains("slowing every request"), log)
         }
     }

@@ -64,8 +64,8 @@ final class DriveMountGoogleLimitsTests: XCTestCase {
         print("google limits: \(user.writes) writes admitted, \(user.writesRefused) refused, \(user.quotaRefused) refused for quota, "
               + "\(landedWhenRead) of \(count) files on Drive when the reads were answered (\(drive.statsSummary()))")
         XCTAssertGreaterThanOrEqual(user.writes, count, "each file is at least one write")
-        // Google's write limit: the client paces its writes under it (2.5 a second after a burst of
-        // 2, against Drive's 3 after 3), so refusals are the exception (the bound: under 2%
+        // Google's write limit: the client paces its writes up to it (from 2.5 a second up to 3
+        // after a burst of 2, against Drive's 3 after 3), so refusals are the exception (the bound: under 2%
         // of the writes; one more for a burst the scheduler cannot see coming).
         XCTAssertLessThanOrEqual(user.writesRefused, user.writes / 50 + 1,
                                  "writes refused by Google's write limit: \(user.writesRefused) of \(user.writes + user.writesRefused)")

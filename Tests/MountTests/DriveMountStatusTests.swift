@@ -72,6 +72,7 @@ final class DriveMountStatusTests: XCTestCase {
         let pacing = try XCTUnwrap(status.pacing, "\(status)")
         XCTAssertEqual(pacing.writeRate, 100)
         XCTAssertEqual(pacing.writeBurst, 200)
+        XCTAssertEqual(pacing.writeCeiling, 100, "a start above Google's 3 a second is its own ceiling")
         XCTAssertEqual(pacing.quotaMetering, "units")
         XCTAssertEqual(pacing.quotaPerMinute, 292_500)
         XCTAssertGreaterThan(pacing.quotaUsedLastMinute, 200, "data.bin's download costs 200 units, the listing and polls more")
@@ -94,7 +95,7 @@ final class DriveMountStatusTests: XCTestCase {
             XCTAssertTrue(row.contains(fact), "'\(fact)' is not in the row: \(row)")
         }
         let limits = try XCTUnwrap(lines.first { $0.hasPrefix(mount.mountpoint + ": Google's limits: ") }, table.output)
-        for fact in ["writes 0 queued at 100.0/s", "of 292,500 units in the last minute", "refused 0 (quota) and 0 (writes)"] {
+        for fact in ["writes 0 queued at 100/s,", "of 292,500 units in the last minute", "refused 0 (quota) and 0 (writes)"] {
             XCTAssertTrue(limits.contains(fact), "'\(fact)' is not in: \(limits)")
         }
 

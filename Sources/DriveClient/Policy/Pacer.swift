@@ -10,8 +10,9 @@ import Foundation
 ///   sliding minute of quota units (`QuotaBudget`: units per method, or requests for the legacy
 ///   quota): a request goes only when the units charged in the minute ending now plus its cost stay
 ///   within the budget (the emulator's and Google's check), so no minute ever holds more.
-/// - **writes** (when `writes` is set): creates, updates, deletes, upload initiations, at
-///   `WriteBudget.perSecond` after a small burst (GCRA). A write needs both lanes.
+/// - **writes** (when `writes` is set): creates, updates, deletes, upload initiations, from
+///   `WriteBudget.perSecond` up to `WriteBudget.ceiling` after a small burst (GCRA). A write needs
+///   both lanes.
 ///
 /// Accounting (GCRA, the token bucket written in times), per rate lane: `tat` is the theoretical
 /// arrival time of the next request; a request may go at `tat - (burst - 1) · interval` and a grant
@@ -29,12 +30,16 @@ import Foundation
 /// lower priorities may fill the minute only to their share of the budget (`quotaShares`): the rest
 /// is kept for what the user waits on. Idle, every priority may spend it all.
 ///
-/// Adaptation (AIMD, per lane): `recordRefusal(lane, …)` multiplies that lane's rate by
-/// `decreaseFactor` (not below its floor; at most once per `decreaseInterval`, since N requests
-/// refused together are one signal), empties its burst, and with a `Retry-After` holds that lane for
-/// so many seconds. `recordSuccess(charge)` climbs each lane the request used back by its increase,
-/// up to the configured rate. A refusal of one lane never slows the other. Each slowdown is logged
-/// (warning, area "pacer"), and each lane's full recovery once (info).
+/// Adaptation (AIMD, per lane): `recordRefusal(lane, …)` multiplies that lane's rate by its
+/// decrease factor (`decreaseFactor` for the quota lane, `WriteBudget.decreaseFactor` for writes;
+/// not below its floor; at most once per `decreaseInterval`, since N requests refused together are
+/// one signal), empties its burst, and with a `Retry-After` holds that lane for so many seconds.
+/// `recordSuccess(charge)` climbs each lane the request used by its increase, up to its ceiling:
+/// the quota lane back to `ratePerSecond`; the write lane probes from where it starts up to
+/// `WriteBudget.ceiling` (by `WriteBudget.probeIncrease` a write until its first refusal, then by
+/// `WriteBudget.increase`: the numbers and their arithmetic are at `WriteBudget`). A refusal of one
+/// lane never slows the other. Each slowdown is logged (warning, area "pacer"), and each lane's
+/// full recovery after one once (info).
 ///
 /// Deadlines and cancellation: a waiter whose estimated slot (its own, plus one interval per waiter
 /// ahead of it in each rate lane it needs) comes at or after its deadline leaves at once
@@ -165,13 +170,14 @@ public final class Pacer: @unchecked Sendable {
         self.activeSpell = max(0, activeSpell)
         self.time = time
         self.origin = time.now()
-        self.requests = RateLane(configured: configured, burst: self.burst, minimumRate: self.minimumRate,
-                                 increasePerSuccess: self.increasePerSuccess)
-        // The write lane climbs back by a twenty-fifth of its rate per write (0.1 at 2.5/s) and may
-        // fall to a tenth of it.
+        self.requests = RateLane(start: configured, ceiling: configured, burst: self.burst, minimumRate: self.minimumRate,
+                                 probeIncrease: self.increasePerSuccess, increase: self.increasePerSuccess,
+                                 decreaseFactor: self.decreaseFactor)
+        // The write lane probes up to its ceiling and may fall to a tenth of where it starts.
         self.writeLane = writes.map {
-            RateLane(configured: $0.perSecond, burst: Double($0.burst), minimumRate: $0.perSecond / 10,
-                     increasePerSuccess: $0.perSecond / 25)
+            RateLane(start: $0.perSecond, ceiling: $0.ceiling, burst: Double($0.burst), minimumRate: $0.perSecond / 10,
+                     probeIncrease: WriteBudget.probeIncrease, increase: WriteBudget.increase,
+                     decreaseFactor: WriteBudget.decreaseFactor)
         }
     }
 
@@ -324,17 +330,17 @@ public final class Pacer: @unchecked Sendable {
         return true
     }
 
-    /// A successful answer to a request that cost `charge`: each lane it used climbs back by its
-    /// increase, up to its configured rate.
+    /// A successful answer to a request that cost `charge`: each lane it used climbs by its
+    /// increase, up to its ceiling.
     public func recordSuccess(_ charge: RequestCharge = .read) {
         condition.lock()
         let now = now()
         var recovered: [String] = []
         if quota == nil || quota!.cost(of: charge) > 0, requests.speedUp(now: now) {
-            recovered.append("recovered: back at \(Self.format(requests.configured)) requests/s")
+            recovered.append("recovered: back at \(Self.format(requests.ceiling)) requests/s")
         }
         if charge.isWrite, writeLane != nil, writeLane!.speedUp(now: now) {
-            recovered.append("writes recovered: back at \(Self.format(writeLane!.configured)) writes/s")
+            recovered.append("writes recovered: back at \(Self.format(writeLane!.ceiling)) writes/s")
         }
         changed()
         condition.unlock()
@@ -355,15 +361,13 @@ public final class Pacer: @unchecked Sendable {
         let line: String?
         if lane == .writes, var writeLane {
             writeRefusals += 1
-            let (slowed, blocked) = writeLane.slowDown(now: now, retryAfter: retryAfter, factor: decreaseFactor,
-                                                       interval: decreaseInterval)
+            let (slowed, blocked) = writeLane.slowDown(now: now, retryAfter: retryAfter, interval: decreaseInterval)
             self.writeLane = writeLane
             let hold = blocked ? "; no write is sent for \(Self.format(retryAfter ?? 0)) s (Retry-After)" : ""
             line = slowed || blocked ? "\(what): slowing writes to \(Self.format(writeLane.rate)) writes/s\(hold); reads are not held" : nil
         } else {
             quotaRefusals += 1
-            let (slowed, blocked) = requests.slowDown(now: now, retryAfter: retryAfter, factor: decreaseFactor,
-                                                      interval: decreaseInterval)
+            let (slowed, blocked) = requests.slowDown(now: now, retryAfter: retryAfter, interval: decreaseInterval)
             let hold = blocked ? "; nothing is sent for \(Self.format(retryAfter ?? 0)) s (Retry-After)" : ""
             let which = quota == nil && writes == nil ? "every request" : "every request that spends quota"
             line = slowed || blocked ? "\(what): slowing \(which) to \(Self.format(requests.rate)) requests/s\(hold)" : nil
@@ -493,22 +497,35 @@ public final class Pacer: @unchecked Sendable {
 }
 
 /// One rate with a burst (GCRA), adapted AIMD, held by a `Retry-After`. Times in the pacer's seconds.
+///
+/// The rate starts at `start` and never leaves [`minimumRate`, `ceiling`]: each success adds
+/// `probeIncrease` until the lane's first refusal and `increase` after it; a refusal multiplies it
+/// by `decreaseFactor`.
 private struct RateLane {
-    let configured: Double
+    let ceiling: Double
     let burst: Double
     let minimumRate: Double
-    let increasePerSuccess: Double
+    let probeIncrease: Double
+    let increase: Double
+    let decreaseFactor: Double
     var rate: Double
     var tat = 0.0
     var blockedUntil = 0.0
     var lastDecrease = -Double.infinity
+    /// A refusal slowed the lane since it was last at its ceiling (a climb back there is a recovery).
+    var slowed = false
+    /// The lane was ever slowed: it climbs by `increase` from then on.
+    var everRefused = false
 
-    init(configured: Double, burst: Double, minimumRate: Double, increasePerSuccess: Double) {
-        self.configured = configured
+    init(start: Double, ceiling: Double, burst: Double, minimumRate: Double, probeIncrease: Double, increase: Double,
+         decreaseFactor: Double) {
+        self.ceiling = ceiling
         self.burst = max(1, burst)
-        self.minimumRate = min(configured, minimumRate)
-        self.increasePerSuccess = increasePerSuccess
-        self.rate = configured
+        self.minimumRate = min(start, minimumRate)
+        self.probeIncrease = probeIncrease
+        self.increase = increase
+        self.decreaseFactor = decreaseFactor
+        self.rate = min(start, ceiling)
     }
 
     /// The earliest time the next request may go.
@@ -522,13 +539,15 @@ private struct RateLane {
 
     mutating func take(now: Double) { tat = max(tat, now) + 1 / rate }
 
-    /// Halves (by `factor`) at most once per `interval`, empties the burst, and holds the lane for
-    /// `retryAfter` seconds.
-    mutating func slowDown(now: Double, retryAfter: Double?, factor: Double, interval: Double) -> (slowed: Bool, blocked: Bool) {
+    /// Slows by `decreaseFactor` at most once per `interval`, empties the burst, and holds the lane
+    /// for `retryAfter` seconds.
+    mutating func slowDown(now: Double, retryAfter: Double?, interval: Double) -> (slowed: Bool, blocked: Bool) {
         var slowed = false
         if now - lastDecrease >= interval {
             lastDecrease = now
-            setRate(max(minimumRate, rate * factor), now: now)
+            everRefused = true
+            self.slowed = true
+            setRate(max(minimumRate, rate * decreaseFactor), now: now)
             // No burst right after a refusal: the next request waits a whole (new) interval.
             tat = max(tat, now + burst / rate)
             slowed = true
@@ -543,11 +562,13 @@ private struct RateLane {
         return (slowed, blocked)
     }
 
-    /// Climbs back; true when this success brought the lane back to its configured rate.
+    /// Climbs towards the ceiling; true when this success brought a slowed lane back to it.
     mutating func speedUp(now: Double) -> Bool {
-        guard rate < configured else { return false }
-        setRate(min(configured, rate + increasePerSuccess), now: now)
-        return rate >= configured
+        guard rate < ceiling else { return false }
+        setRate(min(ceiling, rate + (everRefused ? increase : probeIncrease)), now: now)
+        guard rate >= ceiling, slowed else { return false }
+        slowed = false
+        return true
     }
 
     /// Changes the rate, keeping the backlog (in requests) that `tat` holds ahead of now.

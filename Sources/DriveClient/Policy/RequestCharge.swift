@@ -101,20 +101,62 @@ public struct QuotaBudget: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// The write lane's pace: sustained writes a second after a small burst.
+/// The write lane's pace: the rate it starts at, the ceiling it probes up to while writes go
+/// unrefused, and a small burst (the lane's AIMD: `Pacer`, docs/client.md "Pacing").
 public struct WriteBudget: Sendable, Equatable, CustomStringConvertible {
+    /// Writes a second the lane starts at (never above `ceiling`).
     public let perSecond: Double
     public let burst: Int
+    /// The most writes a second the lane ever climbs to.
+    public let ceiling: Double
 
-    public init(perSecond: Double, burst: Int) {
-        self.perSecond = perSecond > 0 && perSecond.isFinite ? perSecond : WriteBudget.default.perSecond
+    /// `ceiling` nil: Google's published limit, or `perSecond` when that is higher (a server without
+    /// Google's limit, such as a test's emulator told `--write-rate 100`). A `perSecond` above a
+    /// given ceiling starts at the ceiling.
+    public init(perSecond: Double, burst: Int, ceiling: Double? = nil) {
+        let start = perSecond > 0 && perSecond.isFinite ? perSecond : WriteBudget.startRate
+        let top = ceiling.flatMap { $0 > 0 && $0.isFinite ? $0 : nil } ?? max(WriteBudget.googlePublishedRate, start)
+        self.perSecond = min(start, top)
         self.burst = max(1, burst)
+        self.ceiling = top
     }
 
-    /// Google's write limit is "about 3 a second per account" with an undocumented burst: 2.5 a
-    /// second keeps a sixth below it, and a burst of 2 (the emulator's `google` preset allows 3)
-    /// leaves one write of slack for requests that reach Google closer together than they left.
-    public static let `default` = WriteBudget(perSecond: 2.5, burst: 2)
+    /// Google's write limit: "avoid exceeding 3 requests per second of sustained write or insert
+    /// requests, per account". The default ceiling.
+    public static let googlePublishedRate = 3.0
+    /// Where the lane starts: a sixth below Google's published limit, so that a mount's first writes
+    /// draw no refusal whatever the account's other clients spend; the lane climbs from there.
+    public static let startRate = 2.5
+    /// The burst is undocumented: 2 (the emulator's `google` preset allows 3) leaves one write of
+    /// slack for requests that reach Google closer together than they left.
+    public static let `default` = WriteBudget(perSecond: startRate, burst: 2)
 
-    public var description: String { "\(Pacer.format(perSecond)) writes/s after a burst of \(burst)" }
+    // The lane's AIMD (additive increase per unrefused write, multiplicative decrease per refusal).
+    // The numbers are chosen for a token bucket of L writes a second with a few writes of slack S
+    // (Google's limit as the emulator models it: L = 3, a burst of 3 against the lane's 2, so S ≈ 2);
+    // docs/client.md, "Pacing", has this arithmetic with the simulations that check it:
+    // - At or under L (the default ceiling is L) the bucket never refuses a paced write: the lane
+    //   sits at the ceiling, and only arrivals bunched by more than the slack (S/L ≈ 0.67 s of
+    //   jitter) draw a refusal.
+    // - Above L (a ceiling set higher, or Google's limit lower than published) the lane saws: past L
+    //   each write spends (r − L)/L of the slack, so k writes of a climb by `increase` spend
+    //   increase · k² / (2L); the slack is gone, and one write refused, after k = √(2LS/increase)
+    //   writes, at R = L + √(2LS · increase). The lane falls to `decreaseFactor` · R and climbs back
+    //   to L in (L − decreaseFactor · R)/increase writes. With increase 0.002 and factor 0.9:
+    //   k ≈ 77, R ≈ 3.15, the fall to 2.84, 80 writes back to L: about one refusal in 157 writes
+    //   (0.64%, under 2% with room for the writes in flight when it comes), and the rate never under
+    //   2.84 (the mean over a cycle ≈ 2.95, over 3/1.1 = 2.73).
+    // - A larger increase or a deeper fall trades one goal for the other: 0.005 makes the cycle 65
+    //   writes (1.5% refused); a factor of 0.5 (the quota lane's) makes the mean about 2.4.
+    // - Until the lane's first refusal it climbs by `probeIncrease` (from 2.5 to 3 in 10 writes):
+    //   nothing says yet that the ceiling is too high, and 0.002 would take 250 writes (83 s) to
+    //   reach it, most of a 200-file copy (the bench's wan workload 5 would be 1.11 times the floor).
+    public static let probeIncrease = 0.05
+    public static let increase = 0.002
+    public static let decreaseFactor = 0.9
+
+    public var description: String {
+        let rise = ceiling > perSecond ? " rising to \(Pacer.format(ceiling))" : ""
+        return "\(Pacer.format(perSecond)) writes/s\(rise) after a burst of \(burst)"
+    }
 }

@@ -83,6 +83,8 @@ public struct MountStatus: Codable, Sendable, Equatable {
         /// Writes a second the write lane lets go now (nil: no write lane), and its burst.
         public var writeRate: Double?
         public var writeBurst: Int?
+        /// The most writes a second the lane climbs to (`--write-ceiling`; nil in older files).
+        public var writeCeiling: Double?
         /// Requests waiting for a lane now, and the writes among them.
         public var requestsQueued: Int
         public var writesQueued: Int
@@ -93,12 +95,14 @@ public struct MountStatus: Codable, Sendable, Equatable {
         public var writeRefusals: Int
 
         public init(quotaMetering: String?, quotaPerMinute: Int?, quotaUsedLastMinute: Int, writeRate: Double?, writeBurst: Int?,
-                    requestsQueued: Int, writesQueued: Int, writeDrainSeconds: Double?, quotaRefusals: Int, writeRefusals: Int) {
+                    requestsQueued: Int, writesQueued: Int, writeDrainSeconds: Double?, quotaRefusals: Int, writeRefusals: Int,
+                    writeCeiling: Double? = nil) {
             self.quotaMetering = quotaMetering
             self.quotaPerMinute = quotaPerMinute
             self.quotaUsedLastMinute = quotaUsedLastMinute
             self.writeRate = writeRate
             self.writeBurst = writeBurst
+            self.writeCeiling = writeCeiling
             self.requestsQueued = requestsQueued
             self.writesQueued = writesQueued
             self.writeDrainSeconds = writeDrainSeconds

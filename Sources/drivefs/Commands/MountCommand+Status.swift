@@ -47,6 +47,6 @@ extension MountCommand {
         MountStatus.Pacing(quotaMetering: p.quota?.metering.rawValue, quotaPerMinute: p.quota?.perMinute,
                            quotaUsedLastMinute: p.quotaUsedLastMinute, writeRate: p.writeRate, writeBurst: p.writes?.burst,
                            requestsQueued: p.queued, writesQueued: p.writesQueued, writeDrainSeconds: p.writeDrainSeconds,
-                           quotaRefusals: p.quotaRefusals, writeRefusals: p.writeRefusals)
+                           quotaRefusals: p.quotaRefusals, writeRefusals: p.writeRefusals, writeCeiling: p.writes?.ceiling)
     }
 }

@@ -84,8 +84,11 @@ enum MountCommand {
                        help: "Instead: a project on Google's legacy quota, N requests\nin any minute, whatever the method (e.g. 10800)",
                        validate: validatePositiveInteger),
                 .value("write-rate", valueName: "W_PER_S",
-                       help: "Writes a second, Google's per-account write limit\n(default 2.5: Google allows about 3)",
+                       help: "Writes a second to start at; the rate climbs while Google\nrefuses none, up to --write-ceiling, and falls back on a\nrefusal (default 2.5)",
                        validate: { Double($0).map { $0 > 0 && $0 <= 1000 } == true ? nil : "expected a number of writes a second, e.g. 2.5" }),
+                .value("write-ceiling", valueName: "W_PER_S",
+                       help: "The most writes a second, ever (default 3: Google's\nper-account write limit; --write-rate when that is higher)",
+                       validate: { Double($0).map { $0 > 0 && $0 <= 1000 } == true ? nil : "expected a number of writes a second, e.g. 3" }),
                 .value("write-burst", valueName: "N", help: "Writes that may go at once after an idle spell (default 2)",
                        validate: { Int($0).map { (1...1000).contains($0) } == true ? nil : "expected a number from 1 to 1000" }),
                 .value("log-file", valueName: "FILE", help: "Where the daemon logs (default $XDG_STATE_HOME/drivefs/PROFILE.log;\nstandard error with --foreground)"),
@@ -112,8 +115,8 @@ enum MountCommand {
         Int(text).map { $0 > 0 } == true ? nil : "expected a positive whole number"
     }
 
-    /// The pacer's budgets from `--quota-units-per-minute` / `--quota-legacy-rpm`, `--write-rate`
-    /// and `--write-burst` (docs/client.md, "Pacing").
+    /// The pacer's budgets from `--quota-units-per-minute` / `--quota-legacy-rpm`, `--write-rate`,
+    /// `--write-ceiling` and `--write-burst` (docs/client.md, "Pacing").
     static func budgets(_ invocation: Invocation) throws(CLIError) -> (quota: QuotaBudget, writes: WriteBudget) {
         let units = invocation.value("quota-units-per-minute").flatMap(Int.init)
         let legacy = invocation.value("quota-legacy-rpm").flatMap(Int.init)
@@ -123,7 +126,8 @@ enum MountCommand {
         }
         let quota = legacy.map { QuotaBudget.legacy(requestsPerMinute: $0) } ?? units.map { QuotaBudget.units(perMinute: $0) } ?? .default
         let writes = WriteBudget(perSecond: invocation.value("write-rate").flatMap(Double.init) ?? WriteBudget.default.perSecond,
-                                 burst: invocation.value("write-burst").flatMap(Int.init) ?? WriteBudget.default.burst)
+                                 burst: invocation.value("write-burst").flatMap(Int.init) ?? WriteBudget.default.burst,
+                                 ceiling: invocation.value("write-ceiling").flatMap(Double.init))
         return (quota, writes)
     }
 

@@ -178,12 +178,14 @@ enum StatusCommand {
             + "\(bytes(Int64(i.estimatedBytes)))"
     }
 
-    /// `Google's limits: writes 3 queued at 2.5/s (1.2 s to go), quota 5,250 of 292,500 units in the
-    /// last minute, refused 0 (quota) and 2 (writes)`: what the pacer's lanes hold back now.
+    /// `Google's limits: writes 3 queued at 2.87/s of at most 3/s (1.0 s to go), quota 5,250 of 292,500
+    /// units in the last minute, refused 0 (quota) and 2 (writes)`: what the pacer's lanes hold back
+    /// now (the write rate climbs to its ceiling while Google refuses no write).
     static func limits(_ p: MountStatus.Pacing) -> String {
         var parts: [String] = []
         if let rate = p.writeRate {
-            var writes = "writes \(p.writesQueued) queued at \(String(format: "%.1f", rate))/s"
+            var writes = "writes \(p.writesQueued) queued at \(writeRate(rate))/s"
+            if let ceiling = p.writeCeiling, writeRate(ceiling) != writeRate(rate) { writes += " of at most \(writeRate(ceiling))/s" }
             if p.writesQueued > 0, let drain = p.writeDrainSeconds { writes += " (\(duration(drain)) to go)" }
             parts.append(writes)
         }
@@ -193,6 +195,12 @@ enum StatusCommand {
         }
         parts.append("refused \(p.quotaRefusals) (quota) and \(p.writeRefusals) (writes)")
         return "Google's limits: " + parts.joined(separator: ", ")
+    }
+
+    /// `2.87`, `3`, `100`: a write rate to two decimals, whole rates without them.
+    static func writeRate(_ rate: Double) -> String {
+        let text = String(format: "%.2f", rate)
+        return text.hasSuffix(".00") ? String(text.dropLast(3)) : text
     }
 
     /// `292,500`.
