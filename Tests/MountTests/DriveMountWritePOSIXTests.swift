@@ -113,6 +113,43 @@ final class DriveMountWritePOSIXTests: XCTestCase {
 
     // MARK: An editor's save
 
+    /// `rm f`, then `f` written again and closed (as some tools save), twice: within the upload
+    /// delay each is one content update of the original, which keeps its Drive ID; nothing is
+    /// created or trashed, counted by the emulator.
+    func testAFileRemovedAndWrittenAgainUnderItsNameKeepsItsID() throws {
+        _ = try MountedDriveFS.requireFuse()
+        var tree = SeedTree()
+        let drive = try EmulatedDrive { seed in try tree.file("docs/report.txt", in: seed, text: "version 1\n") }
+        defer { drive.stop() }
+        let original = try XCTUnwrap(try RemoteTree.read(drive, at: "docs").file("report.txt"))
+        // A minute's window: the removal never goes before the file is written again here.
+        let mount = try drive.mount(extraArguments: ["--upload-delay", "60s"])
+        let report = mount.path("docs/report.txt")
+        let before = drive.emulator.stats()
+        for version in 2...3 {
+            try ExternalCommand.shell("rm '\(report)' && printf 'version \(version)\\n' > '\(report)'")
+                .requireSuccess("rm, then the file written again")
+            XCTAssertEqual(try cat(report), "version \(version)\n")
+        }
+        let ls = try ExternalCommand.tool("ls", ["-A", mount.path("docs")])
+        XCTAssertEqual(ls.output, "report.txt\n", ls.summary)
+        try drive.drivefsUnmount(mount)
+        let remote = try RemoteTree.read(drive, at: "docs")
+        XCTAssertEqual(remote.entries.map(\.path), ["report.txt"])
+        let final = try XCTUnwrap(remote.file("report.txt"))
+        XCTAssertEqual(final.id, original.id, "the file keeps its Drive ID")
+        XCTAssertEqual(final.md5Checksum, WriteTests.md5(Array("version 3\n".utf8)))
+        XCTAssertEqual(try drive.trashedChildren(of: try drive.file(at: "docs").id).count, 0, "nothing trashed")
+        let after = drive.emulator.stats()
+        func count(_ method: String) -> Int {
+            (after.methods[method]?.requests ?? 0) - (before.methods[method]?.requests ?? 0)
+        }
+        XCTAssertEqual(count("files.create") + count("files.create.upload"), 0, "nothing created: \(drive.statsSummary())")
+        XCTAssertEqual(count("files.update"), 0, "no trash: \(drive.statsSummary())")
+        XCTAssertEqual(count("files.delete"), 0, "nothing deleted: \(drive.statsSummary())")
+        XCTAssertLessThanOrEqual(count("files.update.upload"), 2, "at most one update a save: \(drive.statsSummary())")
+    }
+
     /// Write a temporary file, fsync it, rename it over the original (vim's `backupcopy=no`,
     /// gedit and GLib's g_file_replace, most IDEs), twice in a row. The fsync answers once the
     /// temporary file is kept here (a new file waits its upload delay, for this rename): each save

@@ -255,6 +255,41 @@ extension NodeTable {
         }
     }
 
+    /// A new file `inode` (in `parent`, not on Drive) made under the name of a removed file takes
+    /// that file's Drive identity (`DriveFilesystem.saveOverRemoved`): it gets `file` (its name and
+    /// folder kept) and stops being new; the removed file's node, if the kernel still holds it,
+    /// keeps an ID of its own that names nothing on Drive. False, with nothing changed, when the
+    /// node is not a new file in `parent`, or the removed file's node is still in a folder.
+    func adopt(_ inode: Inode, in parent: Inode, file: DriveFile) -> Bool {
+        let millis = nowMillis
+        return withState { s in
+            guard var node = s.nodes[inode], node.parent == parent, node.local?.isNew == true, node.file.id != file.id
+            else { return false }
+            if let holder = s.byID[file.id] {
+                guard var old = s.nodes[holder], old.parent == nil, holder != inode else { return false }
+                s.byID[file.id] = nil
+                old.file.id = "\(file.id)#replaced-\(holder.rawValue)"
+                s.byID[old.file.id] = holder
+                s.nodes[holder] = old
+            }
+            let newID = node.file.id
+            s.byID[newID] = nil
+            var taken = file
+            taken.name = node.file.name
+            taken.parents = node.file.parents
+            node.file = taken
+            node.local?.isNew = false
+            node.changedMillis = millis
+            s.nodes[inode] = node
+            s.byID[file.id] = inode
+            s.localNew.remove(inode)
+            Self.noteChangeHere(&s, folders: [parent], ids: [newID, file.id])
+            Self.noteEntriesChanged(&s, folders: [parent], at: millis)
+            assert(Self.invariantsHold(s))
+            return true
+        }
+    }
+
     /// Changes one node in place (its local state, its Drive metadata after an update).
     @discardableResult
     func update(_ inode: Inode, _ change: (inout Node) -> Void) -> Node? {

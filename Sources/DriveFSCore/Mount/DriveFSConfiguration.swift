@@ -40,6 +40,11 @@ public struct DriveFSConfiguration: Sendable {
     /// renames it over the original at once, and it then becomes new content for that file
     /// (`UploadQueue.retarget`). An fsync, `--sync-close` or an unmount does not wait for it.
     public var newFileSettle: Double = 2
+    /// Seconds the removal of a file on Drive (`rm`) waits before it is sent: a file made again
+    /// under its name in its folder and closed meanwhile becomes new content of the removed file,
+    /// which keeps its Drive ID (`saveOverRemoved`). 0: removals go at once. `drivefs mount` sets
+    /// it to `--upload-delay`; the core's default keeps removals at once.
+    public var removalSettle: Double = 0
     /// `close` waits until the file is on Drive and reports an upload's failure (`--sync-close`).
     public var syncClose: Bool
     /// Removals delete for good instead of moving to Drive's trash (`--delete-permanently`).

@@ -161,7 +161,10 @@ extension DriveFilesystem {
 
     /// Takes `node` off Drive (to the trash, or for good): nothing to do for a file not on Drive
     /// yet, whose queued upload is dropped (or, if it is landing, trashed once it landed).
-    private func removeFromDrive(_ node: Node) throws(FilesystemError) {
+    /// `mayBeMadeAgain` (an `rm`): a plain file on Drive is removed `removalSettle` seconds later,
+    /// by the queue, so that a file made again under its name meanwhile can take its place
+    /// (`saveOverRemoved`).
+    private func removeFromDrive(_ node: Node, mayBeMadeAgain: Bool = false) throws(FilesystemError) {
         let isNew = node.local?.isNew == true
         // The copy's lock across the journal's record: no commit from it slips in between, and a
         // removal the journal cannot keep changes nothing (the call fails, the file stays as it was).
@@ -170,9 +173,12 @@ extension DriveFilesystem {
         let queues = !isNew && queuesChange(node)
         content?.lock.lock()
         if isNew { removedHere.withLock { _ = $0.insert(node.file.id) } }
+        // Its queued content (the last such save, say) dropped: the removal `cancel` queues waits
+        // as the rm's own would (below), so that saves made this way in a row keep the file.
+        let settles = mayBeMadeAgain && !isNew && !queues && configuration.removalSettle > 0 && mayTakePlace(of: node)
         let cancelled: Bool
         do {
-            cancelled = try uploads.cancel(node.file.id)
+            cancelled = try uploads.cancel(node.file.id, removalSettles: settles ? configuration.removalSettle : 0)
             if queues && !cancelled {
                 try uploads.queueRemoval(UploadRequest(fileID: node.file.id, isNew: false, parentID: node.file.parents.first ?? table.rootID,
                                                        name: node.file.name, displayPath: describe(node.inode)))
@@ -209,6 +215,7 @@ extension DriveFilesystem {
             }
             guard removedHere.withLock({ $0.remove(node.file.id) != nil }) else { return }
         }
+        if cancelled, settles, let parentID = node.file.parents.first { remember(removal: node.file, in: parentID) }
         if queues || cancelled {
             // The removal is the queue's: queued offline (or behind a queued change of the file),
             // or queued by the `cancel` record that dropped the file's jobs, after the one running
@@ -222,6 +229,20 @@ extension DriveFilesystem {
         }
         // Made again under a new ID by an upload the node may not show yet: that file goes.
         let driveID = uploads.currentID(of: node.file.id)
+        if mayBeMadeAgain, configuration.removalSettle > 0, driveID == node.file.id, let parentID = node.file.parents.first,
+           mayTakePlace(of: node) {
+            // Decision: an rm of a plain file is journaled and sent a little later (the upload
+            // delay), as a new file's upload is: a file made again under the name meanwhile (`rm
+            // f; create f; write; close`, as some tools save) becomes its new content instead of a
+            // trash plus a create, and keeps its ID (`saveOverRemoved`). Hidden from now on, as
+            // any removal the queue holds; a crash sends the removal at the next start.
+            try uploads.queueRemoval(UploadRequest(fileID: driveID, isNew: false, parentID: parentID, name: node.file.name,
+                                                   displayPath: describe(node.inode)),
+                                     settling: configuration.removalSettle)
+            table.noteRemovedBeforeLanding(driveID)
+            remember(removal: node.file, in: parentID)
+            return
+        }
         do {
             if configuration.deletePermanently {
                 try backend.delete(driveID)
@@ -256,7 +277,7 @@ extension DriveFilesystem {
             guard let node = try table.listedChild(parent, name) else { throw .notFound }
             guard node.kind != .directory else { throw .isADirectory }
             if node.file.capabilities?.canTrash == false && node.local?.isNew != true { throw .accessDenied }
-            try removeFromDrive(node)
+            try removeFromDrive(node, mayBeMadeAgain: true)
             table.detachChild(parent: parent, name: name)
         }
     }
@@ -473,6 +494,70 @@ extension DriveFilesystem {
         }
         Log.shared.debug("write", "\(describe(source.inode)): saved as new content of \(file.id)")
         return true
+    }
+
+    /// Whether a file made again under `node`'s name may take its place once it is removed: a
+    /// plain file on Drive that may be edited (`saveOverRemoved`).
+    private func mayTakePlace(of node: Node) -> Bool {
+        node.kind == .regular && node.local?.isNew != true && !node.file.isGoogleWorkspaceDocument
+            && node.file.capabilities?.canEdit != false && node.file.appProperties?[AppPropertyKeys.link] == nil
+    }
+
+    /// The removal of `file` from `parentID` waits (`removalSettle`): remembered by its name there.
+    private func remember(removal file: DriveFile, in parentID: String) {
+        let now = ProcessInfo.processInfo.systemUptime
+        recentRemovals.withLock { r in
+            if r.count >= 256 { r = r.filter { $0.value.until > now } }
+            r[RemovedName(parentID: parentID, name: file.name)] = RecentRemoval(file: file, until: now + configuration.removalSettle)
+        }
+    }
+
+    /// A file on Drive removed here (`rm f`) and made again under its name in its folder before
+    /// its removal was sent (`removalSettle`), as some tools save (`rm f; create f; write; close`):
+    /// once the new file's last handle closed, its content becomes new content of the removed
+    /// file, which keeps its Drive ID, sharing and revision history: the new file's queued create
+    /// and the removed file's queued removal become one update, in one journal record
+    /// (`takeRemovedPlace`: a crash sees both, or the update alone), and the node takes the
+    /// removed file's identity. Nothing when no such removal waits, or its removal was sent or
+    /// is on its way, or the new file is open, written since its commit, or already uploading.
+    func saveOverRemoved(_ inode: Inode, _ content: LocalContent) {
+        guard configuration.removalSettle > 0, let node = table.node(inode), node.kind == .regular, node.local?.isNew == true,
+              let parentID = node.file.parents.first else { return }
+        let key = RemovedName(parentID: parentID, name: node.file.name)
+        guard let removed = recentRemovals.withLock({ $0[key] }) else { return }
+        content.lock.lock()
+        defer { content.lock.unlock() }
+        guard locals.withLock({ $0[inode] === content }), content.handles == 0, content.writers == 0, content.early == nil,
+              !content.removed, !content.isDirty, !content.hasUnreadyCommit, content.committed != 0,
+              let current = table.node(inode), current.local?.isNew == true, current.file.id == node.file.id,
+              current.file.parents.first == parentID, current.file.name == node.file.name, let parent = current.parent,
+              table.node(forID: removed.file.id).map({ $0.parent == nil }) ?? true
+        else { return }
+        var file = removed.file
+        file.name = current.file.name
+        file.parents = [parentID]
+        let request = UploadRequest(fileID: file.id, isNew: false, parentID: parentID, name: file.name, mimeType: nil,
+                                    modifiedTime: current.local?.modifiedMillis, appProperties: appProperties(current),
+                                    baseRevision: file.headRevisionId, baseMD5: file.md5Checksum, displayPath: describe(inode))
+        do throws(FilesystemError) {
+            guard try uploads.takeRemovedPlace(current.file.id, of: request) else { return }
+        } catch {
+            // Nothing changed: the removal and the create go as they are.
+            Log.shared.warning("write", "\(describe(inode)): could not make it new content of the file removed under its name "
+                               + "(\(error)); that file goes to the trash and this one is created")
+            return
+        }
+        recentRemovals.withLock { r in if r[key]?.file.id == file.id { r[key] = nil } }
+        let taken = uploads.queuedBase(of: file.id)
+        content.rebase(revision: taken.revision, md5: taken.md5)
+        table.forgetRemovedBeforeLanding(file.id)
+        if !table.adopt(inode, in: parent, file: file) {
+            // Not reachable while the copy's lock holds the file's commits and the table showed it
+            // here just now; said loudly if it ever is: the queue holds the content.
+            Log.shared.error("write", "\(describe(inode)): it is queued as new content of \(file.id), removed under its name, "
+                             + "but the mount's table changed meanwhile; remount to see it")
+        }
+        Log.shared.debug("write", "\(describe(inode)): made again under a removed file's name: new content of \(file.id)")
     }
 
     enum Placed {
@@ -731,4 +816,17 @@ extension DriveFilesystem {
             if modified != nil { node.entriesChangedMillis = nil }
         }
     }
+}
+
+/// A folder's Drive ID and a Drive name in it: where a removed file was (`recentRemovals`).
+struct RemovedName: Hashable, Sendable {
+    let parentID: String
+    let name: String
+}
+
+/// A file on Drive removed here whose removal waits (`DriveFilesystem.recentRemovals`): the file
+/// as the table had it, and the uptime its removal goes at.
+struct RecentRemoval: Sendable {
+    let file: DriveFile
+    let until: Double
 }

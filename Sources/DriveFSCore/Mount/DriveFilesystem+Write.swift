@@ -333,6 +333,8 @@ extension DriveFilesystem {
                 Log.shared.error("write", "\(describe(inode)): the last close could not keep what was written (\(error)); "
                                  + "the local copy stays at \(content.path)")
             }
+            // Made again under the name of a file removed here, whose removal waits: its new content.
+            saveOverRemoved(inode, content)
             // The last close: what a flush committed need not settle any longer (it waited in
             // case writes through another descriptor followed).
             if let fileID = table.node(inode)?.file.id { uploads.endSettle(of: fileID) }

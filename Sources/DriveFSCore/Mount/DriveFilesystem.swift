@@ -71,6 +71,9 @@ public final class DriveFilesystem: FilesystemOperations {
     var locals: RankedLocked<[Inode: LocalContent]> { copies.locals }
     /// New files removed while their upload may be landing: trashed once it landed.
     let removedHere = Locked<Set<String>>([])
+    /// Files on Drive removed here whose removal waits `removalSettle` (not sent yet), by their
+    /// folder and Drive name: one made again there in that time takes their place (`saveOverRemoved`).
+    let recentRemovals = Locked<[RemovedName: RecentRemoval]>([:])
     /// Whether the ID pool's refill thread runs (from the first create on: a mount that writes
     /// nothing costs no request for IDs). Its reserve (`<cache>/file-ids`) is attached at `init`.
     let idPoolStarted = Locked(false)

@@ -397,6 +397,16 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
     public func currentID(of fileID: String) -> String { withLock { $0.state.currentID(fileID) } }
 
     public func retarget(_ newFile: String, to asked: UploadRequest) throws(FilesystemError) -> Bool {
+        try retarget(newFile, to: asked, overRemoval: false)
+    }
+
+    public func takeRemovedPlace(_ newFile: String, of asked: UploadRequest) throws(FilesystemError) -> Bool {
+        try retarget(newFile, to: asked, overRemoval: true)
+    }
+
+    /// `retarget`; with `overRemoval` (`takeRemovedPlace`), the other file's one job is its
+    /// removal, not started (the record that drops it makes the new file's job its update).
+    private func retarget(_ newFile: String, to asked: UploadRequest, overRemoval: Bool) throws(FilesystemError) -> Bool {
         var superseded: [String] = []
         defer { superseded.forEach(removeContent) }
         return try withLock { (s: inout Shared) throws(FilesystemError) -> Bool in
@@ -409,12 +419,18 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
             // An upload of the other file on its way (an edit, or the last save) stays: the save
             // goes after it, rebased on its landing (`done`), as any later commit of the file is.
             let running = s.running[target].flatMap { r in s.state.jobs[r.seq] }
-            if let running, running.kind != .upload && running.kind != .change { return false }
+            if let running, running.kind != .upload && running.kind != .change || overRemoval { return false }
             // The other file's queued uploads, superseded by the save: none started, none from
-            // before a restart (it may have started), none a removal or a conflict decided.
+            // before a restart (it may have started), none a removal or a conflict decided. Over a
+            // removal: that removal alone, not started (a restart sends it at once: it is pinned).
             let others = s.state.jobs(of: target).filter { $0.seq != running?.seq }
-            guard others.allSatisfy({ $0.kind == .upload && !s.pinned.contains($0.seq) && $0.conflictCopy == nil && !$0.creates })
-            else { return false }
+            if overRemoval {
+                guard others.count == 1, let removal = others.first, removal.kind == .removal, !s.pinned.contains(removal.seq)
+                else { return false }
+            } else {
+                guard others.allSatisfy({ $0.kind == .upload && !s.pinned.contains($0.seq) && $0.conflictCopy == nil && !$0.creates })
+                else { return false }
+            }
             let jobs = s.state.jobs(of: fileID)
             guard jobs.count <= 1 else { return false }
             guard let job = jobs.first else { return others.isEmpty }  // nothing committed yet: the next commit names the other file
@@ -435,7 +451,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
             s.settling[job.seq] = nil
             for other in others { s.settling[other.seq] = nil }
             if newFileSettle > 0 { s.settling[seq] = Self.uptime + newFileSettle }
-            superseded = others.filter { $0.ready && $0.contentPath != job.contentPath }.map(\.contentPath)
+            superseded = others.filter { $0.ready && !$0.contentPath.isEmpty && $0.contentPath != job.contentPath }.map(\.contentPath)
             log.debug("uploads", "\(job.request.displayPath): job \(job.seq) becomes job \(seq), new content for \(request.displayPath) "
                       + "(\(target)), content \(job.contentPath)" + (others.isEmpty ? "" : ", superseding jobs \(others.map(\.seq))"))
             if crashes(at: .committed(target), &s) { throw FilesystemError(errno: EIO) }
@@ -574,14 +590,19 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
     }
 
     public func queueRemoval(_ asked: UploadRequest) throws(FilesystemError) {
+        try queueRemoval(asked, settling: 0)
+    }
+
+    public func queueRemoval(_ asked: UploadRequest, settling seconds: Double) throws(FilesystemError) {
         try withLock { (s: inout Shared) throws(FilesystemError) in
             guard !s.crashed else { throw FilesystemError(errno: EIO) }
             let request = Self.current(asked, s.state)
             let job = UploadJob.removal(seq: s.state.nextSeq, request: request, target: request.fileID, deletes: deletePermanently)
             do throws(FilesystemError) { try Self.record(.job(job), &s) } catch {
-                log.error("uploads", "\(request.displayPath): cannot journal a removal made offline (\(error)); it is refused")
+                log.error("uploads", "\(request.displayPath): cannot journal a removal (\(error)); it is refused")
                 throw error
             }
+            if seconds > 0 { s.settling[job.seq] = Self.uptime + seconds }
             if crashes(at: .cancelled(request.fileID), &s) { throw FilesystemError(errno: EIO) }
             compactIfWanted(&s)
         }
@@ -593,6 +614,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
     }
 
     public func cancel(_ asked: String) throws(FilesystemError) -> Bool {
+        try cancel(asked, removalSettles: 0)
+    }
+
+    public func cancel(_ asked: String, removalSettles seconds: Double) throws(FilesystemError) -> Bool {
         var dropped: [String] = []
         defer {
             dropped.forEach(removeContent)
@@ -624,6 +649,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
                 throw error
             }
             s.earlies.removeValue(forKey: fileID)?.abandon("the file was removed")
+            if let removal, seconds > 0 { s.settling[removal.seq] = Self.uptime + seconds }
             if running != nil { s.running[fileID]?.flag.cancel() }
             dropped = jobs.filter { $0.ready && $0.seq != running?.seq }.map(\.contentPath)
             log.debug("uploads", "\(first.request.displayPath): cancelled \(jobs.map(\.seq))" + (removal.map { ", removal job \($0.seq) of \($0.target)" } ?? ""))

@@ -234,6 +234,11 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// of, made while Drive was unreachable: journaled, sent once Drive answers. Throws as `queueChange`.
     func queueRemoval(_ request: UploadRequest) throws(FilesystemError)
 
+    /// `queueRemoval` of a file on Drive removed while Drive answers, that waits `seconds` before
+    /// it is sent (an unmount's drain does not wait): a file made again under its name meanwhile
+    /// may take its place (`takeRemovedPlace`). A restart sends it at once.
+    func queueRemoval(_ request: UploadRequest, settling seconds: Double) throws(FilesystemError)
+
     /// Whether a change or removal of the item is still queued: what is done to it next is
     /// queued behind it (never sent around it).
     func holdsChanges(of fileID: String) -> Bool
@@ -242,6 +247,10 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// request at all); a running one is trashed (or deleted, as the mount is configured) once it
     /// landed. False when the queue holds no job of the file.
     func cancel(_ fileID: String) throws(FilesystemError) -> Bool
+
+    /// `cancel`, and the removal it queues (if any) waits `seconds` before it is sent, as
+    /// `queueRemoval(_:settling:)`'s (set with the record, before any transfer thread can take it).
+    func cancel(_ fileID: String, removalSettles seconds: Double) throws(FilesystemError) -> Bool
 
     /// The new file `fileID`, not on Drive yet, becomes new content for the existing file
     /// `request.fileID` (an editor's save: a temporary written, then renamed over the original):
@@ -252,6 +261,14 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// queued jobs are not plain uploads of new content. An upload of the other file already on
     /// its way stays: the new job goes after it (and is based on its landing).
     func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool
+
+    /// The new file `fileID`, closed and not on Drive yet, takes the place of the file
+    /// `request.fileID` that was removed (`rm f; create f; write; close`, as some tools save):
+    /// as `retarget`, but the removed file's queued removal, which must not have started, is
+    /// dropped in the same journal record (a crash sees the removal and the create, or the
+    /// update alone). False, with nothing changed, when the removal was sent or is on its way, or
+    /// the file has other jobs, or `retarget`'s conditions for the new file do not hold.
+    func takeRemovedPlace(_ fileID: String, of request: UploadRequest) throws(FilesystemError) -> Bool
 
     /// Whether the new file `fileID`'s upload waits its settle time (`--upload-delay`), not
     /// started: a rename over another file may still make its content that file's (`retarget`).
@@ -355,6 +372,13 @@ extension UploadQueueing {
     public func phase(of fileID: String) -> UploadFilePhase { .none }
     public func currentID(of fileID: String) -> String { fileID }
     public func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool { false }
+    public func queueRemoval(_ request: UploadRequest, settling seconds: Double) throws(FilesystemError) {
+        try queueRemoval(request)
+    }
+    public func takeRemovedPlace(_ fileID: String, of request: UploadRequest) throws(FilesystemError) -> Bool { false }
+    public func cancel(_ fileID: String, removalSettles seconds: Double) throws(FilesystemError) -> Bool {
+        try cancel(fileID)
+    }
     public func awaitsRename(of fileID: String) -> Bool { false }
     public func beginEarlyUpload(_ request: UploadRequest, contentPath: String, size: Int64) -> EarlyUpload? { nil }
 }

@@ -47,7 +47,7 @@ enum MountCommand {
                        validate: { Int($0).map { (1...64).contains($0) } == true ? nil : "expected a number from 1 to 64" }),
                 .flag("sync-close", help: "close() waits until the file is on Drive and reports\nan upload's failure"),
                 .value("upload-delay", valueName: "DURATION",
-                       help: "How long a new file waits after its last close before it\ngoes to Drive, so that renaming it over a file (an\neditor's save) updates that file instead (default 2s; 0: none)",
+                       help: "How long a new file waits after its last close before it\ngoes to Drive, so that renaming it over a file (an\neditor's save) updates that file instead; an rm waits as\nlong, so that a file made again under its name updates it\n(default 2s; 0: none)",
                        validate: { Duration.parse($0, allowZero: true) == nil ? "expected a duration such as 2s, 500ms or 0" : nil }),
                 .flag("delete-permanently", help: "rm deletes for good instead of moving to Drive's trash"),
                 .flag("no-index", help: "Do not list the whole drive in the background from mount on;\nlist folders as they are used (and those below ahead)"),
@@ -255,6 +255,8 @@ enum MountCommand {
         if let delay = invocation.value("upload-delay").flatMap({ Duration.parse($0, allowZero: true) }) {
             configuration.newFileSettle = delay
         }
+        // A file removed and made again within the upload delay is a save (it keeps its Drive ID).
+        configuration.removalSettle = configuration.newFileSettle
         configuration.deletePermanently = invocation.flag("delete-permanently")
         configuration.posixMetadata = invocation.flag("posix-metadata")
         configuration.indexWholeDrive = !invocation.flag("no-index")

@@ -280,6 +280,15 @@ final class HeldUploadQueue: UploadQueueing, @unchecked Sendable {
     func cancel(_ fileID: String) throws(FilesystemError) -> Bool { try inner.cancel(fileID) }
     func queueChange(_ change: QueuedChange) throws(FilesystemError) { try inner.queueChange(change) }
     func queueRemoval(_ request: UploadRequest) throws(FilesystemError) { try inner.queueRemoval(request) }
+    func queueRemoval(_ request: UploadRequest, settling seconds: Double) throws(FilesystemError) {
+        try inner.queueRemoval(request, settling: seconds)
+    }
+    func takeRemovedPlace(_ fileID: String, of request: UploadRequest) throws(FilesystemError) -> Bool {
+        try inner.takeRemovedPlace(fileID, of: request)
+    }
+    func cancel(_ fileID: String, removalSettles seconds: Double) throws(FilesystemError) -> Bool {
+        try inner.cancel(fileID, removalSettles: seconds)
+    }
     func holdsChanges(of fileID: String) -> Bool { inner.holdsChanges(of: fileID) }
     func awaitsRename(of fileID: String) -> Bool { inner.awaitsRename(of: fileID) }
     func retarget(_ fileID: String, to request: UploadRequest) throws(FilesystemError) -> Bool {
