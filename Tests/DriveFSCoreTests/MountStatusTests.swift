@@ -1,4 +1,4 @@
-import DriveClient
+@testable import DriveClient
 import DriveFSCore
 import DriveSupport
 import Foundation
@@ -7,6 +7,31 @@ import XCTest
 /// `DriveFilesystem.status()` (what the daemon publishes for `drivefs status`) over the fake, and
 /// the runtime directory's rules: where it is, whom it must belong to, which files count.
 final class MountStatusTests: XCTestCase {
+    /// The write lane as `drivefs status` shows it: the writes that wait are the upload queue's
+    /// backlog (each job at least one write) and the requests at the write lane, and the time to
+    /// drain is theirs at the rate now. Before, only the pacer's waiters counted (at most the
+    /// transfers running): 2 writes and 0.8 s shown for a backlog of 42 taking 16.8 s.
+    func testTheWritesWaitingAreTheUploadBacklogAtTheWriteRate() {
+        let pacer = Pacer.Status(requestRate: 100, configuredRequestRate: 100, quota: nil, quotaUsedLastMinute: 700, writeRate: 2.5,
+                                 writes: WriteBudget(perSecond: 2.5, burst: 2), queued: 3, writesQueued: 2, quotaRefusals: 0,
+                                 writeRefusals: 1, quotaBlockedUntil: nil, writesBlockedUntil: nil)
+        let running = [UploadProgress(path: "/a", size: 1, bytesDone: 0), UploadProgress(path: "/b", size: 1, bytesDone: 0)]
+        var pacing = MountStatus.Pacing(pacer, uploads: UploadQueueStatus(queued: 40, running: running))
+        XCTAssertEqual(pacing.writesQueued, 42)
+        XCTAssertEqual(try XCTUnwrap(pacing.writeDrainSeconds), 16.8, accuracy: 1e-9)
+        XCTAssertEqual(pacing.requestsQueued, 3)
+        XCTAssertEqual(pacing.writeRefusals, 1)
+        // A rename waiting at the write lane beside the running uploads counts too.
+        var more = pacer
+        more.writesQueued = 3
+        pacing = MountStatus.Pacing(more, uploads: UploadQueueStatus(queued: 0, running: running))
+        XCTAssertEqual(pacing.writesQueued, 3)
+        // No write lane: no drain time.
+        var none = pacer
+        none.writeRate = nil
+        XCTAssertNil(MountStatus.Pacing(none, uploads: UploadQueueStatus(queued: 5)).writeDrainSeconds)
+    }
+
     func testStatusShowsCacheUseAgainstTheCapAndTheFeedsLag() throws {
         let backend = FakeDriveBackend()
         let content = CoreHarness.pattern(300_000, seed: 3)

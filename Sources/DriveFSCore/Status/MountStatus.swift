@@ -1,3 +1,4 @@
+import DriveClient
 import Foundation
 
 /// What `drivefs status` shows of one live mount: the daemon publishes it as JSON in its runtime
@@ -85,8 +86,10 @@ public struct MountStatus: Codable, Sendable, Equatable {
         public var writeBurst: Int?
         /// The most writes a second the lane climbs to (`--write-ceiling`; nil in older files).
         public var writeCeiling: Double?
-        /// Requests waiting for a lane now, and the writes among them.
+        /// Requests waiting for a lane now.
         public var requestsQueued: Int
+        /// Writes waiting: the upload queue's backlog (each job at least one write) and the
+        /// requests at the write lane now.
         public var writesQueued: Int
         /// Seconds for the writes waiting now to go at `writeRate`.
         public var writeDrainSeconds: Double?
@@ -255,4 +258,21 @@ public struct MountStatus: Codable, Sendable, Equatable {
 extension UploadQueueStatus {
     /// No upload queued, running or failed.
     public static let none = UploadQueueStatus()
+}
+
+extension MountStatus.Pacing {
+    /// The lanes as `drivefs status` shows them, from the pacer's state and the upload queue's.
+    /// The writes that wait are the queue's backlog (jobs queued: each is at least one write) and
+    /// the requests at the write lane now (a running upload's, or a rename's): the pacer's waiters
+    /// alone are at most the transfers running, and a drain time from them said seconds where a
+    /// backlog of hundreds of files takes minutes. The time to drain is the backlog's at the write
+    /// rate now.
+    public init(_ p: Pacer.Status, uploads: UploadQueueStatus) {
+        let writes = uploads.queued + max(uploads.running.count, p.writesQueued)
+        self.init(quotaMetering: p.quota?.metering.rawValue, quotaPerMinute: p.quota?.perMinute,
+                  quotaUsedLastMinute: p.quotaUsedLastMinute, writeRate: p.writeRate, writeBurst: p.writes?.burst,
+                  requestsQueued: p.queued, writesQueued: writes,
+                  writeDrainSeconds: p.writeRate.map { $0 > 0 ? Double(writes) / $0 : 0 },
+                  quotaRefusals: p.quotaRefusals, writeRefusals: p.writeRefusals, writeCeiling: p.writes?.ceiling)
+    }
 }

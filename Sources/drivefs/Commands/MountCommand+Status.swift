@@ -26,11 +26,12 @@ extension MountCommand {
             let problem = Log.shared.lastProblem.map {
                 MountStatus.Problem(at: RFC3339.format(millis: $0.millis), level: $0.level.description, area: $0.area, message: $0.message)
             }
+            let state = filesystem.status()
             return MountStatus(
                 mountpoint: identity.mountpoint, profile: identity.profile, account: identity.account, drive: identity.drive,
                 pid: pid, processStart: processStart, version: DriveFSVersion.current, started: started,
                 updated: RFC3339.format(millis: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))),
-                filesystem: filesystem.status(), lastError: problem, pacing: pacer.map { pacing($0.status) },
+                filesystem: state, lastError: problem, pacing: pacer.map { pacing($0.status, uploads: state.uploads) },
                 offlineSince: reachability?.offlineSince.map { RFC3339.format(millis: Int64(($0 * 1000).rounded(.down))) })
         }
         do {
@@ -43,10 +44,7 @@ extension MountCommand {
         }
     }
 
-    static func pacing(_ p: Pacer.Status) -> MountStatus.Pacing {
-        MountStatus.Pacing(quotaMetering: p.quota?.metering.rawValue, quotaPerMinute: p.quota?.perMinute,
-                           quotaUsedLastMinute: p.quotaUsedLastMinute, writeRate: p.writeRate, writeBurst: p.writes?.burst,
-                           requestsQueued: p.queued, writesQueued: p.writesQueued, writeDrainSeconds: p.writeDrainSeconds,
-                           quotaRefusals: p.quotaRefusals, writeRefusals: p.writeRefusals, writeCeiling: p.writes?.ceiling)
+    static func pacing(_ p: Pacer.Status, uploads: UploadQueueStatus) -> MountStatus.Pacing {
+        MountStatus.Pacing(p, uploads: uploads)
     }
 }
