@@ -80,6 +80,9 @@ extension BlockCache {
                        fetch: Fetcher) throws(FilesystemError) {
         let entry = handle.entry.value
         let through = Int(min(entry.size - 1, offset + Int64(length) + max(0, extend) - 1) / Int64(blockSize))
+        // Waits for blocks others fetch end when their fetch lands or gives up (`markPresent` and
+        // `download` broadcast) or when the caller's request is cancelled (woken once registered).
+        var wokenByCancel = false
         while true {
             condition.lock()
             guard let range = entry.blocks(offset, Int64(length)) else { condition.unlock(); return }
@@ -97,7 +100,11 @@ extension BlockCache {
                 continue
             }
             if cancellation?.isCancelled == true { condition.unlock(); throw FilesystemError(errno: EINTR) }
-            _ = condition.wait(until: Date().addingTimeInterval(0.2))
+            if !wokenByCancel, let cancellation {
+                cancellation.wakes(condition)
+                wokenByCancel = true
+            }
+            condition.wait()
             condition.unlock()
         }
     }

@@ -217,6 +217,7 @@ final class LocalContent: @unchecked Sendable {  // @unchecked: every mutable fi
     /// lock; takes it only to claim, to copy one fetched block in, and to wait.
     private func fill(_ first: Int, _ last: Int, cancellation: CancellationFlag?) throws(FillFailure) {
         guard let remote, let ensureRemote else { return }
+        var wokenByCancel = false
         lock.lock()
         while true {
             let hi = min(last, lastRemoteBlock)
@@ -262,7 +263,13 @@ final class LocalContent: @unchecked Sendable {  // @unchecked: every mutable fi
                 lock.unlock()
                 throw FillFailure(error: FilesystemError(errno: EINTR), fromDrive: false)
             }
-            _ = lock.wait(until: Date().addingTimeInterval(0.2))
+            // Woken when the other fill lands its blocks or gives up (it broadcasts), or when the
+            // caller's request is cancelled (registered once).
+            if !wokenByCancel, let cancellation {
+                cancellation.wakes(lock)
+                wokenByCancel = true
+            }
+            lock.wait()
         }
         lock.unlock()
     }
