@@ -13,12 +13,15 @@ WRITE_BURST = 3    # writes an account may send at once after being idle
 
 # Profile -> emulator flags.
 # - "google": Google's 2026 limits together.
-# - "metered": the same quota units counted (so that the emulator's stats have `users`), nothing limited: a
-#   per-user budget no run can reach (the largest the flag takes: 10^9 units a minute) and every other limit off (0).
+# - "metered": the same quota units and writes counted (so that the emulator's stats have `users`, and its
+#   writes), nothing limited: a per-user budget no run can reach (the largest the flag takes: 10^9 units a
+#   minute), a write rate and burst no run can reach (the largest the flags take: 10^6; the emulator counts
+#   writes only with a write limit on, and `--write-rate 0` turned it off, so lan's rows showed 0 writes), and
+#   every other limit off (0).
 EMULATOR_FLAGS = {
     "google": ["--limits", "google", "--write-rate", "%g" % WRITE_RATE, "--write-burst", str(WRITE_BURST)],
     "metered": ["--limits", "google", "--quota-user-units", str(10 ** 9), "--quota-project-units", "0",
-                "--write-rate", "0", "--daily-upload-bytes", "0", "--max-folder-items", "0",
+                "--write-rate", str(10 ** 6), "--write-burst", str(10 ** 6), "--daily-upload-bytes", "0", "--max-folder-items", "0",
                 "--max-shared-drive-items", "0"],
     None: [],
 }
