@@ -96,6 +96,10 @@ final class DemoScriptTests: XCTestCase {
         // The stats command answers JSON that counted the token request.
         let stats = try ExternalCommand.runTool("curl", ["-s", "\(header.1)__emulator/stats"], timeout: 20)
         XCTAssertTrue(stats.output.contains("\"token\""), stats.summary)
+        // The demo's emulator meters Drive as Google's 2026 limits do (`--limits google`): its stats
+        // hold the user's quota units and writes, which only a metered emulator keeps.
+        let metered = try JSONSerialization.jsonObject(with: Data(stats.output.utf8)) as? [String: Any]
+        XCTAssertNotNil(metered?["users"] as? [String: Any], "the demo's emulator runs without Google's limits: \(stats.output)")
 
         // Ctrl-C (SIGINT) stops the demo and its emulator, and removes the temporary state.
         let stateLine = try XCTUnwrap(printed.firstMatch(of: /state: (\S+) \(removed/), printed)
