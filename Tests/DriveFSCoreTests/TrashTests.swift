@@ -173,6 +173,27 @@ final class TrashTests: XCTestCase {
         XCTAssertTrue(harness.notifier.entryList.contains { $0.parent == .root && $0.name == "report.txt" })
     }
 
+    /// An `rm` waits the upload delay before it reaches Drive's trash (a file made again under the
+    /// name meanwhile is a save); a trash command right after it sends it first: the list shows
+    /// the file, and a restore right after an rm finds it. Before, the list was empty for that long.
+    func testATrashCommandRightAfterAnRmSeesTheFile() throws {
+        harness.remove()
+        harness = try CoreHarness {
+            $0.readOnly = false
+            $0.removalSettle = 600
+        }
+        let id = fake.addFile("draft.txt", content: Array("draft\n".utf8))
+        try harness.mount()
+        _ = try harness.lookup(.root, "draft.txt")
+        try BlockingCall.wait { fs.removeFile(parent: .root, name: "draft.txt", reply: $0) }
+        XCTAssertEqual(fake.file(id)?.trashed, false, "the removal waits its window")
+        XCTAssertEqual(try trash().map(\.id), [id], "listed at once")
+        XCTAssertEqual(fake.file(id)?.trashed, true)
+        let restored = try XCTUnwrap(fs.untrash(id) as DriveFile?)
+        XCTAssertFalse(restored.trashed)
+        XCTAssertEqual(try harness.read(try harness.lookup(.root, "draft.txt").inode), Array("draft\n".utf8))
+    }
+
     func testEmptyingTheTrashIsOneWriteOfWhatTheUserAgreedTo() throws {
         let t = makeTrash()
         try harness.mount()

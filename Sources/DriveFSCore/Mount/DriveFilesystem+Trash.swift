@@ -21,6 +21,8 @@ extension DriveFilesystem {
     static let trashDepth = 256
     /// How many folders the mount does not know a trash listing may ask Drive for (files.get).
     static let trashFolderLookups = 64
+    /// Seconds a trash command waits for the removals queued before it to reach Drive.
+    static let removalsWait: Double = 30
 
     // MARK: Listing
 
@@ -39,6 +41,7 @@ extension DriveFilesystem {
 
     /// The items trashed themselves that were in `folder` or below it, with where each was.
     func trashListing(under folder: Inode) throws(FilesystemError) -> [ExtendedAttributes.TrashLine] {
+        sendQueuedRemovals()
         var trashed: [String: DriveTrashedItem] = [:]
         try askingDrive { () throws in
             try backend.listTrash { page in
@@ -117,6 +120,7 @@ extension DriveFilesystem {
     /// Brings `id` out of the trash and shows it; Drive's answer.
     @discardableResult
     func untrash(_ id: String) throws(FilesystemError) -> DriveFile {
+        sendQueuedRemovals()
         let file = try askingDrive { () throws -> DriveFile in try backend.untrash(id) }
         // A new file removed here while its create was on its way is hidden until its removal is
         // seen (`noteRemovedBeforeLanding`); brought back, it is wanted again.
@@ -153,6 +157,7 @@ extension DriveFilesystem {
 
     /// Empties the trash; with `expecting`, only while it holds that many items trashed themselves.
     func emptyTrash(expecting agreed: Int?) throws(FilesystemError) {
+        sendQueuedRemovals()
         if let agreed {
             var count = 0
             try askingDrive { () throws in
@@ -171,6 +176,17 @@ extension DriveFilesystem {
     }
 
     // MARK: Helpers
+
+    /// The removals queued before the command (an `rm` reaches the trash after the upload delay,
+    /// in case the name is made again) are sent now and waited for (bounded): what is listed,
+    /// restored or emptied includes every `rm` that returned. Offline nothing is sent (the command
+    /// fails at its first request).
+    private func sendQueuedRemovals() {
+        guard backend.reachability?.isOffline != true else { return }
+        if !uploads.sendRemovalsNow(timeout: Self.removalsWait) {
+            Log.shared.info("trash", "some removals are not on Drive after \(Int(Self.removalsWait)) s; the trash is read without them")
+        }
+    }
 
     /// A request of the trash's: not tried offline; a failure mapped once, Drive going away as
     /// `ENETUNREACH`.

@@ -796,6 +796,24 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
         }
     }
 
+    public func sendRemovalsNow(timeout: Double) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        let queued = withLock { s -> Set<UInt64> in
+            let removals = Set(s.state.jobs.values.filter { $0.kind == .removal }.map(\.seq))
+            for seq in removals { s.settling[seq] = nil }
+            return removals
+        }
+        guard !queued.isEmpty else { return true }
+        lock.broadcast()
+        while true {
+            if withLock({ s in !queued.contains { s.state.jobs[$0] != nil } }) { return true }
+            if Date() >= deadline { return false }
+            lock.lock()
+            _ = lock.wait(until: min(deadline, Date(timeIntervalSinceNow: 0.05)))
+            lock.unlock()
+        }
+    }
+
     public func beginEarlyUpload(_ request: UploadRequest, contentPath: String, size: Int64) -> EarlyUpload? {
         let early: EarlyUpload? = withLock { s in
             guard s.started, !s.stopping, !s.crashed else { return nil }

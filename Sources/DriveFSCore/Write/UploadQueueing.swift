@@ -303,6 +303,12 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// false at `timeout` seconds with jobs left (they stay in the journal for the next start).
     func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool
 
+    /// Sends the removals queued now without waiting for their window (an `rm` waits the upload
+    /// delay, in case the name is made again: a save) and waits until none of them is left, at most
+    /// `timeout` seconds of real time: for what asks Drive's trash (`drivefs trash`), which should
+    /// see every `rm` that returned. True when none is left.
+    func sendRemovalsNow(timeout: Double) -> Bool
+
     /// Starts sending a new file that is still being written, from its first byte (`EarlyUpload`):
     /// the core calls it for a file written from its start that grew past its threshold, and tells
     /// the returned object about every later write and truncate. nil when the queue will not (it

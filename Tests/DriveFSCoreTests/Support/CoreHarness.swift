@@ -306,6 +306,7 @@ final class HeldUploadQueue: UploadQueueing, @unchecked Sendable {
         inner.whenUploaded(fileID, cancellation: cancellation, done)
     }
     func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool { inner.drain(timeout: timeout, progress: progress) }
+    func sendRemovalsNow(timeout: Double) -> Bool { inner.sendRemovalsNow(timeout: timeout) }
     var status: UploadQueueStatus { inner.status }
     func phase(of fileID: String) -> UploadFilePhase { inner.phase(of: fileID) }
     func start(onFinished: @escaping @Sendable (UploadOutcome) -> Void) { self.onFinished.withLock { $0 = onFinished } }

@@ -58,6 +58,7 @@ final class LandingGate: UploadQueueing, @unchecked Sendable {
         inner.whenUploaded(fileID, cancellation: cancellation, done)
     }
     func drain(timeout: Double, progress: @Sendable (UploadQueueStatus) -> Void) -> Bool { inner.drain(timeout: timeout, progress: progress) }
+    func sendRemovalsNow(timeout: Double) -> Bool { inner.sendRemovalsNow(timeout: timeout) }
     var status: UploadQueueStatus { inner.status }
     func phase(of fileID: String) -> UploadFilePhase { inner.phase(of: fileID) }
     func stop() {
