@@ -51,4 +51,34 @@ final class FailedCommitTests: XCTestCase {
         XCTAssertEqual(onDrive(h), ["doc.txt": Array("ACCEPTED by a close\n".utf8)])
         XCTAssertEqual(try h.read(inode), Array("ACCEPTED by a close\n".utf8))
     }
+
+    /// Chaos finding 36 (the replay of seed 663910146966 on c045e6d; finding 30's `report-1-1742`):
+    /// a new file whose only close could not be journaled (the cache disk full) is committed again
+    /// once there is room and lands on Drive; the mount must show it under its name from then on,
+    /// so that a program writing the name again writes that file, not a second one beside it.
+    func testANewFileWhoseOnlyCloseFailedIsShownOnceItLands() throws {
+        let h = try CoreHarness { $0.readOnly = false }
+        defer { h.remove() }
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1)
+        let held = HeldUploadQueue(queue)
+        try h.mount(uploads: held)
+        let created = try h.create(.root, "new.bin")
+        try h.write(created.attributes.inode, created.opened.handle, Array("first bytes\n".utf8), at: 0)
+        queue.setJournalFault(FilesystemError(errno: ENOSPC))
+        XCTAssertThrowsError(try BlockingCall.wait { h.fs.flush(created.attributes.inode, handle: created.opened.handle, reply: $0) })
+        h.fs.release(created.attributes.inode, handle: created.opened.handle)
+        XCTAssertTrue(h.fs.commits.waitUntilIdle(timeout: 60))
+        queue.setJournalFault(nil)
+        held.release()
+        try h.fs.pollChanges()
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(onDrive(h), ["new.bin": Array("first bytes\n".utf8)], "committed again and landed")
+        let shown = try h.lookup(.root, "new.bin")
+        XCTAssertEqual(try h.read(shown.inode), Array("first bytes\n".utf8))
+        // The program writes the name again (open with O_CREAT | O_TRUNC): the same file.
+        try h.rewrite(shown.inode, Array("second\n".utf8))
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(h.backend.children(of: h.backend.rootID).filter { !$0.trashed }.count, 1, "one file under the name")
+        XCTAssertEqual(onDrive(h), ["new.bin": Array("second\n".utf8)])
+    }
 }
