@@ -1,5 +1,9 @@
 import Foundation
+// A library only the test targets depend on, but `swift build` (the release build with a static
+// standard library too) compiles every target, and XCTest is there only for tests.
+#if canImport(XCTest)
 import XCTest
+#endif
 
 /// The one bounded wait of the test targets, for what another thread or process does that no
 /// signal announces: checks `condition` every 2 ms for at most `timeout` seconds (a hang guard,
@@ -9,7 +13,11 @@ import XCTest
 public func waitUntil(_ what: @autoclosure () -> String, timeout: Double = 60, file: StaticString = #filePath, line: UInt = #line,
                       _ condition: () throws -> Bool) rethrows -> Bool {
     if try poll(timeout: timeout, interval: 0.002, condition) { return true }
+    #if canImport(XCTest)
     XCTFail("gave up waiting (\(Int(timeout)) s): \(what())", file: file, line: line)
+    #else
+    fatalError("gave up waiting (\(Int(timeout)) s): \(what())", file: file, line: line)
+    #endif
     return false
 }
 
