@@ -31,10 +31,12 @@ from .workloads.writes import run_reference_writes, run_write_workloads
 
 
 def conclude(args, contexts, reports):
-    """The end of a run, once every profile's report is written: the summary into --docs when it names a file, then
-    the exit status (exit_status: 1 when a step of any profile recorded a failure, --docs or not)."""
+    """The end of a run, once every profile's report is written: the summary, the goals and the losses table into --docs
+    when it names a file, then the exit status (exit_status: 1 when a step of any profile recorded a failure, --docs or not)."""
     if args.docs and reports:
         write_docs(args.docs, "summary", summary.paragraph(reports))
+        write_docs(args.docs, "goals", summary.goals(reports))
+        write_docs(args.docs, "losses", summary.losses(reports))
     return exit_status(contexts)
 
 
