@@ -19,7 +19,10 @@ import Glibc
 /// - An index from another root, another format or other export settings is ignored, and so is a
 ///   damaged one (a 64-bit checksum over the whole file, `Checksum64`): the folders are listed again.
 /// - Only what the change feed can correct is kept: trusted listings reachable from the root, and
-///   no file made here that is not on Drive yet (the upload journal brings those back).
+///   no file made here that is not on Drive yet (the upload journal brings those back). A file
+///   made here whose creation the feed has already shown is kept (as the feed showed it): the
+///   saved position is past that change, and once its upload's end is journaled nothing else
+///   would bring it back (chaos finding 36: a restart showed the name free, a second file was made).
 ///
 /// File layout (little-endian, varints as `ByteWriter` writes them): the magic line, the format,
 /// the root's ID, the settings' fingerprint, the change token, the next free inode number, the
@@ -234,7 +237,9 @@ public final class IndexStore: Sendable {
 
 extension NodeTable {
     /// What the index keeps, packed: every trusted listing reachable from the root (a walk down
-    /// materialized listings and packed ones' subfolders), without files not on Drive yet.
+    /// materialized listings and packed ones' subfolders), without files not on Drive yet, but
+    /// with those the change feed has shown on Drive while their landing was not applied yet
+    /// (`LocalState.shownByFeed`, still what the node shows).
     /// Materialized listings are copied under the lock and packed outside it.
     func indexSnapshot() -> (folders: [(id: String, listing: PackedListing)], nextInode: UInt64) {
         enum Held { case packed(PackedListing), nodes([PackedListing.Entry]) }
@@ -251,7 +256,7 @@ extension NodeTable {
                     var entries: [PackedListing.Entry] = []
                     entries.reserveCapacity(listing.children.count)
                     for child in listing.children.values {
-                        guard let node = s.nodes[child], node.local?.isNew != true else { continue }
+                        guard let node = s.nodes[child], node.local?.isNew != true || node.local?.shownByFeed == node.file else { continue }
                         entries.append(PackedListing.Entry(file: node.file, exportedSize: node.exportedSize, inode: node.inode.rawValue))
                         if node.kind == .directory && node.file.isFolder { next.append(node.file.id) }
                     }

@@ -29,6 +29,8 @@ extension NodeTable {
         var work = PackedWork()
         var moved = MaterializedWork()
         var detached: [Inode] = []
+        // Files made here and not landed yet that this page shows on Drive (`LocalState.shownByFeed`).
+        var shownNew: [Inode] = []
         for change in changes {
             // Read before a change made here to the same item: older than what the table shows
             // (the next poll brings the item's state after that change).
@@ -39,6 +41,7 @@ extension NodeTable {
                 if visible == nil { s.removedBeforeLanding[change.fileId] = nil } else { visible = nil }
             }
             let oldInode = s.byID[change.fileId]
+            if let oldInode, visible != nil, s.nodes[oldInode]?.local?.isNew == true { shownNew.append(oldInode) }
             let oldParent = moved.parent(of: change.fileId, inTable: oldInode.flatMap { s.nodes[$0]?.parent })
             let newParent = visible?.parents.first.flatMap { s.byID[$0] }
             var affected: [Inode] = []
@@ -97,6 +100,8 @@ extension NodeTable {
             node.file = visible
             s.nodes[inode] = node
         }
+        // As the page left them: what the saved index may keep of them (its position is past their creation).
+        for inode in shownNew where s.nodes[inode]?.local?.isNew == true { s.nodes[inode]!.local!.shownByFeed = s.nodes[inode]!.file }
         for inode in detached { Self.dropIfUnreferenced(inode, &s) }
         finish(&work, &s)
         assert(Self.invariantsHold(s))

@@ -66,6 +66,11 @@ struct LocalState: Sendable, Equatable {
     /// Other appProperties of drivefs's set here and carried by the upload (`--posix-metadata`:
     /// owner, group, ctime), over what Drive's say.
     var properties: [String: String] = [:]
+    /// A file made here (`isNew`) as a page of the change feed showed it on Drive (its create
+    /// landed there, the landing not applied here yet). The feed's position is past its creation
+    /// from then on: the saved index keeps the file while the node still shows this (chaos finding
+    /// 36, `NodeTable.indexSnapshot`).
+    var shownByFeed: DriveFile?
 }
 
 /// The appProperties drivefs keeps on files (private to the app; key and value together at most
