@@ -286,6 +286,40 @@ final class OfflineNamesTests: XCTestCase {
         XCTAssertEqual(fake.file(aID)?.parents, made.map(\.id))
     }
 
+    /// Chaos finding 36's cause with a folder: made offline, its create reached Drive once Drive
+    /// answered, but the journal could not record the change's end (the cache disk full); a poll
+    /// read the folder's creation and the index was saved at that position, the folder still
+    /// "made here, not on Drive yet"; then the end was recorded and the daemon killed before the
+    /// next save. After the restart the folder is shown (the index keeps what the feed showed),
+    /// and a `mkdir` of the name is EEXIST: one folder on Drive.
+    func testAFolderMadeOfflineThatLandedAfterTheIndexWasSavedIsShownAfterARestart() throws {
+        let queue = try UploadQueue(directory: harness.uploadsDirectory, backend: fake, transfers: 1)
+        try harness.mount(uploads: queue)
+        try fillIDReserve()
+        goOffline()
+        _ = try harness.makeDirectory(.root, "made offline")
+        let landedOnDrive = Locked(false)
+        fake.writeHook = { method, phase, _ in
+            guard method == "files.create", phase == .after else { return }
+            queue.setJournalFault(FilesystemError(errno: ENOSPC))
+            landedOnDrive.withLock { $0 = true }
+        }
+        goOnline()
+        waitUntil("the folder's create on Drive") { landedOnDrive.withLock { $0 } }
+        fake.writeHook = nil
+        try harness.fs.pollChanges()
+        harness.fs.poller.saveIndex()
+        queue.setJournalFault(nil)
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "\(harness.fs.uploadStatus)")
+        queue.crashNow()
+        harness.crash()
+        try harness.mount()
+        XCTAssertNoThrow(try harness.lookup(.root, "made offline"), "the folder is shown after the restart")
+        XCTAssertThrowsError(try harness.makeDirectory(.root, "made offline"), "the name is taken")
+        XCTAssertTrue(harness.fs.drainUploads(timeout: 60), "\(harness.fs.uploadStatus)")
+        XCTAssertEqual(fake.children(of: fake.rootID).filter { $0.name == "made offline" }.count, 1, "one folder on Drive")
+    }
+
     /// Chaos finding 29: a folder made offline in a folder the restart has not listed yet; its
     /// create, recovered from the journal, lands before anything lists that folder. Once listed,
     /// the folder is Drive's (not one made here and not on Drive yet): an `rmdir` removes it from
