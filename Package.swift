@@ -44,7 +44,7 @@ let package = Package(
         .executableTarget(name: "drivefs-emulator", dependencies: ["CommandLineKit", "DriveEmulator", "DriveSupport"]),
 
         // What every test target shares (the bounded wait); a library only the tests depend on.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["DriveSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "DriveSupportTests", dependencies: ["DriveSupport"]),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "DriveEmulatorTests", dependencies: ["TestSupport", "DriveEmulator", "DriveSupport"]),

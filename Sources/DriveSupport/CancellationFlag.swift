@@ -7,7 +7,12 @@ import Foundation
 /// flight is aborted within about a second (libcurl's progress callback), no new attempt starts and
 /// no backoff continues, and the call throws `DriveError.cancelled`.
 public final class CancellationFlag: Sendable {
-    private let state = Locked<(cancelled: Bool, handlers: [@Sendable () -> Void])>((false, []))
+    /// A handler added with `onCancel`, to remove it once its wait is over.
+    public struct Registration: Sendable, Hashable {
+        let id: UInt64
+    }
+
+    private let state = Locked<(cancelled: Bool, next: UInt64, handlers: [UInt64: @Sendable () -> Void])>((false, 0, [:]))
 
     public init() {}
 
@@ -15,8 +20,8 @@ public final class CancellationFlag: Sendable {
         let handlers = state.withLock { s -> [@Sendable () -> Void] in
             guard !s.cancelled else { return [] }
             s.cancelled = true
-            defer { s.handlers = [] }
-            return s.handlers
+            defer { s.handlers = [:] }
+            return s.handlers.sorted { $0.key < $1.key }.map(\.value)
         }
         for handler in handlers { handler() }
     }
@@ -25,16 +30,36 @@ public final class CancellationFlag: Sendable {
 
     /// Calls `handler` once when the flag is cancelled: on the thread that cancels it (after the
     /// flag is set, no lock of the flag held), or at once on this thread when it is cancelled
-    /// already. For work that waits on no thread (an fsync answered from the upload queue): the
-    /// handler answers it. It must return quickly (the cancelling thread may be libfuse's
-    /// interrupt handler).
-    public func whenCancelled(_ handler: @escaping @Sendable () -> Void) {
-        let now = state.withLock { s -> Bool in
-            if s.cancelled { return true }
-            s.handlers.append(handler)
-            return false
+    /// already (then the answer is nil: nothing to remove). A wait removes its handler when it
+    /// ends (`remove`), so a flag that lives long (a transfer thread's) does not collect them.
+    /// The handler must return quickly and take no lock that its cancelling thread may hold (the
+    /// cancelling thread may be libfuse's interrupt handler, or the upload queue under its lock):
+    /// `Wakeup.wake` is the model.
+    @discardableResult
+    public func onCancel(_ handler: @escaping @Sendable () -> Void) -> Registration? {
+        let id = state.withLock { s -> UInt64? in
+            if s.cancelled { return nil }
+            s.next += 1
+            s.handlers[s.next] = handler
+            return s.next
         }
-        if now { handler() }
+        guard let id else {
+            handler()
+            return nil
+        }
+        return Registration(id: id)
+    }
+
+    /// Removes a handler `onCancel` added (nothing when it ran already, or `registration` is nil).
+    public func remove(_ registration: Registration?) {
+        guard let registration else { return }
+        state.withLock { _ = $0.handlers.removeValue(forKey: registration.id) }
+    }
+
+    /// `onCancel` for work that waits on no thread (an fsync answered from the upload queue): the
+    /// handler answers it, and stays until the flag is cancelled or dropped.
+    public func whenCancelled(_ handler: @escaping @Sendable () -> Void) {
+        onCancel(handler)
     }
 
     private static let key = "drivefs.cancellation"

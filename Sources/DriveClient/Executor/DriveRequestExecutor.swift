@@ -97,7 +97,8 @@ public final class DriveRequestExecutor: Sendable {
                 lastFailure = error
                 stats.update(method) { $0.retries += 1 }
                 Log.shared.info("client", "\(method): retry \(attempt) in \(String(format: "%.2f", delay)) s after \(error)")
-                try sleep(delay, unless: cancellation)
+                // A cancel ends the backoff at once (its handler wakes the sleep), however long it is.
+                if time.sleep(delay, unless: cancellation) { throw DriveError.cancelled }
             } catch {
                 throw fail(error)
             }
@@ -228,19 +229,6 @@ public final class DriveRequestExecutor: Sendable {
             return .quota
         }
         return charge.isWrite ? .writes : .quota
-    }
-
-    /// Backoff that a cancellation cuts short (checked every 50 ms of real waits).
-    private func sleep(_ seconds: Double, unless cancellation: CancellationFlag?) throws {
-        guard let cancellation else { return time.sleep(seconds) }
-        var left = seconds
-        while left > 0 {
-            if cancellation.isCancelled { throw DriveError.cancelled }
-            let step = min(left, 0.05)
-            time.sleep(step)
-            left -= step
-        }
-        if cancellation.isCancelled { throw DriveError.cancelled }
     }
 
     /// The token, or the grant's failure as a `DriveError`.

@@ -52,6 +52,9 @@ public final class Reachability: Sendable {
     /// How many times the mount came back online: a wait that began offline (a backoff of the
     /// upload queue) ends early when this moved, so queued uploads go as soon as Drive answers.
     public var comebacks: Int { state.withLock { $0.comebacks } }
+    /// Run each time the mount comes back online (after `comebacks` moved), on the thread whose
+    /// request reached Drive: what waits for Drive's return adds a handler that wakes it.
+    public let comeback = WakeHandlers()
 
     /// Offline from now on (a mount that found Drive unreachable at start): the next request after
     /// `firstProbe` seconds is the first probe.
@@ -103,7 +106,10 @@ public final class Reachability: Sendable {
             s.comebacks += 1
             return now - since
         }
-        if let back { Log.shared.info("client", "online: Google Drive answers again, after \(Int(back)) s offline") }
+        if let back {
+            Log.shared.info("client", "online: Google Drive answers again, after \(Int(back)) s offline")
+            comeback.notify()
+        }
     }
 
     /// A request could not connect.

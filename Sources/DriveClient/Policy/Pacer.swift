@@ -242,6 +242,18 @@ public final class Pacer: @unchecked Sendable {
         let needsQuota = quota == nil || cost > 0
         let isWrite = writes != nil && charge.isWrite
         if !needsQuota && !isWrite { return cancellation?.isCancelled == true ? .cancelled : .granted(waited: 0) }
+        // A cancel wakes this waiter wherever it waits: the sleep on the time source (`wakeup`) or
+        // the condition. Added before the lock is taken (it runs at once when the flag is set
+        // already), and its broadcast takes the lock, so it cannot fall between the loop's look at
+        // the flag and its wait. The pacer's lock is a leaf: the cancelling thread may hold others.
+        let wakeup = Wakeup()
+        let registration = cancellation?.onCancel { [condition] in
+            wakeup.wake()
+            condition.lock()
+            condition.broadcast()
+            condition.unlock()
+        }
+        defer { cancellation?.remove(registration) }
         condition.lock()
         defer { condition.unlock() }
         let started = now()
@@ -279,24 +291,25 @@ public final class Pacer: @unchecked Sendable {
             case .sleeping:
                 let next = nextEvent(now: now)
                 if sleepingUntil == nil, let next {
-                    // Sleep on the time source for everyone (outside the lock); with a cancellation
-                    // flag in short steps, so that a cancel is seen within 50 ms.
+                    // Sleep on the time source for everyone (outside the lock), until the next
+                    // event or this waiter's cancel (then the others elect a new sleeper).
                     // The step is measured on the clock's own reading, so that its rounding does
                     // not add up over many sleeps.
                     let reading = time.now() - origin
-                    let step = max(0, cancellation == nil ? next - reading : min(next - reading, 0.05))
+                    let step = max(0, next - reading)
                     sleepingUntil = reading + step
                     condition.unlock()
-                    time.sleep(step)
+                    var woken = false
+                    if cancellation != nil { woken = time.sleep(step, until: wakeup) } else { time.sleep(step) }
                     condition.lock()
                     sleepingUntil = nil
-                    wokeAt = max(now, reading + step)
+                    wokeAt = woken ? max(now, time.now() - origin) : max(now, reading + step)
                     changed()
                 } else {
-                    // Woken by every grant, departure and wake-up; a waiter due before the sleeper
-                    // wakes (real clock), or with a deadline or flag, looks again on its own.
+                    // Woken by every grant, departure, wake-up and cancel; a waiter due before the
+                    // sleeper wakes (real clock), or with a deadline, looks again on its own.
                     var wait: Double?
-                    if deadline != nil || cancellation != nil { wait = 0.05 }
+                    if deadline != nil { wait = 0.05 }
                     if let sleepingUntil, let own = nextEvent(now: now, only: index), own < sleepingUntil {
                         wait = min(wait ?? .infinity, own - now)
                     }

@@ -182,7 +182,7 @@ extension UploadQueue {
                 }
                 log.warning("uploads", text)
                 if holds { resolveWaiters() }
-                do { try wait(delay, seq: first.seq) } catch {
+                do { try wait(delay, seq: first.seq, running) } catch {
                     if case .cancelled = error { removeContent(first.contentPath) }
                     return
                 }
@@ -621,7 +621,7 @@ extension UploadQueue {
                 let failure = jobFailure(error, seq: first.seq)
                 if failure.interruption != nil { return }
                 failures += 1
-                guard backOff(first, after: failures, failure.job, doing: "finishing a rename over it") else { return }
+                guard backOff(first, running, after: failures, failure.job, doing: "finishing a rename over it") else { return }
             }
         }
     }
@@ -742,7 +742,7 @@ extension UploadQueue {
                     return
                 }
                 failures += 1
-                guard backOff(first, after: failures, failure.job, doing: "changing it on Drive") else { return }
+                guard backOff(first, running, after: failures, failure.job, doing: "changing it on Drive") else { return }
             }
         }
     }
@@ -825,7 +825,7 @@ extension UploadQueue {
                     return
                 }
                 failures += 1
-                guard backOff(first, after: failures, failure.job, doing: "removing it from Drive") else { return }
+                guard backOff(first, running, after: failures, failure.job, doing: "removing it from Drive") else { return }
             }
         }
     }
@@ -972,12 +972,12 @@ extension UploadQueue {
 
     /// After the `failures`th failed try of a job (`doing`: the log's words for it), says so and
     /// waits out the backoff; false when the job must stop meanwhile.
-    private func backOff(_ first: UploadJob, after failures: Int, _ failure: JobFailure, doing: String) -> Bool {
+    private func backOff(_ first: UploadJob, _ running: Running, after failures: Int, _ failure: JobFailure, doing: String) -> Bool {
         let delay = backoff(after: failures, retryAfter: failure.retryAfter)
         let text = "\(first.request.displayPath): \(doing): \(failure.message); trying again in \(Self.seconds(delay))"
         withLock { $0.lastError = text }
         log.warning("uploads", text)
-        do { try wait(delay, seq: first.seq) } catch { return false }
+        do { try wait(delay, seq: first.seq, running) } catch { return false }
         return true
     }
 
@@ -986,20 +986,34 @@ extension UploadQueue {
         return max(exponential, min(retryAfter ?? 0, maximumBackoff))
     }
 
-    /// Waits `seconds` on the queue's clock in short steps, stopping when the job must stop.
-    private func wait(_ seconds: Double, seq: UInt64) throws(Interruption) {
-        var left = seconds
-        // Drive coming back (the poller's probe got an answer) ends a backoff at once: what was
-        // held while offline goes now, not up to `maximumBackoff` later.
+    /// Waits `seconds` on the queue's clock, stopping when the job must stop. No polling: the
+    /// sleep is woken by what ends or shortens it, and looks again at each wake.
+    /// - the job's flag: the queue stops or crashed, or the job was cancelled (`current` throws);
+    /// - Drive coming back (the poller's probe got an answer) ends a backoff at once: what was
+    ///   held while offline goes now, not up to `maximumBackoff` later;
+    /// - a drain beginning (an unmount): no backoff lasts longer than `drainingBackoff`.
+    private func wait(_ seconds: Double, seq: UInt64, _ running: Running) throws(Interruption) {
+        let wakeup = Wakeup()
         let reachability = backend.reachability
+        let cancelled = running.flag.onCancel { wakeup.wake() }
+        let back = reachability?.comeback.add { wakeup.wake() }
+        let drain = drainStarts.add { wakeup.wake() }
+        defer {
+            running.flag.remove(cancelled)
+            reachability?.comeback.remove(back)
+            drainStarts.remove(drain)
+        }
         let comebacks = reachability?.comebacks
-        while left > 0 {
+        let started = time.now()
+        while true {
             _ = try current(seq)
-            if seconds - left >= Self.drainingBackoff && draining.withLock({ $0 > 0 }) { break }
             if let reachability, reachability.comebacks != comebacks { break }
-            let slice = min(left, 0.1)
-            time.sleep(slice)
-            left -= slice
+            var end = started + seconds
+            if draining.withLock({ $0 > 0 }) { end = min(end, started + Self.drainingBackoff) }
+            // A millisecond's tolerance: a clock's rounding never leaves a sleep too short to move it.
+            let left = end - time.now()
+            if left <= 0.001 { break }
+            time.sleep(left, until: wakeup)
         }
         _ = try current(seq)
     }

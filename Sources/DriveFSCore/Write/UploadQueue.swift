@@ -70,6 +70,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
     /// While `drain` waits (unmount), no backoff lasts longer than `drainingBackoff` seconds:
     /// the user is waiting, and the client's own retries already spaced the attempts.
     let draining = Locked(0)
+    /// Run when a drain begins: they wake the backoffs it shortens.
+    let drainStarts = WakeHandlers()
     static let drainingBackoff: Double = 3
     /// How many times Drive may store other bytes than a job sent (its md5 differs) before the
     /// job fails for good: each time the corrupt revision is written over by the next try.
@@ -779,6 +781,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
         // Someone waits for the queue now (an unmount): backoffs are cut short.
         draining.withLock { $0 += 1 }
         defer { draining.withLock { $0 -= 1 } }
+        drainStarts.notify()
         let start = time.now()
         var lastReport = -Double.infinity
         while true {
