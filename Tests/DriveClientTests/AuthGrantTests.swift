@@ -131,13 +131,10 @@ final class AuthGrantTests: XCTestCase {
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as! [String: Any]
         let publicKey = try RSAKey(privateKeyPEM: json["private_key"] as! String)
         let verified = try JWT.verifyRS256(try XCTUnwrap(form["assertion"]), key: publicKey)
-        XCTAssertEqual(verified.string("iss"), OAuthService.serviceAccountEmail)
-        XCTAssertEqual(verified.string("aud"), "https://oauth2.googleapis.com/token")
-        XCTAssertEqual(verified.string("scope"), "a b")
-        XCTAssertEqual(verified.string("sub"), "boss@example.com")
-        XCTAssertEqual(verified.number("iat"), 1_800_000_000)
-        XCTAssertEqual(verified.number("exp"), 1_800_003_600)
-        XCTAssertEqual(verified.header["kid"] as? String, json["private_key_id"] as? String)
+        XCTAssertEqual(try verified.claims(as: JWT.ServiceAccountClaims.self),
+                       JWT.ServiceAccountClaims(iss: OAuthService.serviceAccountEmail, scope: "a b", aud: "https://oauth2.googleapis.com/token",
+                                                iat: 1_800_000_000, exp: 1_800_003_600, sub: "boss@example.com"))
+        XCTAssertEqual(verified.header.kid, json["private_key_id"] as? String)
     }
 
     func testServiceAccountRejectedAssertionIsInvalidGrant() throws {

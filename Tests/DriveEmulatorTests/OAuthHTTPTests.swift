@@ -73,8 +73,10 @@ final class OAuthHTTPTests: XCTestCase {
         XCTAssertEqual(json["token_uri"] as? String, emulator.baseURL + "/token")
         let key = try RSAKey(privateKeyPEM: try XCTUnwrap(json["private_key"] as? String))
         let now = Int(Date().timeIntervalSince1970)
-        let jwt = try JWT.signRS256(claims: ["iss": OAuthService.serviceAccountEmail, "aud": emulator.baseURL + "/token",
-                                             "scope": "https://www.googleapis.com/auth/drive", "iat": now, "exp": now + 3600], key: key)
+        let jwt = try JWT.signRS256(claims: JWT.ServiceAccountClaims(iss: OAuthService.serviceAccountEmail,
+                                                                     scope: "https://www.googleapis.com/auth/drive",
+                                                                     aud: emulator.baseURL + "/token", iat: now, exp: now + 3600),
+                                    key: key)
         let c = try RawHTTPConnection(port: emulator.port)
         try c.sendRequest("POST", "/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
                           body: form([("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", jwt)]))

@@ -1,4 +1,4 @@
-import DriveEmulator
+@testable import DriveEmulator
 import DriveSupport
 import Foundation
 import XCTest
@@ -25,10 +25,10 @@ final class OAuthServiceAccountTests: XCTestCase {
     private func assertion(_ key: RSAKey, iss: String = OAuthService.serviceAccountEmail, aud: String = "https://oauth2.googleapis.com/token",
                            iat: Double, lifetime: Double = 3600, scope: String? = "https://www.googleapis.com/auth/drive",
                            sub: String? = nil) throws -> String {
-        var claims: [String: Any] = ["iss": iss, "aud": aud, "iat": Int(iat), "exp": Int(iat + lifetime)]
-        if let scope { claims["scope"] = scope }
-        if let sub { claims["sub"] = sub }
-        return try JWT.signRS256(claims: claims, key: key, keyID: "k")
+        var claims: [String: LooseClaims.Value] = ["iss": .string(iss), "aud": .string(aud), "iat": .int(Int(iat)), "exp": .int(Int(iat + lifetime))]
+        if let scope { claims["scope"] = .string(scope) }
+        if let sub { claims["sub"] = .string(sub) }
+        return try JWT.signRS256(claims: LooseClaims(claims), key: key, keyID: "k")
     }
 
     private func grant(_ h: OAuthHarness, _ assertion: String) throws -> (status: Int, json: [String: Any]) {
@@ -103,6 +103,44 @@ final class OAuthServiceAccountTests: XCTestCase {
         XCTAssertEqual(r.json["error"] as? String, "invalid_grant")
     }
 
+    /// Each claim left out, or of another JSON type, gets Google's answer for the check that reads
+    /// it (docs/auth.md); `sub` may be left out, but one that is no string is refused.
+    func testEachMissingOrIllTypedClaimGetsTheAnswerOfItsCheck() throws {
+        let h = OAuthHarness()
+        let (_, key) = try writeKey(h)
+        let now = Int(h.clock.now())
+        let complete: [String: LooseClaims.Value] = [
+            "iss": .string(OAuthService.serviceAccountEmail), "aud": .string("https://oauth2.googleapis.com/token"),
+            "iat": .int(now), "exp": .int(now + 3600), "scope": .string("https://www.googleapis.com/auth/drive"),
+            "sub": .string("user@example.com"),
+        ]
+        let answers: [String: (error: String, description: String)] = [
+            "iss": ("invalid_grant", "Invalid grant: account not found"),
+            "aud": ("invalid_grant", "Invalid JWT: Failed audience check."),
+            "iat": ("invalid_grant", OAuthService.shortLivedMessage),
+            "exp": ("invalid_grant", OAuthService.shortLivedMessage),
+            "scope": ("invalid_scope", "Invalid OAuth scope or ID token audience provided."),
+            "sub": ("invalid_grant", "Bad Request"),
+        ]
+        for (name, answer) in answers.sorted(by: { $0.key < $1.key }) {
+            var illTyped = complete
+            illTyped[name] = name == "iat" || name == "exp" ? .string("\(now)") : .int(7)
+            var missing = complete
+            missing[name] = nil
+            for (how, claims) in [("ill-typed", illTyped), ("missing", missing)] {
+                let r = try grant(h, try JWT.signRS256(claims: LooseClaims(claims), key: key, keyID: "k"))
+                if name == "sub" && how == "missing" {
+                    XCTAssertEqual(r.status, 200, "no sub: \(r.json)")
+                    continue
+                }
+                XCTAssertEqual(r.status, 400, "\(name) \(how)")
+                XCTAssertEqual(r.json["error"] as? String, answer.error, "\(name) \(how)")
+                XCTAssertEqual(r.json["error_description"] as? String, answer.description, "\(name) \(how)")
+            }
+        }
+        XCTAssertEqual(try grant(h, try JWT.signRS256(claims: LooseClaims(complete), key: key, keyID: "k")).status, 200)
+    }
+
     func testKeySurvivesRestartWithStateDirectory() throws {
         let state = dir.appendingPathComponent("state")
         let h1 = OAuthHarness(stateDirectory: state)
@@ -110,5 +148,36 @@ final class OAuthServiceAccountTests: XCTestCase {
         let h2 = OAuthHarness(stateDirectory: state, clock: h1.clock)
         let r = try grant(h2, try assertion(key, aud: "https://oauth2.example.test/token", iat: h2.clock.now()))
         XCTAssertEqual(r.status, 200, "\(r.json)")
+    }
+}
+
+/// Claims as a test writes them: any claim left out, or of another JSON type than Google's.
+struct LooseClaims: Encodable {
+    enum Value: Encodable {
+        case string(String)
+        case int(Int)
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .string(let s): try container.encode(s)
+            case .int(let i): try container.encode(i)
+            }
+        }
+    }
+
+    private struct Key: CodingKey {
+        let stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
+    }
+
+    let claims: [String: Value]
+    init(_ claims: [String: Value]) { self.claims = claims }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        for (name, value) in claims { try container.encode(value, forKey: Key(stringValue: name)) }
     }
 }

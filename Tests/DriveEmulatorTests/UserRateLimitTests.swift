@@ -110,9 +110,10 @@ final class UserRateLimitTests: XCTestCase {
         assertUserRateLimitExceeded(try list(other), project: "123456789012")
 
         let key = try JSONSerialization.jsonObject(with: Data(contentsOf: keyFile)) as! [String: Any]
-        let assertion = try JWT.signRS256(claims: ["iss": OAuthService.serviceAccountEmail, "aud": emulator.baseURL + "/token",
-                                                   "iat": Int(clock.now()), "exp": Int(clock.now()) + 3600,
-                                                   "scope": "https://www.googleapis.com/auth/drive"],
+        let assertion = try JWT.signRS256(claims: JWT.ServiceAccountClaims(iss: OAuthService.serviceAccountEmail,
+                                                                           scope: "https://www.googleapis.com/auth/drive",
+                                                                           aud: emulator.baseURL + "/token",
+                                                                           iat: Int(clock.now()), exp: Int(clock.now()) + 3600),
                                           key: try RSAKey(privateKeyPEM: key["private_key"] as! String), keyID: "k")
         let body = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
         let granted = try RawHTTP.request(port: port, "POST", "/token", headers: form, body: Array(body.utf8))

@@ -28,11 +28,9 @@ public struct ServiceAccountGrant: TokenGrant {
     /// The signed assertion for `now`.
     func assertion(now: Double) throws -> String {
         let iat = Int(now.rounded(.down))
-        var claims: [String: Any] = [
-            "iss": key.clientEmail, "scope": scopes.joined(separator: " "), "aud": tokenURL,
-            "iat": iat, "exp": iat + Int(Self.assertionLifetime),
-        ]
-        if let subject, !subject.isEmpty { claims["sub"] = subject }
+        let claims = JWT.ServiceAccountClaims(iss: key.clientEmail, scope: scopes.joined(separator: " "), aud: tokenURL,
+                                              iat: iat, exp: iat + Int(Self.assertionLifetime),
+                                              sub: subject.flatMap { $0.isEmpty ? nil : $0 })
         do {
             return try JWT.signRS256(claims: claims, key: key.key, keyID: key.privateKeyID)
         } catch {

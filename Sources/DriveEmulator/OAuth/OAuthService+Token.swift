@@ -185,15 +185,26 @@ extension OAuthService {
 
     static let shortLivedMessage = "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim."
 
+    /// Google's checks of a service account's assertion, in Google's order, each with its answer:
+    /// the issuer (unknown: "account not found"), the signature, the audience, the times, the
+    /// scope. Each check decodes strictly the claims it reads (`JWT.ServiceAccountClaims`' fields,
+    /// typed): a claim missing or of another JSON type fails that check with its answer. Then the
+    /// whole `ServiceAccountClaims`, whose only claim left unchecked is `sub`: one that is no
+    /// string is the generic "Bad Request".
     func jwtBearerGrant(_ form: TokenRequest) -> HTTPResponse {
         guard let assertion = form.value("assertion") else {
             return OAuthResponses.tokenError(400, "invalid_request", "Missing required parameter: assertion")
         }
-        guard let unverified = try? JWT.unverifiedClaims(assertion) else {
-            return OAuthResponses.tokenError(400, "invalid_grant", "Bad Request")
+        let badRequest = OAuthResponses.tokenError(400, "invalid_grant", "Bad Request")
+        let issuer: String
+        do {
+            issuer = try JWT.unverifiedClaims(assertion, as: IssuerClaim.self).iss
+        } catch JWT.ClaimFailure.missing, JWT.ClaimFailure.illTyped {
+            return OAuthResponses.tokenError(400, "invalid_grant", "Invalid grant: account not found")
+        } catch {
+            return badRequest
         }
-        guard let issuer = unverified["iss"] as? String, issuer == Self.serviceAccountEmail,
-              let (key, _) = try? serviceAccountKey() else {
+        guard issuer == Self.serviceAccountEmail, let (key, _) = try? serviceAccountKey() else {
             return OAuthResponses.tokenError(400, "invalid_grant", "Invalid grant: account not found")
         }
         let verified: JWT.Verified
@@ -204,18 +215,22 @@ extension OAuthService {
         }
         let ownURL = form.baseURL + form.path
         let audiences = Set(Self.googleTokenURLs + [ownURL, form.baseURL + "/token"] + grants.withLock { $0.writtenTokenURLs })
-        guard let aud = verified.string("aud"), audiences.contains(aud) else {
+        guard let aud = try? verified.claims(as: AudienceClaim.self).aud, audiences.contains(aud) else {
             return OAuthResponses.tokenError(400, "invalid_grant", "Invalid JWT: Failed audience check.")
         }
         let now = clock.now()
         let skew = config.assertionClockSkew
-        guard let iat = verified.number("iat"), let exp = verified.number("exp"),
-              exp > iat, exp - iat <= 3600, iat <= now + skew, exp >= now - skew else {
+        guard let times = try? verified.claims(as: TimeClaims.self) else {
             return OAuthResponses.tokenError(400, "invalid_grant", Self.shortLivedMessage)
         }
-        guard let scope = verified.string("scope"), !scope.trimmingCharacters(in: .whitespaces).isEmpty else {
+        let iat = Double(times.iat), exp = Double(times.exp)
+        guard exp > iat, exp - iat <= 3600, iat <= now + skew, exp >= now - skew else {
+            return OAuthResponses.tokenError(400, "invalid_grant", Self.shortLivedMessage)
+        }
+        guard let scope = try? verified.claims(as: ScopeClaim.self).scope, !scope.trimmingCharacters(in: .whitespaces).isEmpty else {
             return OAuthResponses.tokenError(400, "invalid_scope", "Invalid OAuth scope or ID token audience provided.")
         }
+        guard (try? verified.claims(as: JWT.ServiceAccountClaims.self)) != nil else { return badRequest }
         let scopes = scope.split(separator: " ").map(String.init)
         return grants.withLock { g -> HTTPResponse in
             let access = mintAccessToken(&g, scopes: scopes, source: nil, clientID: Self.serviceAccountClientID, serviceAccount: true)
@@ -272,3 +287,9 @@ extension OAuthService {
         return OAuthResponses.tokenSuccess(body)
     }
 }
+
+// The claims each check of `jwtBearerGrant` reads, typed as in `JWT.ServiceAccountClaims`.
+private struct IssuerClaim: Decodable { let iss: String }
+private struct AudienceClaim: Decodable { let aud: String }
+private struct TimeClaims: Decodable { let iat: Int; let exp: Int }
+private struct ScopeClaim: Decodable { let scope: String }
