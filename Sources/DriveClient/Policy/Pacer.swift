@@ -306,10 +306,12 @@ public final class Pacer: @unchecked Sendable {
                     wokeAt = woken ? max(now, time.now() - origin) : max(now, reading + step)
                     changed()
                 } else {
-                    // Woken by every grant, departure, wake-up and cancel; a waiter due before the
-                    // sleeper wakes (real clock), or with a deadline, looks again on its own.
+                    // Woken by every grant, departure, wake-up, change of a lane and cancel; a waiter
+                    // due before the sleeper wakes (real clock), or whose deadline comes first, looks
+                    // again on its own then. Nothing else moves its slot later: with the state
+                    // unchanged, a slot only comes nearer as time passes.
                     var wait: Double?
-                    if deadline != nil { wait = 0.05 }
+                    if let deadline { wait = deadline - now }
                     if let sleepingUntil, let own = nextEvent(now: now, only: index), own < sleepingUntil {
                         wait = min(wait ?? .infinity, own - now)
                     }
