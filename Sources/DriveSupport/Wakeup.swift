@@ -35,7 +35,8 @@ public final class Wakeup: Sendable {
     /// Waits until `seconds` of real time passed or a wake came (taking it); true when woken.
     @discardableResult
     public func wait(seconds: Double) -> Bool {
-        let limit = Date(timeIntervalSinceNow: max(0, seconds))
+        // At most a year at a time: a far date (or an infinite one) is not one the condition takes.
+        let limit = Date(timeIntervalSinceNow: min(max(0, seconds), 365 * 86_400))
         condition.lock()
         defer { condition.unlock() }
         while !take() {
