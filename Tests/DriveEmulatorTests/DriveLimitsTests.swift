@@ -168,6 +168,30 @@ final class DriveLimitsTests: XCTestCase {
         XCTAssertEqual(DriveLimits.google.cost(of: "revisions.delete"), 50)
     }
 
+    /// A Docs revision's export link is charged as the download it is (200 units, as files.export),
+    /// under its own method name; `alt=media` on that revision is refused.
+    func testADocsRevisionsExportLinkCostsADownload() throws {
+        try start(.google)
+        let t = try token()
+        let made = try call(t, "POST", "/drive/v3/files?fields=id", json: ["name": "Plan", "mimeType": "application/vnd.google-apps.document"])
+        let id = try XCTUnwrap(made.json?["id"] as? String)
+        clock.advance(1)
+        XCTAssertEqual(try call(t, "PATCH", "/upload/drive/v3/files/\(id)?uploadType=media", headers: [("Content-Type", "text/plain")],
+                                body: Array("text".utf8)).status, 200)
+        let got = try call(t, "GET", "/drive/v3/files/\(id)/revisions/2?fields=exportLinks")
+        let link = try XCTUnwrap((got.json?["exportLinks"] as? [String: String])?["text/plain"])
+        let path = String(link[try XCTUnwrap(link.range(of: "/feeds/")).lowerBound...])
+        let before = try XCTUnwrap(try userStats()?["units"] as? Int)
+        let exported = try call(t, "GET", path)
+        XCTAssertEqual(exported.status, 200, exported.text)
+        XCTAssertEqual(try XCTUnwrap(try userStats()?["units"] as? Int) - before, 200)
+        let stats = try RawHTTP.request(port: port, "GET", "/__emulator/stats").json
+        XCTAssertEqual(((stats?["methods"] as? [String: Any])?["revisions.export"] as? [String: Any])?["requests"] as? Int, 1)
+        XCTAssertEqual(try call(t, "GET", "/drive/v3/files/\(id)/revisions/2?alt=media").status, 403)
+        XCTAssertEqual(DriveLimits.google.cost(of: "revisions.export"), 200)
+        XCTAssertEqual(DriveLimits.legacy.cost(of: "revisions.export"), 1)
+    }
+
     /// The quirk: a refused write is carried out anyway (F = 1 here), and the client still hears the
     /// refusal: one file, created once, not two.
     func testRefusedWriteLandsQuirk() throws {

@@ -182,6 +182,75 @@ final class DriveRevisionsTests: XCTestCase {
         XCTAssertEqual(DriveHarness.reason(folderBody), "revisionsNotSupported")
     }
 
+    /// A Docs Editors file's revisions keep the text each had, and their `exportLinks` (asked for by
+    /// `fields`) export it: the document as it was at that revision, not the head. `alt=media` on
+    /// such a revision is refused exactly as on the file.
+    func testADocsRevisionIsExportedAsItWasThroughItsExportLinks() throws {
+        let h = try DriveHarness()
+        defer { h.shutdown() }
+        let doc = try h.create("Plan", mime: DriveMime.document)
+        for text in ["first draft", "second draft"] {
+            let r = try h.send("PATCH", "/upload/drive/v3/files/\(doc)?uploadType=media", headers: [("Content-Type", "text/plain")],
+                               bytes: Array(text.utf8))
+            XCTAssertEqual(r.status, 200)
+        }
+        let (status, list) = try h.call("GET", "/drive/v3/files/\(doc)/revisions?fields=revisions(id,exportLinks)")
+        XCTAssertEqual(status, 200, "\(list)")
+        let revisions = try XCTUnwrap(list["revisions"] as? [[String: Any]])
+        XCTAssertEqual(revisions.compactMap { $0["id"] as? String }, ["1", "2", "3"], "the empty document, then each text")
+        XCTAssertNil(try h.call("GET", "/drive/v3/files/\(doc)/revisions").1["revisions"].flatMap { ($0 as? [[String: Any]])?.first?["exportLinks"] },
+                     "not without fields asking")
+        func link(_ index: Int, _ mime: String) throws -> String {
+            let links = try XCTUnwrap(revisions[index]["exportLinks"] as? [String: String])
+            XCTAssertEqual(Set(links.keys), Set(ExportFormats.targets[DriveMime.document] ?? []), "every export format")
+            let url = try XCTUnwrap(links[mime])
+            let base = "http://127.0.0.1:9999"
+            XCTAssertTrue(url.hasPrefix(base + DriveService.revisionExportPath + "?"), url)
+            return String(url.dropFirst(base.count))
+        }
+        func follow(_ target: String) throws -> (Int, String) {
+            let r = try h.send("GET", target)
+            return (r.status, String(decoding: DriveHarness.bytes(r), as: UTF8.self))
+        }
+        let first = try follow(try link(1, "text/plain"))
+        XCTAssertEqual(first.0, 200)
+        XCTAssertTrue(first.1.contains("first draft") && !first.1.contains("second"), first.1)
+        let second = try follow(try link(2, "text/plain"))
+        XCTAssertTrue(second.1.contains("second draft"), second.1)
+        XCTAssertEqual(try follow(try link(0, "text/plain")).0, 200, "the empty first revision exports too")
+        let docx = try h.send("GET", try link(1, "application/vnd.openxmlformats-officedocument.wordprocessingml.document"))
+        XCTAssertEqual(docx.status, 200)
+        XCTAssertEqual(Array(DriveHarness.bytes(docx).prefix(2)), Array("PK".utf8), "a docx (a zip)")
+        // revisions.get gives the same link; the head's export is files.export's.
+        let (_, got) = try h.call("GET", "/drive/v3/files/\(doc)/revisions/2?fields=exportLinks")
+        XCTAssertEqual((got["exportLinks"] as? [String: String])?["text/plain"], "http://127.0.0.1:9999" + (try link(1, "text/plain")))
+        XCTAssertTrue(String(decoding: DriveHarness.bytes(try h.send("GET", "/drive/v3/files/\(doc)/export?mimeType=text/plain")), as: UTF8.self)
+            .contains("second draft"))
+
+        // alt=media: Google's refusal, word for word.
+        let (mediaStatus, media) = try h.call("GET", "/drive/v3/files/\(doc)/revisions/2?alt=media")
+        XCTAssertEqual(mediaStatus, 403)
+        XCTAssertEqual(DriveHarness.reason(media), "fileNotDownloadable")
+        XCTAssertEqual(DriveHarness.message(media), "Only files with binary content can be downloaded. Use Export with Docs Editors files.")
+        XCTAssertEqual(DriveHarness.location(media), "alt")
+
+        // What a link cannot serve.
+        let q = DriveHarness.q
+        XCTAssertEqual(try follow("\(DriveService.revisionExportPath)?id=\(doc)&revision=9&mimeType=text%2Fplain").0, 404)
+        XCTAssertEqual(try follow("\(DriveService.revisionExportPath)?id=\(doc)&revision=2&mimeType=\(q("image/png"))").0, 400)
+        XCTAssertEqual(try follow("\(DriveService.revisionExportPath)?id=\(doc)&mimeType=text%2Fplain").0, 400)
+        let blob = try h.upload("a.txt", Array("bytes".utf8), mime: "text/plain")
+        let blobRevision = try Self.headRevision(h, blob)
+        let (blobStatus, blobBody) = try h.call("GET", "\(DriveService.revisionExportPath)?id=\(blob)&revision=\(blobRevision)&mimeType=text%2Fplain")
+        XCTAssertEqual(blobStatus, 403)
+        XCTAssertEqual(DriveHarness.reason(blobBody), "fileNotExportable")
+        XCTAssertEqual(try h.call("GET", "\(DriveService.revisionExportPath)?id=\(doc)&revision=2&mimeType=text%2Fplain", auth: nil).0, 401)
+
+        // The texts are kept with the revisions, across a restart.
+        try h.restart()
+        XCTAssertTrue(try follow(try link(1, "text/plain")).1.contains("first draft"))
+    }
+
     func testRevisionsSurviveARestart() throws {
         let h = try DriveHarness()
         defer { h.shutdown() }
@@ -205,5 +274,7 @@ final class DriveRevisionsTests: XCTestCase {
         XCTAssertEqual(name("DELETE", "/drive/v3/files/F/revisions/R"), "revisions.delete")
         XCTAssertEqual(name("PATCH", "/drive/v3/files/F/revisions/R"), "revisions.update")
         XCTAssertEqual(name("PUT", "/drive/v3/files/F/revisions/R"), "drive.unknown")
+        XCTAssertEqual(name("GET", "/feeds/download/export?id=F&revision=1&mimeType=text%2Fplain"), "revisions.export")
+        XCTAssertEqual(name("POST", "/feeds/download/export?id=F"), "drive.unknown")
     }
 }

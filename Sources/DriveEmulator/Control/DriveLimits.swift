@@ -81,7 +81,7 @@ public struct DriveLimits: Sendable, Equatable {
         "files.update": 50, "files.update.upload": 50, "files.generateIds": 5,
         "files.create": 50, "files.create.upload": 50, "files.copy": 50, "files.delete": 50,
         "files.emptyTrash": 50, "changes.list": 100, "changes.getStartPageToken": 5, "about.get": 5,
-        "revisions.list": 100, "revisions.get": 5, "revisions.get.media": 200, "revisions.update": 50, "revisions.delete": 50,
+        "revisions.list": 100, "revisions.get": 5, "revisions.get.media": 200, "revisions.export": 200, "revisions.update": 50, "revisions.delete": 50,
         "drives.list": 100, "drives.get": 5, "drives.create": 50, "drives.update": 50, "drives.delete": 50,
     ]
 

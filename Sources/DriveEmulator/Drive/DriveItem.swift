@@ -127,8 +127,9 @@ enum DriveIDs {
 
 /// One content revision of a file (Drive's `Revision`): what the content was when it was the head.
 /// Blobs: `id` is the file's `headRevisionId` at the time and the content stays on disk while the
-/// revision is kept. Workspace files: ids count up from `"1"`; only the head has content (the
-/// document text; revisions of Docs are not downloadable anyway).
+/// revision is kept. Workspace files: ids count up from `"1"`, and each kept revision keeps the
+/// document text it had (what its `exportLinks` export; `alt=media` is refused for them as for the
+/// file).
 struct DriveRevision: Codable, Sendable, Equatable {
     var id: String
     var modifiedTime: Int64
@@ -182,12 +183,6 @@ extension DriveItem {
     mutating func appendHeadRevision(after previous: [DriveRevision]) -> [String] {
         var history = previous
         var released: [String] = []
-        if !isBlob, var last = history.popLast() {
-            // Only a Workspace file's head keeps its text.
-            if let c = last.contentFile, c != contentFile { released.append(c) }
-            last.contentFile = nil
-            history.append(last)
-        }
         let id = isBlob ? (headRevisionId ?? DriveIDs.newRevisionID()) : String((history.last.flatMap { Int($0.id) } ?? 0) + 1)
         history.append(headRevision(id: id))
         released += DriveItem.prune(&history, keeping: contentFile)

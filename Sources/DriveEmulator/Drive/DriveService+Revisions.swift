@@ -55,14 +55,24 @@ extension DriveService {
             if let name = rev.originalFilename { d["originalFilename"] = name }
         } else {
             d["published"] = false
-            // The file's own export endpoint: the emulator exports the head whatever the revision.
-            let links = Dictionary(uniqueKeysWithValues: (ExportFormats.targets[item.mimeType] ?? []).map { mime in
-                (mime, "\(baseURL)/drive/v3/files/\(item.id)/export?mimeType=\(FileResource.queryEscape(mime))")
-            })
+            let links = DriveService.revisionExportLinks(item, rev, baseURL: baseURL)
             if !links.isEmpty { d["exportLinks"] = links }
         }
         return d
     }
+
+    /// Where a Docs Editors revision's `exportLinks` point: the emulator's stand-in for Google's
+    /// `https://docs.google.com/feeds/download/…/Export?id=…&revision=…&exportFormat=…` (a host and
+    /// shape outside the v3 API, which has no way to export a revision), served by
+    /// `revisionsExport`. Clients follow them verbatim, as they do Google's.
+    static func revisionExportLinks(_ item: DriveItem, _ rev: DriveRevision, baseURL: String) -> [String: String] {
+        Dictionary(uniqueKeysWithValues: (ExportFormats.targets[item.mimeType] ?? []).map { mime in
+            (mime, "\(baseURL)\(revisionExportPath)?id=\(FileResource.queryEscape(item.id))&revision=\(FileResource.queryEscape(rev.id))"
+                + "&mimeType=\(FileResource.queryEscape(mime))")
+        })
+    }
+
+    static let revisionExportPath = "/feeds/download/export"
 
     // MARK: revisions.list
 
@@ -109,13 +119,47 @@ extension DriveService {
     }
 
     /// The revision's bytes, with `Range` exactly as files.get?alt=media. Docs Editors files: 403
-    /// `fileNotDownloadable`, as for the file itself.
+    /// `fileNotDownloadable` ("Only files with binary content can be downloaded. Use Export with
+    /// Docs Editors files.", location `alt`), as for the file itself: a Docs revision is read
+    /// through its `exportLinks` (`revisionsExport`).
     func revisionsGetMedia(_ r: HTTPRequest) throws -> HTTPResponse {
         _ = try boolParam(r, "acknowledgeAbuse", default: false)
         let (item, rev) = try revision(r)
         guard item.isBlob else { throw GoogleError.fileNotDownloadable }
         guard let file = rev.contentFile else { throw DriveService.revisionNotFound(rev.id) }
         return try mediaResponse(path: store.contentPath(file), size: rev.size ?? 0, mimeType: rev.mimeType, md5: rev.md5, r)
+    }
+}
+
+extension DriveService {
+    // MARK: a Docs revision's export link
+
+    /// `GET /feeds/download/export?id=FILE&revision=REV&mimeType=TARGET` (route `revisions.export`,
+    /// charged as a download): the text the revision had, exported to TARGET exactly as
+    /// files.export exports the head. Like files.export it needs the revision's reader (a writer's
+    /// role, as revisions.get) and a target of `about.exportFormats` (else 400 "The requested
+    /// conversion is not supported."); a file that is not a Docs Editors file has no such link:
+    /// 403 `fileNotExportable`; an unknown or purged revision: 404. Unlike files.export there is no
+    /// 10 MB cap: export links are Google's documented way round it (drive-behaviours §3.8).
+    func revisionsExport(_ r: HTTPRequest) throws -> HTTPResponse {
+        guard let fileId = r.param("id"), !fileId.isEmpty else { throw GoogleError.required("id") }
+        guard let revisionId = r.param("revision"), !revisionId.isEmpty else { throw GoogleError.required("revision") }
+        guard let target = r.param("mimeType"), !target.isEmpty else { throw GoogleError.required("mimeType") }
+        let (item, _) = try revisionFile(fileId)
+        guard item.isWorkspace else {
+            throw GoogleError(403, reason: "fileNotExportable", message: "Export only supports Docs Editors files.")
+        }
+        guard let rev = item.revisionHistory.first(where: { $0.id == revisionId }) else {
+            throw DriveService.revisionNotFound(revisionId)
+        }
+        guard (ExportFormats.targets[item.mimeType] ?? []).contains(target) else { throw DriveService.conversionNotSupported }
+        var text: [UInt8] = []
+        if let file = rev.contentFile {
+            text = Array((try? Data(contentsOf: URL(fileURLWithPath: store.contentPath(file)))) ?? Data())
+        }
+        let source = ExportSource(fileId: item.id, name: item.name, sourceMime: item.mimeType, text: text)
+        guard let bytes = ExportFormats.exportBytes(source, target: target) else { throw DriveService.conversionNotSupported }
+        return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", target)]), body: .bytes(bytes))
     }
 }
 

@@ -9,7 +9,7 @@ import Foundation
 /// `files.get.media`, `files.export`, `files.create`, `files.create.upload`, `files.update`,
 /// `files.update.upload`, `files.copy`, `files.delete`, `files.emptyTrash`, `files.generateIds`,
 /// `changes.getStartPageToken`, `changes.list`, `revisions.list`, `revisions.get`, `revisions.get.media`,
-/// `revisions.update`, `revisions.delete`,
+/// `revisions.update`, `revisions.delete`, `revisions.export` (a Docs revision's export link, `/feeds/download/export`),
 /// `drives.create`, `drives.list`, `drives.get`, `drives.update`, `drives.delete`, and `drive.unknown` for any other path under those prefixes.
 ///
 /// Thread-safe: metadata lives behind the store's lock; content streams without it.
@@ -150,7 +150,7 @@ public final class DriveService: RouteProvider, Sendable {
 
     static let prefixes: [(String, String)] = [
         ("/drive/v3/", "api"), ("/upload/drive/v3/", "upload"), ("/resumable/upload/drive/v3/", "upload"),
-        ("/download/drive/v3/", "download"),
+        ("/download/drive/v3/", "download"), (DriveService.revisionExportPath, "docs"),
     ]
 
     static func match(_ r: HTTPRequest) -> (String, Handler)? {
@@ -194,6 +194,10 @@ public final class DriveService: RouteProvider, Sendable {
             if segments.count == 1, ["POST", "PUT"].contains(m) { return ("files.create.upload", { s in s.uploadCreate }) }
             if segments.count == 2, ["PATCH", "PUT", "POST"].contains(m) { return ("files.update.upload", { s in s.uploadUpdate }) }
             return unknown
+        case "docs":
+            // A Docs revision's export link (`revisionExportLinks`): the path alone, with its query.
+            guard m == "GET", segments == [""] else { return unknown }
+            return ("revisions.export", { s in s.revisionsExport })
         default:
             if m == "GET", segments.count == 2, segments[0] == "files" { return ("files.get.media", { s in s.filesGetMedia }) }
             if m == "GET", segments.count == 4, segments[0] == "files", segments[2] == "revisions" {
@@ -299,7 +303,7 @@ public final class DriveService: RouteProvider, Sendable {
             "drives.create": "DriveDrives.Create", "drives.list": "DriveDrives.List", "drives.get": "DriveDrives.Get",
             "drives.update": "DriveDrives.Update", "drives.delete": "DriveDrives.Delete",
             "revisions.list": "DriveRevisions.List", "revisions.get": "DriveRevisions.Get", "revisions.get.media": "DriveRevisions.Get",
-            "revisions.update": "DriveRevisions.Update", "revisions.delete": "DriveRevisions.Delete",
+            "revisions.export": "DriveRevisions.Get", "revisions.update": "DriveRevisions.Update", "revisions.delete": "DriveRevisions.Delete",
         ]
         return "google.apps.drive.v3." + (map[name] ?? "DriveFiles.Get")
     }
