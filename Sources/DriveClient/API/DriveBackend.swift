@@ -81,6 +81,9 @@ public protocol DriveBackend: Sendable {
     /// keeps is `DriveError.notFound`.
     func download(_ id: String, revision: String?, offset: Int64, length: Int64?, to sink: ResponseSink) throws -> Int64
     func export(_ id: String, mimeType: String) throws -> [UInt8]
+    /// A Google Docs file as it was at `revision`, exported to `mimeType` (through the revision's
+    /// `exportLinks`: `DriveAPI.exportRevision`). A revision Drive no longer keeps is `notFound`.
+    func exportRevision(_ id: String, revision: String, mimeType: String) throws -> [UInt8]
     /// Every revision of the file's content, oldest first.
     func listRevisions(_ fileID: String) throws -> [DriveRevision]
 

@@ -50,7 +50,7 @@ public struct RequestCharge: Sendable, Equatable, CustomStringConvertible {
         switch method {
         case "files.list", "changes.list", "revisions.list", "drives.list":
             return .list
-        case "files.get.media", "files.export", "revisions.get.media":
+        case "files.get.media", "files.export", "revisions.get.media", "revisions.export":
             return .download
         case "files.create", "files.create.upload", "files.update", "files.update.upload", "files.copy",
              "files.delete", "files.emptyTrash", "drives.create", "drives.update", "drives.delete",

@@ -79,17 +79,18 @@ public enum ExtendedAttributes {
 
     /// Revisions as `user.drive.revisions` shows them: a line each, oldest first, six fields
     /// separated by tabs: the revision's ID, its time (RFC 3339, UTC, milliseconds), its size in
-    /// bytes, its md5, `forever` when Drive keeps it forever (else `auto`), and who made it (`-`
-    /// for what Drive does not say). When the lines pass the largest value Linux passes, the
-    /// oldest are left out.
-    public static func revisionLines(_ revisions: [DriveRevision]) -> String {
+    /// bytes, its md5, `forever` when Drive keeps it forever (else `auto`; `-` for a Google Docs
+    /// file, `keepsForever` false: Drive has no such choice for them), and who made it (`-` for
+    /// what Drive does not say: a Doc's revisions have neither size nor md5). When the lines pass
+    /// the largest value Linux passes, the oldest are left out.
+    public static func revisionLines(_ revisions: [DriveRevision], keepsForever: Bool = true) -> String {
         func field(_ text: String?) -> String {
             guard let text, !text.isEmpty else { return "-" }
             return String(text.map { $0 == "\t" || $0 == "\n" || $0 == "\r" ? " " : $0 })
         }
         var lines = revisions.map { r in
             [field(r.id), field(r.modifiedTime.map { RFC3339.format(millis: $0) }), field(r.size.map(String.init)),
-             field(r.md5Checksum), r.keepForever ? "forever" : "auto",
+             field(r.md5Checksum), !keepsForever ? "-" : r.keepForever ? "forever" : "auto",
              field(r.lastModifyingUser?.emailAddress ?? r.lastModifyingUser?.displayName)].joined(separator: "\t") + "\n"
         }
         var total = lines.reduce(0) { $0 + $1.utf8.count }

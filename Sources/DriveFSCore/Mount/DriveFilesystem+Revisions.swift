@@ -15,11 +15,13 @@ extension DriveFilesystem {
             return reply.fail(.noAttribute)
         }
         let fileID = node.file.id
+        // Drive keeps a Doc's revisions by its own rules (`keepForever` is for binary files only).
+        let document = node.file.isGoogleWorkspaceDocument
         onIOThread(reply, "listing the revisions of", node.inode) { [backend] () throws(FilesystemError) -> [UInt8] in
             let revisions: [DriveRevision]
             do { revisions = try backend.listRevisions(fileID) } catch { throw FilesystemError.from(error) }
             guard !revisions.isEmpty else { throw .noAttribute }
-            return Array(ExtendedAttributes.revisionLines(revisions).utf8)
+            return Array(ExtendedAttributes.revisionLines(revisions, keepsForever: !document).utf8)
         }
     }
 
@@ -27,7 +29,16 @@ extension DriveFilesystem {
     /// that revision of FILE_ID (FILE's own when it is left out), as a write of the whole file
     /// would make it: kept here at once (durable when this answers), a new revision on Drive once
     /// its upload lands, the revision restored left as it was. Refused (`EBUSY`) while FILE is open
-    /// for writing; `EOPNOTSUPP` for a Google Docs file (its revisions have no bytes of their own).
+    /// for writing.
+    ///
+    /// Google Docs (Docs, Sheets, Slides, Drawings): a revision has no bytes of its own, but Drive
+    /// exports it (`DriveBackend.exportRevision`, through the revision's `exportLinks`). A Doc's
+    /// revision restored into another file (FILE_ID a Doc's, FILE a regular file) is that export,
+    /// in the format the mount shows the Doc in (`--export-formats`). FILE itself a Doc is refused
+    /// (`EOPNOTSUPP`): Drive's API cannot make an old revision of a Doc its current one (there is no
+    /// upload of a Doc's own content; only the Docs editors' version history can), and uploading
+    /// the export over it would convert it back through an import, losing what the format does not
+    /// carry.
     func restoreRevision(_ inode: Inode, value: [UInt8], reply: Reply<Void>) {
         let words = String(decoding: value, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\0" })
         guard let node = table.node(inode) else { return reply.fail(.stale) }
@@ -39,6 +50,13 @@ extension DriveFilesystem {
             try requireEditable(node)
             guard node.kind == .regular else { throw node.kind == .directory ? .isADirectory : .invalidArgument }
             if node.file.isGoogleWorkspaceDocument { throw FilesystemError(errno: EOPNOTSUPP) }
+            // The source's kind from the table (FILE_ID is a file of this mount when the CLI names it).
+            let source = sourceID == node.file.id ? node.file : table.node(forID: sourceID)?.file
+            var export: String?
+            if let source, source.isGoogleWorkspaceDocument {
+                guard let choice = configuration.exportFormats.choice(for: source.mimeType) else { throw FilesystemError(errno: EOPNOTSUPP) }
+                export = choice.mimeType
+            }
             // Drive's bytes first, into a file of their own (nothing of the copy is held meanwhile).
             let downloaded = newStagingPath(for: node.file.id) + ".revision"
             let fd: Int32
@@ -50,7 +68,17 @@ extension DriveFilesystem {
                 unlink(downloaded)
             }
             let size: Int64
-            do { size = try backend.download(sourceID, revision: revision, offset: 0, length: nil, to: .fileDescriptor(fd, offset: 0)) } catch {
+            do {
+                if let export {
+                    let bytes = try backend.exportRevision(sourceID, revision: revision, mimeType: export)
+                    do throws(SystemCallError) { try SystemCall.writeAll(fd, bytes, at: 0) } catch { throw FilesystemError(local: error.errno) }
+                    size = Int64(bytes.count)
+                } else {
+                    size = try backend.download(sourceID, revision: revision, offset: 0, length: nil, to: .fileDescriptor(fd, offset: 0))
+                }
+            } catch let error as FilesystemError {
+                throw error
+            } catch {
                 throw FilesystemError.from(error)
             }
             if size > configuration.maximumFileSize { throw .fileTooLarge }
@@ -82,7 +110,8 @@ extension DriveFilesystem {
             closeLocal(inode, restored)
             // The kernel's pages of the file are of the old content.
             invalidator.apply(Invalidations(inodes: [inode]))
-            Log.shared.info("write", "\(describe(inode)): revision \(revision) of \(sourceID) restored (\(size) bytes)")
+            Log.shared.info("write", "\(describe(inode)): revision \(revision) of \(sourceID) restored (\(size) bytes"
+                            + (export.map { ", exported as \($0))" } ?? ")"))
         }
     }
 }

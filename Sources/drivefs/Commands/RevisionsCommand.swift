@@ -25,7 +25,13 @@ enum RevisionsCommand {
                 would: it reads back at once, and reaches Drive as a new revision (the one restored
                 stays in the list). With --to NEWPATH, a new file on the same mount takes it
                 instead and PATH is left as it is. A file open for writing is not restored (busy).
-                Google Docs files cannot be restored this way.
+
+                Google Docs, Sheets and Slides have revisions too, without a size, an md5 or a
+                choice to keep them ('-'). --restore ID --to NEWPATH writes the document as it was
+                at that revision, exported in the format the mount shows it in (--export-formats of
+                'drivefs mount'), as a new regular file. --restore without --to is refused for
+                them: Drive's API cannot make an old revision of a Google Docs file its current one
+                (the version history in Google Docs can).
                 """,
             options: [.flag("ids", help: "Print only the revisions' IDs, one a line"),
                       .value("restore", valueName: "ID", help: "Make revision ID the file's content again"),
@@ -96,6 +102,12 @@ enum RevisionsCommand {
             if error.errno == ENOENT { throw CLIError.failure("'\(path)': no such file or directory") }
             throw CLIError.failure("'\(path)' is not on a drivefs mount", hint: "'drivefs status' lists the mounts.")
         }
+        let document = (try? PathAttributes.read(path, ExtendedAttributes.mimeType).get())?.hasPrefix(googleAppsPrefix) == true
+        if document && newPath == nil {
+            throw CLIError.failure("cannot restore revision \(revision) of '\(path)': Drive's API cannot make an old revision of a Google Docs file its current one",
+                                   hint: "Add --to NEWPATH to get that revision as a new file, exported as the mount shows the document; "
+                                       + "or restore it from the version history in Google Docs.")
+        }
         var target = path
         var value = revision
         if let newPath {
@@ -116,14 +128,22 @@ enum RevisionsCommand {
             switch error.errno {
             case ENOENT: reason = "Drive has no revision \(revision) of '\(path)'"
             case EBUSY: reason = "'\(target)' is open for writing"
-            case EOPNOTSUPP, ENOTSUP: reason = "a Google Docs file cannot be restored this way (or '\(target)' is not on a drivefs mount)"
+            case EOPNOTSUPP, ENOTSUP:
+                reason = "Drive's API cannot make an old revision of a Google Docs file its current one (or '\(target)' is not on a drivefs mount)"
             case EROFS: reason = "the mount is read-only"
             case EPERM: reason = "'\(target)' is not on the same drivefs mount, or that mount cannot restore"
             default: reason = "\(error)"
             }
             throw CLIError.failure("cannot restore revision \(revision) into '\(target)': \(reason)")
         }
-        Output.standardOutput("Restored revision \(revision) into \(target); it reaches Drive as a new revision.\n")
+        if document {
+            Output.standardOutput("Exported revision \(revision) of \(path) into \(target); it reaches Drive as a new file.\n")
+        } else {
+            Output.standardOutput("Restored revision \(revision) into \(target); it reaches Drive as a new revision.\n")
+        }
         return ExitStatus.success
     }
+
+    /// The MIME types of Google Docs Editors files (and folders, shortcuts: never restored here).
+    static let googleAppsPrefix = "application/vnd.google-apps."
 }

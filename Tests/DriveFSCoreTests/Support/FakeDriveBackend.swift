@@ -20,6 +20,8 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     /// Each file's revisions, oldest first, and each revision's bytes.
     private var revisions: [String: [DriveRevision]] = [:]
     private var revisionContents: [String: [UInt8]] = [:]
+    /// A Doc's text at each revision, by "FILE_ID REVISION" (a Doc's revision ids repeat across files).
+    private var documentRevisionTexts: [String: [UInt8]] = [:]
     private var changeLog: [(seq: Int, id: String)] = []
     private var nextID = 1
     private var counts: [String: Int] = [:]
@@ -155,8 +157,26 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         files[id] = DriveFile(id: id, name: name, mimeType: mimeType, parents: [parent ?? rootID],
                               modifiedTime: 1_700_000_000_000, createdTime: Int64(nextID), version: 1)
         contents[id] = Array(text.utf8)
+        keepDocumentRevision(id)
         record(id)
         return id
+    }
+
+    /// A Google Docs file's new text (a new revision, ids counting up from "1" as Drive's do).
+    func editDocument(_ id: String, text: String) {
+        lock.lock(); defer { lock.unlock() }
+        files[id]!.version = (files[id]!.version ?? 1) + 1
+        files[id]!.modifiedTime = (files[id]!.modifiedTime ?? 0) + 1000
+        contents[id] = Array(text.utf8)
+        keepDocumentRevision(id)
+        record(id)
+    }
+
+    /// Under `lock`: a Doc's text now as its next revision (no size or md5: Drive gives none).
+    private func keepDocumentRevision(_ id: String) {
+        let revision = String((revisions[id]?.count ?? 0) + 1)
+        documentRevisionTexts[id + " " + revision] = contents[id]
+        revisions[id, default: []].append(DriveRevision(id: revision, modifiedTime: files[id]?.modifiedTime))
     }
 
     @discardableResult
@@ -378,6 +398,20 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         try request("files.export")
         lock.lock(); defer { lock.unlock() }
         guard let text = contents[id] else { throw notFound(id) }
+        return Array("export as \(mimeType)\n".utf8) + text
+    }
+
+    /// As `export`, of the text the Doc had at `revision` (`revisions.export`); a binary file has
+    /// no export links (`invalidArgument`, as `DriveAPI.exportRevision` says).
+    func exportRevision(_ id: String, revision: String, mimeType: String) throws -> [UInt8] {
+        try request("revisions.get")
+        try request("revisions.export")
+        lock.lock(); defer { lock.unlock() }
+        guard let file = files[id] else { throw notFound(id) }
+        guard file.isGoogleWorkspaceDocument else {
+            throw DriveError.invalidArgument(GoogleErrorInfo(status: 0, reason: "exportFormat", message: "no export links"))
+        }
+        guard let text = documentRevisionTexts[id + " " + revision] else { throw notFound(revision) }
         return Array("export as \(mimeType)\n".utf8) + text
     }
 

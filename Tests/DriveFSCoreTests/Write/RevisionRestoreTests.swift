@@ -82,6 +82,41 @@ final class RevisionRestoreTests: XCTestCase {
         XCTAssertEqual(try harness.read(inode), Array("two\n".utf8))
     }
 
+    /// A Google Doc's revision comes back as a new regular file: exported as it was at that revision
+    /// (the revision's export link, not files.export of the head, not alt=media), in the format the
+    /// mount shows the Doc in. The Doc itself cannot take an old revision: EOPNOTSUPP, nothing sent.
+    func testADocsRevisionComesBackExportedIntoANewFileButNotIntoTheDoc() throws {
+        let id = fake.addDocument("Plan", text: "first draft")
+        fake.editDocument(id, text: "second draft")
+        try harness.mount()
+        let doc = try harness.lookup(.root, "Plan.docx").inode
+        let lines = try BlockingCall.wait { fs.extendedAttribute(doc, named: ExtendedAttributes.revisions, reply: $0) }
+        XCTAssertEqual(String(decoding: lines, as: UTF8.self).split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+                        .map { [$0[0], $0[2], $0[3], $0[4]] },
+                       [["1", "-", "-", "-"], ["2", "-", "-", "-"]], "a Doc's revisions: no size, no md5, no keep-forever choice")
+
+        let copy = try harness.writeFile(.root, "Plan (first draft).docx", [])
+        drain()
+        fake.resetCounters()
+        try restore(copy, "\(id) 1")
+        let docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+        let expected = Array("export as \(docx)\nfirst draft".utf8)
+        XCTAssertEqual(try harness.read(copy), expected, "the first draft, exported as the mount shows the Doc")
+        XCTAssertEqual(fake.requests["revisions.export"], 1)
+        XCTAssertNil(fake.requests["revisions.get.media"], "a Doc's revision has no bytes of its own")
+        XCTAssertNil(fake.requests["files.export"], "not the head's export")
+        drain()
+        let copyID = try XCTUnwrap(fake.children(of: fake.rootID).first { $0.name == "Plan (first draft).docx" }?.id)
+        XCTAssertEqual(fake.content(of: copyID), expected, "on Drive as a regular file")
+        XCTAssertEqual(fake.file(id)?.mimeType, "application/vnd.google-apps.document")
+
+        fake.resetCounters()
+        assertErrno(EOPNOTSUPP) { try restore(doc, "1") }
+        assertErrno(EOPNOTSUPP) { try restore(doc, "\(id) 1") }
+        XCTAssertNil(fake.requests["revisions.export"], "refused before asking Drive")
+        assertErrno(ENOENT) { try restore(copy, "\(id) 7") }
+    }
+
     func testARestoreOnAReadOnlyMountIsRefused() throws {
         harness.remove()
         harness = try CoreHarness()
