@@ -511,6 +511,38 @@ public final class Pacer: @unchecked Sendable {
     }
 }
 
+extension Pacer {
+    /// The units charged in the sliding minute ending now, oldest first, at their times in seconds
+    /// since the epoch (`QuotaCarryOver`: what a mount leaves for the next one). Empty without a
+    /// quota budget.
+    public func quotaSpentLastMinute() -> [QuotaCarryOver.Spend] {
+        condition.lock(); defer { condition.unlock() }
+        guard quota != nil else { return [] }
+        window.expire(now: now())
+        return window.live.map { QuotaCarryOver.Spend(at: origin + $0.at, units: $0.cost) }
+    }
+
+    /// Counts units an earlier process charged (times in seconds since the epoch) in this pacer's
+    /// sliding minute, as if it had charged them itself: a mount started right after a busy one
+    /// waits for them to leave the minute instead of overrunning Google's per-user budget. Charges
+    /// a minute old or older are dropped; one dated in the future (a clock set back) counts as now.
+    /// Returns the units taken in. Nothing without a quota budget.
+    @discardableResult
+    public func carryOver(_ spent: [QuotaCarryOver.Spend]) -> Int {
+        condition.lock(); defer { condition.unlock() }
+        guard quota != nil else { return 0 }
+        let now = now()
+        let taken = spent.compactMap { s -> (at: Double, cost: Int)? in
+            let at = min(s.at - origin, now)
+            return at > now - Self.minute && s.units > 0 ? (at, s.units) : nil
+        }
+        window.merge(taken)
+        window.expire(now: now)
+        changed()
+        return taken.reduce(0) { $0 + $1.cost }
+    }
+}
+
 /// One rate with a burst (GCRA), adapted AIMD, held by a `Retry-After`. Times in the pacer's seconds.
 ///
 /// The rate starts at `start` and never leaves [`minimumRate`, `ceiling`]: each success adds
@@ -615,6 +647,18 @@ private struct QuotaWindow {
         guard cost > 0 else { return }
         entries.append((max(now, entries.last?.at ?? now), cost))
         used += cost
+    }
+
+    /// The charges still in the minute, oldest first.
+    var live: ArraySlice<(at: Double, cost: Int)> { entries[head...] }
+
+    /// Adds charges made elsewhere (another process, at their own times), keeping the order by time
+    /// that `expire` and `roomTime` rely on.
+    mutating func merge(_ earlier: [(at: Double, cost: Int)]) {
+        let all = (earlier.filter { $0.cost > 0 } + entries[head...]).sorted { $0.at < $1.at }
+        entries = all
+        head = 0
+        used = all.reduce(0) { $0 + $1.cost }
     }
 
     /// The time enough units leave the minute for `cost` more to fit under `limit` (or for the

@@ -281,6 +281,10 @@ enum MountCommand {
                                    hint: "Choose another one with --cache-dir.")
         }
 
+        // The quota the previous mount of this cache directory spent in its last minute counts in
+        // this one's (it has finished with the directory: waitForCacheDirectory).
+        if let pacer = api.executor.pacer { QuotaCarryOver.load(into: pacer, from: cacheDirectory) }
+
         var options = invocation.values("options")
         if invocation.flag("allow-other") { options.append("allow_other") }
         let account = connection.account ?? choice.profile
@@ -290,8 +294,14 @@ enum MountCommand {
         Log.shared.info("mount", "mounting \(what) of \(account) (profile \(choice.profile)) at \(mountpoint), cache \(cacheDirectory.path)")
         let identity = StatusIdentity(mountpoint: mountpoint, profile: choice.profile, account: connection.account, drive: what)
         var status: StatusPublisher?
-        // Whatever ends the loop (unmount, a signal, a failure), the status file goes with it.
-        defer { status?.stop() }
+        // Whatever ends the loop (unmount, a signal, a failure), the status file goes with it, and
+        // the quota spent in the last minute is left for the next mount (also kept while serving,
+        // by the status publisher).
+        var serving = false
+        defer {
+            status?.stop()
+            if serving, let pacer = api.executor.pacer { QuotaCarryOver.save(from: pacer, in: cacheDirectory) }
+        }
         do {
             try FuseMount.run(filesystem, configuration: mount, mounted: {
                 Output.standardError("drivefs: \(what) mounted at \(mountpoint)\(readOnly ? " (read-only)" : "")\(offline ? " (offline)" : ""); "
@@ -302,8 +312,10 @@ enum MountCommand {
                 }
             }, serving: {
                 // After the fork: the publisher's thread must live in the daemon (docs/status.md).
+                serving = true
                 status = startPublishingStatus(of: filesystem, identity, pacer: api.executor.pacer,
-                                               reachability: api.executor.reachability, environment: environment)
+                                               reachability: api.executor.reachability, environment: environment,
+                                               quotaDirectory: cacheDirectory)
                 // Lets a later mount of this cache directory tell this live mount from a daemon
                 // that is only finishing (docs/errors.md).
                 filesystem.cacheLock.recordHolder(pid: getpid(), mountpoint: mountpoint)
