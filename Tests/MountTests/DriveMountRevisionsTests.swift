@@ -72,4 +72,57 @@ final class DriveMountRevisionsTests: XCTestCase {
         XCTAssertTrue(bogus.errorOutput.contains("Drive has no revision nosuchrevision"), bogus.summary)
         XCTAssertFalse(FileManager.default.fileExists(atPath: mount.path("notes/x.txt")), "the new file goes when the restore fails")
     }
+
+    /// A Google Doc's revisions through a live mount: listed (no size, md5 or keep-forever choice),
+    /// one brought back `--to` a new file as the Doc was at that revision, exported in the format
+    /// the mount shows it in (the revision's export link, one request), and `--restore` onto the
+    /// Doc itself refused with what to do instead, before anything is asked of Drive.
+    func testAGoogleDocsRevisionExportedIntoANewFile() throws {
+        _ = try MountedDriveFS.requireFuse()
+        var tree = SeedTree()
+        let drive = try EmulatedDrive { seed in
+            try tree.file("Plan.gdoc", in: seed, text: "first draft\n")
+        }
+        defer { drive.stop() }
+        func drivefs(_ arguments: [String]) throws -> ExternalCommand.Result {
+            try DriveFSBinary.run(arguments, timeout: 30, environment: drive.environment)
+        }
+        let doc = try drive.file(at: "Plan")
+        let docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+        let firstDraft = try drive.api().export(doc.id, mimeType: docx)
+        let edit = TransportRequest(method: "PATCH", url: drive.baseURL + "/upload/drive/v3/files/\(doc.id)?uploadType=media",
+                                    headers: [("Content-Type", "text/plain")], body: .bytes(Array("second draft\n".utf8)))
+        XCTAssertEqual(try drive.api().executor.execute("files.update.upload", edit).status, 200)
+        XCTAssertEqual(try drive.api().listRevisions(doc.id).map(\.id), ["1", "2"])
+
+        let mount = try drive.mount()
+        let table = try drivefs(["revisions", mount.path("Plan.docx")])
+        XCTAssertEqual(table.status, 0, table.summary)
+        let lines = table.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        XCTAssertEqual(lines.count, 3, table.output)
+        XCTAssertEqual(lines.dropFirst().map { $0[0] }, ["1", "2"], table.output)
+        XCTAssertEqual(lines[1].filter { $0 == "-" }.count, 3, "no size, md5 or keep-forever choice: \(table.output)")
+
+        let before = drive.requests("revisions.export")
+        let refused = try drivefs(["revisions", mount.path("Plan.docx"), "--restore", "1"])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.errorOutput.contains("cannot make an old revision of a Google Docs file its current one")
+                      && refused.errorOutput.contains("--to NEWPATH"), refused.summary)
+
+        let restored = try drivefs(["revisions", mount.path("Plan.docx"), "--restore", "1", "--to", mount.path("Plan (first draft).docx")])
+        XCTAssertEqual(restored.status, 0, restored.summary)
+        XCTAssertEqual(drive.requests("revisions.export") - before, 1, "one export link followed")
+        let expected = try drive.api().exportRevision(doc.id, revision: "1", mimeType: docx)
+        XCTAssertEqual(expected, firstDraft, "revision 1 exports as the Doc exported before the edit")
+        XCTAssertEqual(Array(try Data(contentsOf: URL(fileURLWithPath: mount.path("Plan (first draft).docx")))), expected,
+                       "the Doc as it was at revision 1, as a docx")
+        XCTAssertNotEqual(expected, try drive.api().exportRevision(doc.id, revision: "2", mimeType: docx), "not the head's")
+        let synced = try poll(timeout: 120, interval: 0.05) {
+            try ExternalCommand.tool("getfattr", ["-n", "user.drivefs.state", "--only-values", mount.path("Plan (first draft).docx")],
+                                     timeout: 30).output == "synced"
+        }
+        XCTAssertTrue(synced, "the new file reached Drive\n\(mount.log.suffix(2000))")
+        XCTAssertEqual(try drive.file(at: "Plan (first draft).docx").mimeType, docx, "a regular file on Drive")
+        XCTAssertEqual(try drive.api().listRevisions(doc.id).count, 2, "the Doc itself unchanged")
+    }
 }
