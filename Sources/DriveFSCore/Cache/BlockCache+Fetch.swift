@@ -75,11 +75,17 @@ extension BlockCache {
     /// when `cancellation` fires while it waits, or EBADF when every handle of the version was
     /// released (a late call through a released handle fetches nothing).
     /// `extend`: how many bytes past the range a download this call starts may run on (a
-    /// sequential reader's next reads), where nobody fetches them yet.
+    /// sequential reader's next reads, a random reader's neighbourhood), where nobody fetches
+    /// them yet. `ready`: called once, on the downloading thread, as soon as the whole range is
+    /// present while a download this call started is still streaming on past it, so that the
+    /// caller can answer its reader without waiting for the bytes after (the call itself returns
+    /// when that download ends).
     public func ensure(_ handle: Handle, offset: Int64, length: Int, extend: Int64 = 0, cancellation: CancellationFlag?,
-                       fetch: Fetcher) throws(FilesystemError) {
+                       fetch: Fetcher, ready: (@Sendable () -> Void)? = nil) throws(FilesystemError) {
         let entry = handle.entry.value
         let through = Int(min(entry.size - 1, offset + Int64(length) + max(0, extend) - 1) / Int64(blockSize))
+        var progress: (@Sendable () -> Void)?
+        if let ready { progress = once(ready, whenPresent: handle, offset: offset, length: length) }
         // Waits for blocks others fetch end when their fetch lands or gives up (`markPresent` and
         // `download` broadcast) or when the caller's request is cancelled (woken once registered).
         var wokenByCancel = false
@@ -96,7 +102,7 @@ extension BlockCache {
             guard missing else { condition.unlock(); return }
             if let run = claimRun(entry, in: range, maxBlocks: Int.max, through: through) {
                 condition.unlock()
-                try download(handle, blocks: run, fetch: fetch)
+                try download(handle, blocks: run, fetch: fetch, progress: progress)
                 continue
             }
             if cancellation?.isCancelled == true { condition.unlock(); throw FilesystemError(errno: EINTR) }
@@ -117,7 +123,9 @@ extension BlockCache {
     /// not arrive and lets go of the claim's pin, whatever happens. Writes go through the
     /// descriptor the pin keeps open, never through one a handle saw: the handle may be released
     /// (and its number reused by the process) while the download runs.
-    func download(_ handle: Handle, blocks run: ClosedRange<Int>, fetch: Fetcher) throws(FilesystemError) {
+    /// `progress`: called (no lock held) after each step of blocks was marked present.
+    func download(_ handle: Handle, blocks run: ClosedRange<Int>, fetch: Fetcher,
+                  progress notify: (@Sendable () -> Void)? = nil) throws(FilesystemError) {
         let entry = handle.entry.value
         let start = Int64(run.lowerBound) * Int64(blockSize)
         let length = min(entry.size, Int64(run.upperBound + 1) * Int64(blockSize)) - start
@@ -151,7 +159,10 @@ extension BlockCache {
                 defer { p.marked = max(p.marked, last + 1) }
                 return p.marked
             }
-            if last >= from { self.markPresent(entry, from...last) }
+            if last >= from {
+                self.markPresent(entry, from...last)
+                notify?()
+            }
             return count == chunk.count
         }
         var failure: FilesystemError?
@@ -182,6 +193,29 @@ extension BlockCache {
         unpin(entry)
         condition.unlock()
         if let failure { throw failure }
+    }
+
+    /// A progress callback that calls `ready` the first time it finds `[offset, offset + length)`
+    /// of the handle's version present.
+    private func once(_ ready: @escaping @Sendable () -> Void, whenPresent handle: Handle, offset: Int64,
+                      length: Int) -> @Sendable () -> Void {
+        let told = Locked(false)
+        return { [self] in
+            guard !told.withLock({ $0 }), allPresent(handle.entry.value, offset: offset, length: length) else { return }
+            let first = told.withLock { (told: inout Bool) -> Bool in
+                defer { told = true }
+                return !told
+            }
+            if first { ready() }
+        }
+    }
+
+    /// True when every block of `[offset, offset + length)` of `entry` is present.
+    private func allPresent(_ entry: Entry, offset: Int64, length: Int) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let range = entry.blocks(offset, Int64(length)) else { return true }
+        return range.allSatisfy { entry.isPresent($0) }
     }
 
     private func markPresent(_ entry: Entry, _ range: ClosedRange<Int>) {

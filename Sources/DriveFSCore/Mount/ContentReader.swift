@@ -64,14 +64,27 @@ final class ContentReader: Sendable {
         if cache.isPresent(content, offset: offset, length: length) {
             return reply.succeed(.file(descriptor: content.descriptor, offset: offset, length: length))
         }
-        if !sequential { noteRandomMiss(inode, handle: handle, content) }
-        onIOThread(reply, inode) { [self] () throws(FilesystemError) in
-            // A sequential reader's miss streams on past the read (one chunk), so the next reads
-            // find their blocks arriving instead of each paying a request.
-            try cache.ensure(content, offset: offset, length: length,
-                             extend: sequential ? configuration.readAheadChunk : 0,
-                             cancellation: reply.cancellation, fetch: fetcher(for: content.key))
-            return .file(descriptor: content.descriptor, offset: offset, length: length)
+        // A sequential reader's miss streams on past the read (one chunk), so the next reads
+        // find their blocks arriving instead of each paying a request; so does a random reader's
+        // once its file is being filled (`randomRange`).
+        let extend = sequential ? configuration.readAheadChunk : noteRandomMiss(inode, handle: handle, content)
+        let data = ReadData.file(descriptor: content.descriptor, offset: offset, length: length)
+        // The reader is answered as soon as its blocks are in (`ensure`'s `ready`), not when the
+        // range it started ends; `once` keeps that and the runner's answer to one.
+        let answer = OnceReply(reply)
+        var ready: (@Sendable () -> Void)?
+        if extend > 0 { ready = { answer.complete(.success(data)) } }
+        let proxy = Reply<ReadData>(cancellation: reply.cancellation, caller: reply.caller) { answer.complete($0) }
+        onIOThread(proxy, inode) { [self, ready] () throws(FilesystemError) -> ReadData in
+            do throws(FilesystemError) {
+                try cache.ensure(content, offset: offset, length: length, extend: extend,
+                                 cancellation: reply.cancellation, fetch: fetcher(for: content.key), ready: ready)
+            } catch {
+                guard answer.isAnswered else { throw error }
+                // The reader has its bytes; what failed is the range after them (as read-ahead's).
+                Log.shared.debug("readahead", "\(content.key) past \(offset): \(error)")
+            }
+            return data
         }
     }
 
@@ -115,20 +128,38 @@ final class ContentReader: Sendable {
     /// fill reaches its blocks, and the whole file costs size / `randomReadFillChunk` requests
     /// (1 GiB: 128 downloads, 25,600 of Google's quota units, where 1,000 misses cost 1,000 and
     /// 200,000). Runs on the kernel's thread: it only counts and claims (leaf locks).
-    private func noteRandomMiss(_ inode: Inode, handle: UInt64, _ content: BlockCache.Handle) {
+    ///
+    /// Returns how far this miss's download may run on past the read (`randomRange`): 0 before
+    /// the file counts as read at random, or when it is not to be filled (its other bytes may
+    /// never be wanted: a large database read here and there costs a block a miss).
+    private func noteRandomMiss(_ inode: Inode, handle: UInt64, _ content: BlockCache.Handle) -> Int64 {
         let limit = min(configuration.randomReadFillLimit, configuration.cacheSize / 4)
-        guard configuration.randomReadFillAfter > 0, content.size > 0, content.size <= limit else { return }
-        let due = streams.withLock { s -> Bool in
-            guard var stream = s[handle] else { return false }
+        guard configuration.randomReadFillAfter > 0, content.size > 0, content.size <= limit else { return 0 }
+        let misses = streams.withLock { s -> Int in
+            guard var stream = s[handle] else { return 0 }
             stream.randomMisses += 1
             s[handle] = stream
-            return stream.randomMisses == configuration.randomReadFillAfter
+            return stream.randomMisses
         }
-        guard due, cache.beginFill(content) else { return }
+        let extend = randomRange(misses: misses)
+        guard misses == configuration.randomReadFillAfter, cache.beginFill(content) else { return extend }
         Log.shared.info("readahead", "\(describe(inode)): read at random; filling its \(content.size) bytes in the background")
         let streams = max(1, configuration.randomReadFillStreams)
         let running = Locked(streams)
         for _ in 0..<streams { continueFill(content, running: running, then: nil) }
+        return extend
+    }
+
+    /// The bytes past a read that a random reader's `misses`th miss may fetch in the same request:
+    /// from the `randomReadFillAfter`th miss on (the file is being filled: its bytes come anyway),
+    /// a block, doubling with each miss after, up to `randomReadRange`. Runs stop at the first
+    /// block present or being fetched, so a miss never fetches a byte twice; fewer, larger runs
+    /// cut the requests (and quota) a random reader spends, while its own block comes first.
+    private func randomRange(misses: Int) -> Int64 {
+        let after = configuration.randomReadFillAfter
+        guard after > 0, misses >= after, configuration.randomReadRange > 0 else { return 0 }
+        let doublings = min(misses - after, 40)
+        return min(configuration.randomReadRange, Int64(configuration.blockSize) << doublings)
     }
 
     /// One stream of a background fill: claims the next run of missing blocks (at most a fill
@@ -155,5 +186,24 @@ final class ContentReader: Sendable {
             }
             continueFill(content, running: running, then: then)
         }
+    }
+}
+
+/// A reader's answer that may come twice, from the download as soon as the reader's blocks are in
+/// and from the I/O thread when the download ends: the first one is sent, the second dropped.
+private final class OnceReply: Sendable {
+    private let reply: Reply<ReadData>
+    private let sent = Locked(false)
+
+    init(_ reply: Reply<ReadData>) { self.reply = reply }
+
+    var isAnswered: Bool { sent.withLock { $0 } }
+
+    func complete(_ result: Result<ReadData, FilesystemError>) {
+        let first = sent.withLock { (sent: inout Bool) -> Bool in
+            defer { sent = true }
+            return !sent
+        }
+        if first { reply.complete(result) }
     }
 }

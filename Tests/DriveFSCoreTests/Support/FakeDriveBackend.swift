@@ -46,6 +46,14 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
     var groupedQueriesAnswerNothing = false
     /// Media downloads wait for this semaphore first when set (a stalled connection).
     var downloadGate: DispatchSemaphore?
+    /// Media downloads at `.background` priority (fills) wait for this semaphore first when set:
+    /// a test holds the background fill back as a slow link would, while readers' downloads go.
+    var backgroundDownloadGate: DispatchSemaphore?
+    /// Media downloads wait for this after their first chunk was delivered, when set: a test sees
+    /// what a reader gets while the rest of its range is still on the way.
+    var afterFirstChunkGate: DispatchSemaphore?
+    /// Signalled as a download stops at `afterFirstChunkGate`.
+    var firstChunkHeld: DispatchSemaphore?
     /// Signalled as each media download begins, before `downloadGate`: a test knows a fetch is in
     /// flight (and held) without polling.
     var downloadStarted: DispatchSemaphore?
@@ -350,6 +358,10 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
         downloadStarted?.signal()
         downloadGate?.wait()
         downloadGate?.signal()
+        if RequestContext.current?.priority == .background, let gate = backgroundDownloadGate {
+            gate.wait()
+            gate.signal()
+        }
         let bytes: [UInt8] = try {
             lock.lock(); defer { lock.unlock() }
             guard let file = files[id], var content = contents[id] else { throw notFound(id) }
@@ -383,6 +395,11 @@ final class FakeDriveBackend: DriveBackend, @unchecked Sendable {
             let going = bytes[at..<at + chunk].withUnsafeBytes { deliver($0) }
             at += chunk
             if !going { throw DriveError.cancelled }
+            if at == chunk, at < bytes.count, let gate = afterFirstChunkGate {
+                firstChunkHeld?.signal()
+                gate.wait()
+                gate.signal()
+            }
         }
         return Int64(bytes.count)
     }
