@@ -9,7 +9,10 @@ import Foundation
 /// Contracts:
 /// - One listing per folder at a time: a second caller waits for the one in flight.
 /// - A folder waiting in the prefetch queue that a user needs now is taken out of the queue and
-///   listed at once, with up to `groupSize - 1` other queued folders in the same query.
+///   listed at once, at the user's priority, with up to `groupSize - 1` other queued folders in the
+///   same query (a walk one level ahead of the user pays per level); alone while the whole-drive
+///   index is built (the queue is the crawl's, and the user never waits on its batch). A folder in
+///   flight in a crawl group is listed again for the user, alone and at once (`overtaking`).
 /// - Google's grouped-query bug (drive-behaviours.md §3.5a: a multi-parent query sometimes answers
 ///   nothing, or nothing for some parents): a folder that came back empty from a grouped query is
 ///   listed again on its own before it is believed empty.
@@ -121,9 +124,13 @@ final class FolderLister: Sendable {
                 var group = [id]
                 var promoted: [(id: String, depth: Int)] = []
                 if let depth = s.queued.removeValue(forKey: id) {
-                    // Promote: the user's folder and its neighbours in the queue, in one query.
+                    // Promote: the user's folder and its neighbours in the queue, in one query; while
+                    // the whole-drive index is built the queue is the crawl's, and the user's folder
+                    // goes alone (its neighbours stay for the crawl's groups): a query of 50 folders
+                    // is many pages long, and each member that came back empty is listed again on its
+                    // own before the user is answered (§3.5a), all of it at the user's priority.
                     promoted.append((id, depth))
-                    while group.count < configuration.listingGroupSize, let next = Self.dequeue(&s) {
+                    while !s.indexing, group.count < configuration.listingGroupSize, let next = Self.dequeue(&s) {
                         if s.inFlight[next.id] == nil {
                             group.append(next.id)
                             promoted.append(next)
