@@ -199,13 +199,15 @@ NOT_LOSSES = {
 # Why drivefs loses a workload and what would fix it: prose kept by hand (no figure in it), keyed by workload.
 CAUSES = {
     "2": ("the stat's folders wait behind the crawl's groups of listings already in flight",
-          "list the folders a user waits on ahead of the crawl (issue 16)"),
+          "a folder the crawl has only queued is listed for the user alone, at once: landed after this run (issue 16; "
+          "measured alone since, above)"),
     "3a": ("on 2 shared cores the reader, the FUSE daemon and the emulator share the CPU (128 KiB FUSE reads, the "
            "emulator hashing what it stores); ranges still grow from 4 MiB on a cold read",
            "splice the cache file into the reply; larger FUSE requests"),
     "4": ("each read the background fill of a file read at random has not reached waits for a ranged request of its "
           "own; rclone reads ahead with several streams from the first miss",
-          "nearby misses fetched in one request, and a waiting read joining the piece in flight that holds it (issue 16)"),
+          "a random reader's misses fetch their neighbourhood in one request and the reader is answered as soon as its "
+          "blocks are in: landed after this run (issue 16; measured alone since, above)"),
     "5": ("each close is made durable before it returns (the copy, its folder and the journal record), one file after "
           "the other as `cp` writes; under the write limit, the write lane's pace",
           "group commit and the write lane probing up to Google's limit landed after this run (issue 16); not yet "
@@ -220,8 +222,8 @@ CAUSES = {
            "fixed after this run: an fsynced save renamed over a file before its create went up is that file's "
            "content (issue 16; measured alone since, above)"),
     "11b": ("a user's folder waits for the crawl's listing calls in flight and their quota share",
-            "the crawl's share of the minute's quota while a user is active, and the user's folders listed at once "
-            "(issue 16)"),
+            "the user's folders listed alone and at once, ahead of the crawl's queue: landed after this run (issue 16; "
+            "measured alone since, above); the crawl's share of the minute while a user is active was already capped"),
 }
 OTHERS = (("rclone", "rclone"), ("rclone-tuned", "tuned rclone"), ("reference-1", "reference (one stream)"),
           ("reference-par", "reference (parallel)"))
@@ -348,16 +350,66 @@ NOTE = re.compile(r"<!-- note:(\S+) ([^>]*?) -->(.*?)<!-- /note -->", re.S)
 def docs_with_figures(text, reports, results=RESULTS):
     """text (docs/benchmarks.md) with every computed part as this file computes it now: the `bench:summary`,
     `bench:goals` and `bench:losses` blocks from reports, and each dated note `<!-- note:WID A.json [B.json] -->...`
-    from `--floor-note WID` of those reports."""
+    from `--floor-note WID` of those reports (`note:reads AFTER.json... vs BEFORE.json...`: `reads_note`)."""
     for name, block in (("summary", paragraph(reports)), ("goals", goals(reports)), ("losses", losses(reports))):
         begin, end = "<!-- bench:%s:begin -->" % name, "<!-- bench:%s:end -->" % name
         if begin in text and end in text:
             text = text[:text.index(begin)] + begin + "\n" + block + "\n" + text[text.index(end):]
 
     def note(m):
-        files = [load(os.path.join(results, f)) for f in m.group(2).split()]
-        return "<!-- note:%s %s -->%s<!-- /note -->" % (m.group(1), m.group(2), floor_note(files[0], m.group(1), *files[1:2]))
+        names = m.group(2).split()
+        if m.group(1) == "reads":
+            # note:reads AFTER.json... vs BEFORE.json...
+            cut = names.index("vs")
+            text = reads_note([load(os.path.join(results, f)) for f in names[:cut]],
+                              [load(os.path.join(results, f)) for f in names[cut + 1:]])
+        else:
+            files = [load(os.path.join(results, f)) for f in names]
+            text = floor_note(files[0], m.group(1), *files[1:2])
+        return "<!-- note:%s %s -->%s<!-- /note -->" % (m.group(1), m.group(2), text)
     return NOTE.sub(note, text)
+
+
+def reads_note(after, before):
+    """drivefs's figures of the read workloads 4, 11 and 2 in `after` (reports of a run of those workloads alone, one a
+    profile) beside the same in `before` (reports of the build before; a workload is taken from the first report of its
+    profile that has it): downloads for 4, the user's latency and the index's time and units for 11, requests for 2.
+    For the dated notes of docs/benchmarks.md."""
+    def workload(reports, profile, wid):
+        for r in reports:
+            w = find(r, wid) if r["profile"] == profile else None
+            if w and "drivefs" in systems(w):
+                return w
+        return None
+
+    def downloads(w):
+        counts = [sum(n for name, n in x["requests"].items() if name.endswith(".media")) for x in w["systems"]["drivefs"]["runs"]]
+        return sorted(counts)[len(counts) // 2], min(counts), max(counts)
+    parts = []
+    for report in sorted(after, key=lambda r: r["profile"]):
+        p = report["profile"]
+        a, b = workload(after, p, "4"), workload(before, p, "4")
+        if a and b:
+            (n, lo, hi), (bn, blo, bhi) = downloads(a), downloads(b)
+            d, bd = systems(a)["drivefs"], systems(b)["drivefs"]
+            parts.append("`%s` 4: %s (median of %d) and %s downloads (the runs' median; runs %d-%d), before %s and %s (runs %d-%d)" % (
+                p, human_s(d["median"]), d["runs"], n, lo, hi, human_s(bd["median"]), bn, blo, bhi))
+        a11, b11 = workload(after, p, "11b"), workload(before, p, "11b")
+        i11, j11 = workload(after, p, "11a"), workload(before, p, "11a")
+        if a11 and b11 and i11 and j11:
+            u, bu = systems(a11)["drivefs"], systems(b11)["drivefs"]
+            i, j = systems(i11)["drivefs"], systems(j11)["drivefs"]
+            parts.append("`%s` 11b: the user's `ls` p99 %s, p50 %s, before p99 %s, p50 %s; index built in %.1f s, before "
+                         "%.1f s; %s units, before %s" % (
+                             p, human_s(u["median"]), human_s(u["p50"]), human_s(bu["median"]), human_s(bu["p50"]),
+                             i.get("index_s") or i["median"], j.get("index_s") or j["median"], format(i.get("units") or 0, ","),
+                             format(j.get("units") or 0, ",")))
+        a2, b2 = workload(after, p, "2"), workload(before, p, "2")
+        if a2 and b2:
+            d, bd = systems(a2)["drivefs"], systems(b2)["drivefs"]
+            parts.append("`%s` 2: %s, %s requests, before %s, %s" % (
+                p, human_s(d["median"]), d["total_requests"], human_s(bd["median"]), bd["total_requests"]))
+    return "; ".join(parts)
 
 
 def main():
