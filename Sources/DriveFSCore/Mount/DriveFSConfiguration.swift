@@ -45,6 +45,13 @@ public struct DriveFSConfiguration: Sendable {
     /// which keeps its Drive ID (`saveOverRemoved`). 0: removals go at once. `drivefs mount` sets
     /// it to `--upload-delay`; the core's default keeps removals at once.
     public var removalSettle: Double = 0
+    /// Seconds a folder made here waits before its create is sent, and a change of an item's
+    /// time, mode or owners with no queued upload or create to carry it waits before it is sent:
+    /// what follows meanwhile rides along in the same request (tar x, `cp -a`, `rsync -a` give a
+    /// folder its time and mode after filling it: one create instead of a create and two
+    /// updates). 0: sent at once, before the call returns. `drivefs mount` sets it to
+    /// `--upload-delay`; the core's default keeps them at once.
+    public var changeSettle: Double = 0
     /// `close` waits until the file is on Drive and reports an upload's failure (`--sync-close`).
     public var syncClose: Bool
     /// Removals delete for good instead of moving to Drive's trash (`--delete-permanently`).

@@ -117,14 +117,15 @@ extension DriveFilesystem {
             // reserved ID, shown now, made on Drive before anything that goes into it.
             // `mayHaveLanded`: a create of it was sent and its outcome is unknown, so an rmdir
             // before the job runs takes off Drive whatever it made (chaos finding 35).
-            func queueFolder(mayHaveLanded: Bool) throws(FilesystemError) -> FileAttributes {
+            func queueFolder(mayHaveLanded: Bool, settles: Double = 0) throws(FilesystemError) -> FileAttributes {
                 let now = nowMillis()
                 let driveName = NameMapper.driveName(forShown: name)
                 let file = DriveFile(id: id, name: driveName, mimeType: DriveFile.folderMimeType, parents: [folder.file.id],
                                      modifiedTime: now, createdTime: now, appProperties: properties.isEmpty ? nil : properties)
                 let request = UploadRequest(fileID: id, isNew: true, parentID: folder.file.id, name: driveName, modifiedTime: now,
                                             appProperties: properties, displayPath: describe(parent) + "/" + name)
-                try uploads.queueChange(QueuedChange(request: request, places: true, makesFolder: true, mayHaveLanded: mayHaveLanded))
+                try uploads.queueChange(QueuedChange(request: request, places: true, makesFolder: true, mayHaveLanded: mayHaveLanded,
+                                                     settles: settles))
                 do throws(FilesystemError) {
                     let node = try table.insertChild(parent: parent, name: name, file: file,
                                                      local: LocalState(isNew: true, size: 0, modifiedMillis: now))
@@ -134,7 +135,14 @@ extension DriveFilesystem {
                     throw error
                 }
             }
-            if queuesChange(nil, into: folder) { return try queueFolder(mayHaveLanded: false) }
+            // Decision: with `changeSettle` (the mount's upload delay) a folder's create waits as a
+            // new file's upload does, so that the time and mode tar x, `cp -a` and `rsync -a`
+            // give it after filling it ride along in the create (merged into its journaled job,
+            // `queueChange`): one write a folder, not three. Its files wait for it anyway; an
+            // fsync of one of them does not wait for the delay (`nextJob`).
+            if configuration.changeSettle > 0 || queuesChange(nil, into: folder) {
+                return try queueFolder(mayHaveLanded: false, settles: configuration.changeSettle)
+            }
             do {
                 made = try backend.createFolder(name: NameMapper.driveName(forShown: name), parent: folder.file.id, modifiedTime: nowMillis(), id: id,
                                                 appProperties: properties.isEmpty ? nil : properties)
@@ -748,14 +756,16 @@ extension DriveFilesystem {
             if let modified { request.modifiedTime = modified }
             request.appProperties.merge(keptNow) { $1 }
         }
-        // Offline: journaled as a change of its own, sent once Drive answers.
-        func queueChange() throws(FilesystemError) {
+        // Offline: journaled as a change of its own, sent once Drive answers. With `changeSettle`
+        // (and nothing queued to carry it): journaled, sent after that wait, so that the chmod
+        // that follows a utime (tar x, `cp -a`) is merged into the same files.update.
+        func queueChange(settles: Double = 0) throws(FilesystemError) {
             var properties = kept
             if let modeText { properties[AppPropertyKeys.mode] = modeText }
             let request = UploadRequest(fileID: current.file.id, isNew: false, parentID: current.file.parents.first ?? table.rootID,
                                         name: current.file.name, modifiedTime: modified, appProperties: properties,
                                         displayPath: describe(inode))
-            try uploads.queueChange(QueuedChange(request: request, places: false))
+            try uploads.queueChange(QueuedChange(request: request, places: false, settles: settles))
         }
         // The change shown by the node's local state until what carries it lands.
         func showLocally() {
@@ -773,8 +783,8 @@ extension DriveFilesystem {
             }
         }
         var queuedNow = false
-        if !carried && !queued && queuesChange(current) {
-            do throws(FilesystemError) { try queueChange() } catch {
+        if !carried && !queued && (configuration.changeSettle > 0 || queuesChange(current)) {
+            do throws(FilesystemError) { try queueChange(settles: configuration.changeSettle) } catch {
                 held?.lock.unlock()
                 throw error
             }

@@ -105,12 +105,23 @@ extension UploadQueue {
                 return job.kind == .removal || job.kind == .replacement || !folders.contains(job.request.parentID)
             }
             let waited = Set(shared.waiters.values.map { shared.state.currentID($0.fileID) })
-            // A new file just closed settles first (`newFileSettle`), unless someone waits for it.
+            // The folders still to be made that a waited file's jobs go into (up to the first on
+            // Drive): their creates wait for nothing either.
+            var needed: Set<String> = []
+            if !waited.isEmpty && !folders.isEmpty {
+                var parents = Set(waited.flatMap { shared.state.jobs(of: $0).map(\.request.parentID) })
+                while let parent = parents.popFirst() {
+                    guard folders.contains(parent), needed.insert(parent).inserted else { continue }
+                    parents.formUnion(shared.state.jobs(of: parent).map(\.request.parentID))
+                }
+            }
+            // A new file just closed settles first (`newFileSettle`), as a folder made or a
+            // change (`QueuedChange.settles`), unless someone waits for it.
             let now = Self.uptime
             let hurried = draining.withLock { $0 > 0 }
             let free = ready.filter { job in
                 guard let until = shared.settling[job.seq], until > now, !hurried else { return true }
-                return waited.contains(job.fileID)
+                return waited.contains(job.fileID) || job.makesFolder && needed.contains(job.target)
             }
             if let job = free.first(where: { waited.contains($0.fileID) }) ?? free.first {
                 shared.settling[job.seq] = nil

@@ -558,6 +558,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
             let fileID = request.fileID
             let jobs = s.state.jobs(of: fileID)
             let record: UploadJournal.Record
+            var settles: (seq: UInt64, seconds: Double)?
             if !change.makesFolder, let last = jobs.last, last.kind == .change, s.running[fileID]?.seq != last.seq,
                !s.pinned.contains(last.seq) {
                 // Merged into the change (or the folder's create) still queued: one job, one request.
@@ -575,6 +576,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
                 let job = UploadJob.change(seq: s.state.nextSeq, request: request, target: jobs.last?.target ?? fileID,
                                            places: change.places, leaves: change.leaves, makesFolder: change.makesFolder)
                 record = .job(job)
+                if change.settles > 0 { settles = (job.seq, change.settles) }
                 // Drive may hold what it makes already: never dropped or merged as if unsent (a
                 // restart pins every recovered job the same way).
                 if change.mayHaveLanded { s.pinned.insert(job.seq) }
@@ -584,6 +586,9 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
                 log.error("uploads", "\(request.displayPath): cannot journal a change made offline (\(error)); it is refused")
                 throw error
             }
+            // Set with the record, before a transfer thread can take the job (it keeps waiting
+            // when a change merged into it: the merged change rides along).
+            if let settles { s.settling[settles.seq] = Self.uptime + settles.seconds }
             log.debug("uploads", "\(request.displayPath): change queued (\(record))")
             if crashes(at: .metadataChanged(fileID), &s) { throw FilesystemError(errno: EIO) }
             compactIfWanted(&s)

@@ -226,8 +226,9 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// into a folder not on Drive yet), journaled before it returns and sent in order with the
     /// item's other jobs: a rename or move, a time, drivefs properties (mode, owners), or with
     /// `makesFolder` a new folder under its reserved ID. Merged into the item's change still
-    /// queued (one request for a rename, chmod and touch made one after the other). Throws when
-    /// the journal cannot take it (nothing changed: the caller fails).
+    /// queued (one request for a rename, chmod and touch made one after the other, or a folder's
+    /// create and the time and mode tar gives it), in the same journal record form as the job it
+    /// joins (`rewrite`). Throws when the journal cannot take it (nothing changed: the caller fails).
     func queueChange(_ change: QueuedChange) throws(FilesystemError)
 
     /// The removal (trash, or delete as the mount is configured) of a file the queue holds no job
@@ -347,13 +348,19 @@ public struct QueuedChange: Sendable {
     /// may have run, as a job recovered at a start is. Cancelled, it leaves a removal of what Drive
     /// may hold, instead of nothing.
     public var mayHaveLanded: Bool
+    /// Seconds the change waits before it is sent (`DriveFSConfiguration.changeSettle`; an
+    /// unmount's drain, and an fsync of something that needs it, do not wait): a change of the
+    /// same item that follows meanwhile is merged into it (one request). A restart sends it at once.
+    public var settles: Double
 
-    public init(request: UploadRequest, places: Bool, leaves: String? = nil, makesFolder: Bool = false, mayHaveLanded: Bool = false) {
+    public init(request: UploadRequest, places: Bool, leaves: String? = nil, makesFolder: Bool = false, mayHaveLanded: Bool = false,
+                settles: Double = 0) {
         self.request = request
         self.places = places
         self.leaves = leaves
         self.makesFolder = makesFolder
         self.mayHaveLanded = mayHaveLanded
+        self.settles = settles
     }
 }
 

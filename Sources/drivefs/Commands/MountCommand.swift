@@ -257,6 +257,8 @@ enum MountCommand {
         }
         // A file removed and made again within the upload delay is a save (it keeps its Drive ID).
         configuration.removalSettle = configuration.newFileSettle
+        // A folder's create and a change of times or mode wait as long: what follows rides along.
+        configuration.changeSettle = configuration.newFileSettle
         configuration.deletePermanently = invocation.flag("delete-permanently")
         configuration.posixMetadata = invocation.flag("posix-metadata")
         configuration.indexWholeDrive = !invocation.flag("no-index")

@@ -100,4 +100,185 @@ final class FewerWritesTests: XCTestCase {
         XCTAssertEqual(h.backend.children(of: h.backend.rootID, includingTrashed: true).map(\.id), [original], "the ID kept, nothing trashed")
         XCTAssertEqual(try h.backend.listRevisions(original).count, revisionsBefore + updates, "a revision a version sent")
     }
+
+    // MARK: - Metadata rides along
+
+    private func folderWrites(_ h: CoreHarness) -> [String: Int] {
+        h.backend.requests.filter { $0.key.hasPrefix("files.create") || $0.key.hasPrefix("files.update") || $0.key == "files.delete" }
+    }
+
+    private func setTime(_ h: CoreHarness, _ inode: Inode, _ millis: Int64) throws {
+        _ = try BlockingCall.wait { h.fs.setAttributes(inode, AttributeChanges(modified: .millis(millis)), handle: nil, reply: $0) }
+    }
+
+    private func setMode(_ h: CoreHarness, _ inode: Inode, _ mode: UInt32) throws {
+        _ = try BlockingCall.wait { h.fs.setAttributes(inode, AttributeChanges(permissions: mode), handle: nil, reply: $0) }
+    }
+
+    /// `tar x` of N folders: each made, filled, then given its time and mode (tar sets a folder's
+    /// after its content, as `cp -a` and `rsync -a` do): N folder creates, each carrying its time
+    /// and mode, and one create a file; not 3N writes for the folders.
+    func testATarShapedExtractionCostsOneWriteAFolder() throws {
+        let h = try CoreHarness {
+            $0.readOnly = false
+            $0.posixMetadata = true
+            $0.newFileSettle = 600
+            $0.changeSettle = 600
+        }
+        defer { h.remove() }
+        try h.mount()
+        h.backend.resetCounters()
+        let count = 10
+        let top = try h.makeDirectory(.root, "tree")
+        var folders: [(inode: Inode, time: Int64)] = []
+        for i in 0..<count {
+            let folder = try h.makeDirectory(top.inode, "d\(i)")
+            for j in 0..<2 { try h.writeFile(folder.inode, "f\(j)", Array("folder \(i) file \(j)\n".utf8)) }
+            folders.append((folder.inode, 1_600_000_000_000 + Int64(i) * 1000))
+        }
+        for (inode, time) in folders.reversed() {
+            try setTime(h, inode, time)
+            try setMode(h, inode, 0o750)
+        }
+        try setTime(h, top.inode, 1_500_000_000_000)
+        try setMode(h, top.inode, 0o700)
+        XCTAssertEqual(folderWrites(h), [:], "nothing sent before the upload delay")
+        XCTAssertTrue(h.fs.drainUploads(timeout: 120), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(folderWrites(h), ["files.create": count + 1, "files.create.upload": count * 2],
+                       "one write a folder, one a file: \(h.backend.requestSummary)")
+        let tree = try XCTUnwrap(h.backend.children(of: h.backend.rootID).first { $0.name == "tree" })
+        XCTAssertEqual(tree.modifiedTime, 1_500_000_000_000)
+        XCTAssertEqual(tree.appProperties?[AppPropertyKeys.mode], "700")
+        for (i, folder) in h.backend.children(of: tree.id).sorted(by: { $0.name < $1.name }).enumerated() {
+            XCTAssertEqual(folder.name, "d\(i)")
+            XCTAssertEqual(folder.modifiedTime, 1_600_000_000_000 + Int64(i) * 1000, folder.name)
+            XCTAssertEqual(folder.appProperties?[AppPropertyKeys.mode], "750", folder.name)
+            XCTAssertEqual(h.backend.children(of: folder.id).count, 2, folder.name)
+        }
+    }
+
+    /// A folder already on Drive given a time and a mode one after the other (tar, rsync -a on a
+    /// folder that exists): one files.update carries both.
+    func testATimeAndAModeOfAFolderOnDriveAreOneUpdate() throws {
+        let h = try CoreHarness {
+            $0.readOnly = false
+            $0.posixMetadata = true
+            $0.changeSettle = 600
+        }
+        defer { h.remove() }
+        let id = h.backend.addFolder("there")
+        try h.mount()
+        let folder = try h.lookup(.root, "there")
+        h.backend.resetCounters()
+        try setTime(h, folder.inode, 1_600_000_000_000)
+        try setMode(h, folder.inode, 0o711)
+        XCTAssertEqual(try h.lookup(.root, "there").permissions & 0o7777, 0o711, "shown at once")
+        XCTAssertEqual(folderWrites(h), [:], "nothing sent before the upload delay")
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(folderWrites(h), ["files.update": 1], h.backend.requestSummary)
+        XCTAssertEqual(h.backend.file(id)?.modifiedTime, 1_600_000_000_000)
+        XCTAssertEqual(h.backend.file(id)?.appProperties?[AppPropertyKeys.mode], "711")
+    }
+
+    /// `cp -p` of a file: written, closed, then given its time and mode while its upload waits:
+    /// the upload carries both (one create, no update).
+    func testATimeAndAModeRideAlongWithAPendingUpload() throws {
+        let h = try CoreHarness {
+            $0.readOnly = false
+            $0.posixMetadata = true
+            $0.newFileSettle = 600
+            $0.changeSettle = 600
+        }
+        defer { h.remove() }
+        try h.mount()
+        h.backend.resetCounters()
+        let inode = try h.writeFile(.root, "copied.txt", Array("copied\n".utf8))
+        try setTime(h, inode, 1_400_000_000_000)
+        try setMode(h, inode, 0o600)
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(folderWrites(h), ["files.create.upload": 1], h.backend.requestSummary)
+        let file = try XCTUnwrap(h.backend.children(of: h.backend.rootID).first { $0.name == "copied.txt" })
+        XCTAssertEqual(file.modifiedTime, 1_400_000_000_000)
+        XCTAssertEqual(file.appProperties?[AppPropertyKeys.mode], "600")
+    }
+
+    /// `mkdir d; touch -d T d; chmod 750 d` with the process killed after each journal record in
+    /// turn (the create's, the time's, the mode's), then a restart: Drive ends with one folder
+    /// `d` carrying every change whose call returned; a change whose record the crash cut short
+    /// failed its call (nothing accepted is lost).
+    func testACrashAfterAnyRecordKeepsTheFoldedTimeAndMode() throws {
+        var point = 1
+        while true {
+            let h = try CoreHarness {
+                $0.readOnly = false
+                $0.posixMetadata = true
+                $0.changeSettle = 600
+            }
+            defer { h.remove() }
+            let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1, newFileSettle: 600)
+            let seen = Locked(0)
+            let target = point
+            queue.setCrashHook { _ in seen.withLock { $0 += 1; return $0 == target } }
+            try h.mount(uploads: queue)
+            var made = false
+            var timed = false
+            var moded = false
+            do {
+                let folder = try h.makeDirectory(.root, "d")
+                made = true
+                try setTime(h, folder.inode, 1_300_000_000_000)
+                timed = true
+                try setMode(h, folder.inode, 0o750)
+                moded = true
+            } catch {
+                // The crash answered the call in flight.
+            }
+            let crashed = queue.hasCrashed
+            if !crashed { queue.crashNow() }
+            h.crash()
+            XCTAssertEqual(folderWrites(h), [:], "point \(point): nothing reached Drive before the crash")
+            try h.mount()
+            XCTAssertTrue(h.fs.drainUploads(timeout: 60), "point \(point): \(h.fs.uploadStatus)")
+            let live = h.backend.children(of: h.backend.rootID).filter { $0.name == "d" }
+            let label = "point \(point) (made \(made), timed \(timed), moded \(moded)): \(h.backend.requestSummary)"
+            // A create whose record was durable lands even when the crash failed its call.
+            XCTAssertEqual(live.count, made ? 1 : live.count, label)
+            XCTAssertLessThanOrEqual(live.count, 1, label)
+            if timed { XCTAssertEqual(live.first?.modifiedTime, 1_300_000_000_000, label) }
+            if moded { XCTAssertEqual(live.first?.appProperties?[AppPropertyKeys.mode], "750", label) }
+            if made { XCTAssertEqual(folderWrites(h)["files.create"], 1, label) }
+            h.unmount()
+            if !crashed { break }
+            point += 1
+        }
+        XCTAssertGreaterThanOrEqual(point, 4, "the create, the time and the mode were each crashed after")
+    }
+
+    /// An fsync of a file in folders whose creates wait (`changeSettle`) does not wait for them:
+    /// the folders it goes into are made first, at once, and nothing else that waits is sent.
+    /// (`--sync-close`: a new file's fsync waits for Drive, not only for the cache disk.)
+    func testAnFsyncInAFolderThatWaitsDoesNotWaitTheDelay() throws {
+        let h = try CoreHarness {
+            $0.readOnly = false
+            $0.syncClose = true
+            $0.newFileSettle = 600
+            $0.changeSettle = 600
+        }
+        defer { h.remove() }
+        try h.mount()
+        let outer = try h.makeDirectory(.root, "outer")
+        let inner = try h.makeDirectory(outer.inode, "inner")
+        _ = try h.makeDirectory(.root, "elsewhere")
+        let created = try h.create(inner.inode, "f.txt")
+        try h.write(created.attributes.inode, created.opened.handle, Array("synced\n".utf8), at: 0)
+        let answer = Pending<Void>()
+        h.fs.synchronize(created.attributes.inode, handle: created.opened.handle, dataOnly: false, reply: answer.reply)
+        guard let result = answer.wait(seconds: 60) else { return XCTFail("the fsync did not answer within a minute") }
+        try result.get()
+        try h.close(created.attributes.inode, created.opened.handle)
+        let outerOnDrive = try XCTUnwrap(h.backend.children(of: h.backend.rootID).first { $0.name == "outer" })
+        let innerOnDrive = try XCTUnwrap(h.backend.children(of: outerOnDrive.id).first { $0.name == "inner" })
+        XCTAssertEqual(h.backend.children(of: innerOnDrive.id).map(\.name), ["f.txt"])
+        XCTAssertFalse(h.backend.children(of: h.backend.rootID).contains { $0.name == "elsewhere" }, "a folder nobody waits for waits")
+    }
 }
