@@ -470,6 +470,18 @@ extension NodeTable {
     /// `parentID`) from the start, until it lands or fails (`forgetQueuedPlace`): not where Drive
     /// and the restored index still have it, or a program looking for the new name would make the
     /// file again (chaos finding 21's kind).
+    /// Drive's item `fileID` as the table holds it (a node, or an entry of a packed listing), if it does.
+    func knownFile(_ fileID: String) -> DriveFile? {
+        withState { s in
+            if let inode = s.byID[fileID], let node = s.nodes[inode] { return node.file }
+            if let folder = s.packedLocation[PackedListing.hash(fileID)],
+               let entry = s.packed[folder]?.entries(folderID: folder)?.first(where: { $0.file.id == fileID }) {
+                return entry.file
+            }
+            return nil
+        }
+    }
+
     func restoreQueuedPlace(_ fileID: String, name: String, parentID: String, known fetched: DriveFile? = nil) {
         withState { s in
             guard s.byID[fileID] != .root else { return }

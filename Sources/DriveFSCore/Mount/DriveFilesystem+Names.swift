@@ -511,13 +511,24 @@ extension DriveFilesystem {
             && node.file.capabilities?.canEdit != false && node.file.appProperties?[AppPropertyKeys.link] == nil
     }
 
-    /// The removal of `file` from `parentID` waits (`removalSettle`): remembered by its name there.
-    private func remember(removal file: DriveFile, in parentID: String) {
+    /// The removal of `file` from `parentID` waits (`removalSettle`, or the `seconds` a restart
+    /// left of it): remembered by its name there.
+    func remember(removal file: DriveFile, in parentID: String, for seconds: Double? = nil) {
         let now = ProcessInfo.processInfo.systemUptime
         recentRemovals.withLock { r in
             if r.count >= 256 { r = r.filter { $0.value.until > now } }
-            r[RemovedName(parentID: parentID, name: file.name)] = RecentRemoval(file: file, until: now + configuration.removalSettle)
+            r[RemovedName(parentID: parentID, name: file.name)] = RecentRemoval(file: file, until: now + (seconds ?? configuration.removalSettle))
         }
+    }
+
+    /// A removal whose wait a restart cut short (`recoveredWaitingRemovals`), as the last run
+    /// remembered it: `file` (Drive's, its revision the base of a save over it) under the
+    /// request's name and folder.
+    func rememberRecovered(removal request: UploadRequest, file known: DriveFile, for seconds: Double) {
+        var file = known
+        file.name = request.name
+        file.parents = [request.parentID]
+        remember(removal: file, in: request.parentID, for: seconds)
     }
 
     /// A file on Drive removed here (`rm f`) and made again under its name in its folder before

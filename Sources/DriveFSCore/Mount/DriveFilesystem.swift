@@ -172,6 +172,14 @@ public final class DriveFilesystem: FilesystemOperations {
                                                       owner: root.id))
         }
         UnfinishedUploads.write(0, cacheDirectory: cacheDirectory.path)
+        // Removals a restart cut short within their wait (an `rm` of a plain file): remembered
+        // again, so that a file made again under the name before it ends still takes its place
+        // (`saveOverRemoved`); the file as the restored index holds it (`start` asks Drive for the others).
+        if configuration.removalSettle > 0 {
+            for (request, seconds) in self.uploads.recoveredWaitingRemovals {
+                if let file = table.knownFile(request.fileID) { rememberRecovered(removal: request, file: file, for: seconds) }
+            }
+        }
         landings.restore()
         copies.sweepStaging(keeping: Set(self.uploads.recovered.map(\.contentPath)))
     }
@@ -195,6 +203,16 @@ public final class DriveFilesystem: FilesystemOperations {
         if !configuration.readOnly {
             let context = RequestContext(priority: .interactive, deadline: time.now() + Self.catchUpSeconds)
             for id in uploads.decideCutRenames(context) { table.restoreRemoval(id) }
+            // Waiting removals of files the restored index did not hold: Drive's metadata (one
+            // files.get each, bounded like the catch-up); one Drive does not answer in time just goes.
+            if configuration.removalSettle > 0 {
+                let remembered = recentRemovals.withLock { Set($0.values.map(\.file.id)) }
+                for (request, seconds) in uploads.recoveredWaitingRemovals where !remembered.contains(request.fileID) {
+                    guard time.now() < context.deadline ?? .infinity,
+                          let file = try? context.scope({ try backend.getFile(request.fileID) }), !file.trashed else { continue }
+                    rememberRecovered(removal: request, file: file, for: seconds)
+                }
+            }
             // Renames and moves made offline in the last run, of items neither the restored index
             // nor the table knows yet: Drive's metadata (one files.get each, bounded like the
             // catch-up), so that the folder the change moves them into shows them from the first

@@ -57,6 +57,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
     let log: Log
     public let recovered: [(request: UploadRequest, contentPath: String)]
     public let recoveredRemovals: [String]
+    public let recoveredWaitingRemovals: [(request: UploadRequest, seconds: Double)]
     public let recoveredPlacings: [UploadRequest]
 
     /// Backoff between attempts of a job after a transient failure: `initialBackoff` doubling up to
@@ -258,7 +259,21 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
         recovered = state.ordered.filter { $0.kind == .upload || $0.makesFolder }.map { ($0.request, $0.contentPath) }
         recoveredRemovals = state.ordered.filter { $0.kind == .removal }.map(\.target)
         recoveredPlacings = state.ordered.filter { $0.kind == .change && !$0.makesFolder && $0.change?.places == true }.map(\.request)
+        // Removals whose journaled wait a restart cut short keep waiting the rest: not sent before
+        // their wait ended (or a drain, or `drivefs trash`, hurried them), so not started; not
+        // pinned, so a file made again under the name in time still takes their place.
+        let wallNow = time.now()
+        let waiting = state.ordered.compactMap { job -> (UploadJob, Double)? in
+            guard job.kind == .removal, let wait = job.wait, wait.until > wallNow else { return nil }
+            return (job, min(wait.seconds, wait.until - wallNow))
+        }
+        recoveredWaitingRemovals = waiting.map { ($0.0.request, $0.1) }
         shared = Shared(state: state, journal: journal, pinned: Set(state.jobs.keys))
+        let uptime = Self.uptime
+        for (job, seconds) in waiting {
+            shared.pinned.remove(job.seq)
+            shared.settling[job.seq] = uptime + seconds
+        }
         if !state.jobs.isEmpty {
             log.info("uploads", "\(uploads.count) uploads and \(state.jobs.count - uploads.count) removals recovered from \(journal.path)")
         }
@@ -471,6 +486,14 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
         }
     }
 
+    /// Seconds left of the longest wait of a queued job of `fileID` (tests), nil when none waits.
+    func settlingLeft(_ asked: String) -> Double? {
+        withLock { s in
+            let now = Self.uptime
+            return s.state.jobs(of: s.state.currentID(asked)).compactMap { s.settling[$0.seq].map { $0 - now } }.filter { $0 > 0 }.max()
+        }
+    }
+
     public func endSettle(of asked: String) {
         withLock { s in
             let fileID = s.state.currentID(asked)
@@ -604,7 +627,8 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
         try withLock { (s: inout Shared) throws(FilesystemError) in
             guard !s.crashed else { throw FilesystemError(errno: EIO) }
             let request = Self.current(asked, s.state)
-            let job = UploadJob.removal(seq: s.state.nextSeq, request: request, target: request.fileID, deletes: deletePermanently)
+            var job = UploadJob.removal(seq: s.state.nextSeq, request: request, target: request.fileID, deletes: deletePermanently)
+            if seconds > 0 { job.wait = UploadJob.Wait(until: time.now() + seconds, seconds: seconds) }
             do throws(FilesystemError) { try Self.record(.job(job), &s) } catch {
                 log.error("uploads", "\(request.displayPath): cannot journal a removal (\(error)); it is refused")
                 throw error
@@ -646,6 +670,7 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
             if mayExist {
                 let target = (running ?? first).target
                 removal = .removal(seq: s.state.nextSeq, request: jobs.last!.request, target: target, deletes: deletePermanently)
+                if seconds > 0 { removal?.wait = UploadJob.Wait(until: time.now() + seconds, seconds: seconds) }
             }
             let record = UploadJournal.Record.cancel(fileID: fileID, removal: removal)
             do throws(FilesystemError) { try Self.record(record, &s) } catch {

@@ -98,6 +98,19 @@ struct UploadJob: Codable, Equatable, Sendable {
     var replacedBy: Placement? = nil
     /// For a change: what it changes (nil in journals written before the kind existed).
     var change: Change? = nil
+    /// For a removal that waits before it is sent (`queueRemoval(settling:)`,
+    /// `cancel(_:removalSettles:)`): when its wait ends and how long it was. A restart before then
+    /// keeps it waiting the rest (never longer than the wait itself, whatever the clock did), and
+    /// takes it for not started: a file made again under its name may still take its place. Nil
+    /// for a removal that goes at once (and in journals written before the field existed: a
+    /// restart sends those at once).
+    var wait: Wait? = nil
+
+    /// A removal's wait: its end on the queue's clock (seconds since 1970) and its length.
+    struct Wait: Codable, Equatable, Sendable {
+        var until: Double
+        var seconds: Double
+    }
 
     /// A folder made offline, not on Drive until this job lands.
     var makesFolder: Bool { kind == .change && creates }

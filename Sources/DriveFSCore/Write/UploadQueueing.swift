@@ -173,6 +173,11 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// hides them until Drive shows them gone.
     var recoveredRemovals: [String] { get }
 
+    /// Of those, the removals (an `rm` of a plain file) whose wait (`queueRemoval(settling:)`) a
+    /// restart cut short, with the seconds left of it: each keeps waiting that long, and a file
+    /// made again under its name meanwhile may take its place (`takeRemovedPlace`).
+    var recoveredWaitingRemovals: [(request: UploadRequest, seconds: Double)] { get }
+
     /// The queued renames and moves of files on Drive that the journal held when the queue was
     /// made (made offline; each request names the file, its new name and folder), in order: the
     /// core shows the files there until they land.
@@ -237,7 +242,8 @@ public protocol UploadQueueing: AnyObject, Sendable {
 
     /// `queueRemoval` of a file on Drive removed while Drive answers, that waits `seconds` before
     /// it is sent (an unmount's drain does not wait): a file made again under its name meanwhile
-    /// may take its place (`takeRemovedPlace`). A restart sends it at once.
+    /// may take its place (`takeRemovedPlace`). The wait is journaled with the removal: a restart
+    /// keeps waiting what is left of it (`recoveredWaitingRemovals`).
     func queueRemoval(_ request: UploadRequest, settling seconds: Double) throws(FilesystemError)
 
     /// Whether a change or removal of the item is still queued: what is done to it next is
@@ -389,6 +395,7 @@ extension UploadQueueing {
         try queueRemoval(request)
     }
     public func takeRemovedPlace(_ fileID: String, of request: UploadRequest) throws(FilesystemError) -> Bool { false }
+    public var recoveredWaitingRemovals: [(request: UploadRequest, seconds: Double)] { [] }
     public func cancel(_ fileID: String, removalSettles seconds: Double) throws(FilesystemError) -> Bool {
         try cancel(fileID)
     }

@@ -263,6 +263,7 @@ final class HeldUploadQueue: UploadQueueing, @unchecked Sendable {
 
     var recovered: [(request: UploadRequest, contentPath: String)] { inner.recovered }
     var recoveredRemovals: [String] { inner.recoveredRemovals }
+    var recoveredWaitingRemovals: [(request: UploadRequest, seconds: Double)] { inner.recoveredWaitingRemovals }
     var recoveredPlacings: [UploadRequest] { inner.recoveredPlacings }
     func decideCutRenames(_ context: RequestContext) -> [String] { inner.decideCutRenames(context) }
     func commit(_ request: UploadRequest, contentPath: String, ready: Bool, settles: Bool) throws(FilesystemError) {

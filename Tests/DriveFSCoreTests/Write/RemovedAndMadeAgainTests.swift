@@ -232,4 +232,67 @@ final class RemovedAndMadeAgainTests: XCTestCase {
         XCTAssertEqual(writes(h), ["files.update.upload": 1], "one content update")
         XCTAssertEqual(names(h, includingTrashed: true), ["f.txt"], "nothing created, nothing trashed")
     }
+
+    // MARK: - Restarts within the window
+
+    /// `rm f`, a restart (kill -9) within the window, then `f` made again: the removal kept
+    /// waiting across the restart (its wait is journaled), so the new file still takes the removed
+    /// one's place: one update of the original, nothing trashed, nothing created.
+    func testARestartWithinTheWindowKeepsTheRemovalWaitingAndTheSaveIsOneUpdate() throws {
+        let h = try harness()
+        defer { h.remove() }
+        let original = h.backend.addFile("f.txt", content: Array("old\n".utf8))
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1, newFileSettle: 30)
+        try h.mount(uploads: queue)
+        _ = try h.lookup(.root, "f.txt")
+        try remove(h, .root, "f.txt")
+        queue.crashNow()
+        h.crash()
+
+        try h.mount()
+        XCTAssertThrowsError(try h.lookup(.root, "f.txt"), "still removed after the restart")
+        let new = Array("made again after the restart\n".utf8)
+        let inode = try h.writeFile(.root, "f.txt", new)
+        waitUntil("the new file to take the removed one's place") { h.fs.table.node(inode)?.file.id == original }
+        XCTAssertEqual(writes(h), [:], "nothing sent yet (the removal kept waiting)")
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(h.backend.content(of: original), new)
+        XCTAssertEqual(writes(h), ["files.update.upload": 1], "one content update")
+        XCTAssertEqual(names(h, includingTrashed: true), ["f.txt"], "nothing created, nothing trashed")
+    }
+
+    /// The queue's side, on its own clock: a removal recovered within its window waits what was
+    /// left of it (not more, whatever the clock did meanwhile); one whose window ended during the
+    /// downtime goes at once.
+    func testARecoveredRemovalWaitsWhatWasLeftOfItsWindow() throws {
+        let h = try harness()
+        defer { h.remove() }
+        let first = h.backend.addFile("a.txt", content: Array("a".utf8))
+        let clock = ManualTimeSource()
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1, time: clock)
+        try queue.queueRemoval(UploadRequest(fileID: first, isNew: false, parentID: h.backend.rootID, name: "a.txt", displayPath: "a.txt"), settling: 30)
+        XCTAssertTrue(queue.isSettling(first))
+        queue.crashNow()
+
+        clock.advance(10)
+        let again = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1, time: clock)
+        XCTAssertEqual(again.recoveredRemovals, [first])
+        XCTAssertTrue(again.isSettling(first), "20 s of the window are left")
+        let left = try XCTUnwrap(again.settlingLeft(first))
+        XCTAssertGreaterThan(left, 15)
+        XCTAssertLessThanOrEqual(left, 20)
+        again.crashNow()
+
+        clock.advance(-1000)  // a clock set back: never more than the window itself
+        let back = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1, time: clock)
+        XCTAssertLessThanOrEqual(try XCTUnwrap(back.settlingLeft(first)), 30)
+        back.crashNow()
+
+        clock.advance(1000 + 21)
+        let late = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 1, time: clock)
+        XCTAssertFalse(late.isSettling(first), "its window ended while the mount was down")
+        late.start { _ in }
+        waitUntil("the removal to go at once") { h.backend.file(first)?.trashed == true }
+        late.stop()
+    }
 }
