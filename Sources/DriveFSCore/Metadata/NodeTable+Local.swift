@@ -221,35 +221,25 @@ extension NodeTable {
                   old.file.id == file.id, source != replaced else { return false }
             // The replaced node: out of its folder, under an ID of its own.
             s.nodes[newParent]!.listing!.children[newName] = nil
-            s.byID[old.file.id] = nil
-            old.file.id = "\(file.id)#replaced-\(replaced.rawValue)"
             old.parent = nil
             old.unlinked = true
             old.changedMillis = millis
-            s.byID[old.file.id] = replaced
             s.nodes[replaced] = old
+            Self.releaseID(of: replaced, &s)
             Self.dropIfUnreferenced(replaced, &s)
-            // The source: the replaced file's identity, at its name.
-            let newID = node.file.id
+            // The source: the replaced file's identity, at its name. The replaced file as the
+            // table has it now (a landing applied since the caller read it stays), under the name
+            // and folder given.
             s.nodes[parent]!.listing!.children[name] = nil
-            s.byID[newID] = nil
-            // The replaced file as the table has it now (a landing applied since the caller read
-            // it stays), under the name and folder given.
             var taken = old.file
             taken.id = file.id
             taken.name = file.name
             taken.parents = file.parents
-            node.file = taken
             node.parent = newParent
             node.name = newName
-            node.local?.isNew = false
-            node.changedMillis = millis
             s.nodes[source] = node
-            s.byID[file.id] = source
-            s.localNew.remove(source)
+            Self.takeIdentity(source, as: taken, noting: [parent, newParent], at: millis, &s)
             s.nodes[newParent]!.listing!.children[newName] = source
-            Self.noteChangeHere(&s, folders: [parent, newParent], ids: [newID, file.id])
-            Self.noteEntriesChanged(&s, folders: [parent, newParent], at: millis)
             assert(Self.invariantsHold(s))
             return true
         }
@@ -263,31 +253,51 @@ extension NodeTable {
     func adopt(_ inode: Inode, in parent: Inode, file: DriveFile) -> Bool {
         let millis = nowMillis
         return withState { s in
-            guard var node = s.nodes[inode], node.parent == parent, node.local?.isNew == true, node.file.id != file.id
+            guard let node = s.nodes[inode], node.parent == parent, node.local?.isNew == true, node.file.id != file.id
             else { return false }
             if let holder = s.byID[file.id] {
-                guard var old = s.nodes[holder], old.parent == nil, holder != inode else { return false }
-                s.byID[file.id] = nil
-                old.file.id = "\(file.id)#replaced-\(holder.rawValue)"
-                s.byID[old.file.id] = holder
-                s.nodes[holder] = old
+                guard let old = s.nodes[holder], old.parent == nil, holder != inode else { return false }
+                Self.releaseID(of: holder, &s)
             }
-            let newID = node.file.id
-            s.byID[newID] = nil
             var taken = file
             taken.name = node.file.name
             taken.parents = node.file.parents
-            node.file = taken
-            node.local?.isNew = false
-            node.changedMillis = millis
-            s.nodes[inode] = node
-            s.byID[file.id] = inode
-            s.localNew.remove(inode)
-            Self.noteChangeHere(&s, folders: [parent], ids: [newID, file.id])
-            Self.noteEntriesChanged(&s, folders: [parent], at: millis)
+            Self.takeIdentity(inode, as: taken, noting: [parent], at: millis, &s)
             assert(Self.invariantsHold(s))
             return true
         }
+    }
+
+    /// The node `holder` lets go of the Drive ID it shows (another node takes it: `takeOver`,
+    /// `adopt`): it keeps an ID of its own that names nothing on Drive, for the kernel that may
+    /// still hold it.
+    private static func releaseID(of holder: Inode, _ s: inout State) {
+        guard var old = s.nodes[holder] else { return }
+        s.byID[old.file.id] = nil
+        old.file.id = "\(old.file.id)#replaced-\(holder.rawValue)"
+        s.byID[old.file.id] = holder
+        s.nodes[holder] = old
+    }
+
+    /// The take of a Drive identity both saves make (an editor's save, `takeOver`; a file made
+    /// again under a removed file's name, `adopt`): the new file `inode` drops its own ID (a new
+    /// file's, never on Drive), becomes `taken` (the item's Drive metadata under the name and
+    /// folder it is to have), stops being new and is indexed by the taken ID; the change is noted
+    /// in `folders` under both IDs. The caller let the taken ID's other holder go first
+    /// (`releaseID`) and places the node in its folder's listing.
+    private static func takeIdentity(_ inode: Inode, as taken: DriveFile, noting folders: [Inode], at millis: Int64,
+                                     _ s: inout State) {
+        guard var node = s.nodes[inode] else { return }
+        let newID = node.file.id
+        s.byID[newID] = nil
+        node.file = taken
+        node.local?.isNew = false
+        node.changedMillis = millis
+        s.nodes[inode] = node
+        s.byID[taken.id] = inode
+        s.localNew.remove(inode)
+        noteChangeHere(&s, folders: folders, ids: [newID, taken.id])
+        noteEntriesChanged(&s, folders: folders, at: millis)
     }
 
     /// Changes one node in place (its local state, its Drive metadata after an update).
