@@ -37,7 +37,9 @@ final class DriveMountCrashTests: XCTestCase {
         let cwd = drive.temp.appendingPathComponent("daemon-cwd")
         try FileManager.default.createDirectory(at: cwd, withIntermediateDirectories: true)
         // A trap's default action, a core dump (Swift's backtracer would take the signal and exit instead).
-        let mount = try drive.mount(pollInterval: "1s", workingDirectory: cwd.path,
+        // `--upload-delay 0`: a mkdir is made on Drive before it answers (with a delay its create is
+        // queued and the mkdir answers at once: nothing would hold the folder's lock).
+        let mount = try drive.mount(pollInterval: "1s", extraArguments: ["--upload-delay", "0"], workingDirectory: cwd.path,
                                     extraEnvironment: dumpsCore ? ["SWIFT_BACKTRACE": "enable=no"] : [:])
         let pid = mount.process.processIdentifier
         let connection = Self.connection(of: mount.mountpoint)
