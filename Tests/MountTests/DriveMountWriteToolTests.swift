@@ -27,6 +27,46 @@ final class DriveMountWriteToolTests: XCTestCase {
                                  timeout: 120)
     }
 
+    /// Writes Google counts (creates, updates, trashes, deletes), from the emulator's stats.
+    private func writes(_ drive: EmulatedDrive) -> Int {
+        drive.emulator.stats().methods.filter { $0.key.hasPrefix("files.create") || $0.key.hasPrefix("files.update")
+            || $0.key == "files.delete" || $0.key == "files.copy" }.values.reduce(0) { $0 + $1.requests }
+    }
+
+    /// `tar xpf` of folders that each get a time and a mode after their files (as tar sets them),
+    /// within the upload delay: one write a folder and one a file (the floor), not a create, a
+    /// chmod and a utime a folder; the times and modes are on Drive.
+    func testTarExtractOfFoldersCostsOneWriteAFolder() throws {
+        _ = try MountedDriveFS.requireFuse()
+        let drive = try EmulatedDrive.empty()
+        defer { drive.stop() }
+        let count = 12
+        let source = try WriteTests.directory(drive.temp, "source").path
+        try ExternalCommand.shell("""
+            set -e; cd '\(source)'; umask 022; mkdir tree
+            for i in $(seq 0 \(count - 1)); do
+              mkdir tree/d$i; printf 'a %s\\n' $i > tree/d$i/a; printf 'b %s\\n' $i > tree/d$i/b
+              chmod 750 tree/d$i; touch -d "2020-01-0$(( i % 9 + 1 )) 12:00:00 UTC" tree/d$i
+            done
+            chmod 700 tree; touch -d '2019-06-01 08:00:00 UTC' tree
+            tar -C '\(source)' -cf '\(drive.temp.path)/tree.tar' tree
+            """).requireSuccess("make the source tree and its archive")
+        let mount = try drive.mount(extraArguments: ["--posix-metadata", "--upload-delay", "60s"])
+        let before = writes(drive)
+        try ExternalCommand.tool("tar", ["-C", mount.mountpoint, "-xpf", "\(drive.temp.path)/tree.tar"], timeout: 120)
+            .requireSuccess("tar xpf onto the mount")
+        try drive.drivefsUnmount(mount)
+        XCTAssertEqual(writes(drive) - before, (count + 1) + 2 * count, "one write a folder, one a file: \(drive.statsSummary())")
+        let tree = try drive.file(at: "tree")
+        XCTAssertEqual(tree.appProperties?["drivefs.mode"], "700")
+        XCTAssertEqual(tree.modifiedTime, 1_559_376_000_000, "2019-06-01 08:00:00 UTC")
+        for i in 0..<count {
+            let folder = try drive.file(at: "tree/d\(i)")
+            XCTAssertEqual(folder.appProperties?["drivefs.mode"], "750", folder.name)
+            XCTAssertEqual(folder.modifiedTime, 1_577_880_000_000 + Int64(i % 9) * 86_400_000, folder.name)
+        }
+    }
+
     func testTarExtractKeepsModesAndSymlinksAndTarCreateMatches() throws {
         _ = try MountedDriveFS.requireFuse()
         let drive = try EmulatedDrive.empty()
