@@ -291,6 +291,8 @@ extension UploadQueue {
     }
 
     private func createOrFind(_ job: UploadJob, id: String, name: String, _ digest: Digest3, _ running: Running) throws -> DriveFile {
+        // Moved into a folder made here since the job started (its create still queued): made first.
+        try makeQueuedFolders(holding: job.request.parentID, running)
         let session = sessionPath(id)
         running.sessionFiles.withLock { if !$0.contains(session) { $0.append(session) } }
         if let resumed = try resume(session, job, id: id, isUpdate: false, digest) { return resumed }
@@ -476,6 +478,7 @@ extension UploadQueue {
         while true {
             let job = try current(seq)
             let name = wasConflict ? (job.conflictCopy?.name ?? job.request.name) : job.request.name
+            try makeQueuedFolders(holding: job.request.parentID, running)
             file = try syncMetadata(file, job.request, name: name)
             let outcome = try withLock { (s: inout Shared) throws -> UploadOutcome? in
                 if s.crashed { throw Interruption.crashed }
@@ -520,6 +523,57 @@ extension UploadQueue {
             removeContent(outcome.contentPath)
             running.sessionFiles.withLock { $0 }.forEach { unlink($0) }
             return
+        }
+    }
+
+    /// A job that started before its file was moved into a folder made here and not on Drive yet
+    /// (its create a queued folder job, waiting its settle or a transfer thread): that folder,
+    /// and the queued ones it goes in, are made first, outermost first, on this thread, as their
+    /// jobs (journaled as they always are). Not waited for on another thread: every transfer
+    /// thread could be such a job, and none would be left for the folders. One that runs on
+    /// another thread already is waited for. Before, the move into a folder not made yet answered
+    /// 404 and the upload failed for good, the file left under its old name (chaos, seed
+    /// 480969916342, once a mkdir's create waits `changeSettle`).
+    private func makeQueuedFolders(holding parentID: String, _ running: Running) throws {
+        while true {
+            lock.lock()
+            if shared.crashed { lock.unlock(); throw Interruption.crashed }
+            if shared.stopping { lock.unlock(); throw Interruption.stopped }
+            if running.flag.isCancelled { lock.unlock(); throw Interruption.cancelled }
+            // The outermost folder still to be made on the way up from `parentID` (a bound guards
+            // against a cycle, which no journal makes).
+            var id = parentID
+            var outermost: UploadJob?
+            for _ in 0..<256 {
+                guard let folder = shared.state.jobs(of: id).first(where: \.makesFolder) else { break }
+                outermost = folder
+                id = folder.request.parentID
+            }
+            guard let folder = outermost else {
+                lock.unlock()
+                return
+            }
+            if shared.running[folder.fileID] != nil {
+                _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05))
+                lock.unlock()
+                continue
+            }
+            let made = Running(seq: folder.seq, size: 0, path: folder.request.displayPath, countsUntilTold: true)
+            shared.running[folder.fileID] = made
+            shared.settling[folder.seq] = nil
+            lock.unlock()
+            log.debug("uploads", "\(folder.request.displayPath): made now, before a file moved into it lands there")
+            runChange(folder, made)
+            withLock { s in
+                for key in [folder.fileID, s.state.currentID(folder.fileID)] where s.running[key] === made {
+                    s.running[key] = nil
+                    s.held[key] = nil
+                }
+            }
+            lock.broadcast()
+            resolveWaiters()
+            // A folder that could not be made (failed for good, or removed meanwhile) has no job
+            // left: the move that follows says what Drive holds.
         }
     }
 

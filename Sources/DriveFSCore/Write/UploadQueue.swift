@@ -854,6 +854,9 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
             // Drive may hold the file already, or a job will send other content first.
             guard s.earlies.count < Self.maximumEarlyUploads, s.earlies[request.fileID] == nil,
                   s.state.jobs(of: request.fileID).isEmpty, s.state.landed[request.fileID] == nil else { return nil }
+            // Its folder not on Drive yet (a folder job: made offline, or waiting `changeSettle`):
+            // the create could not go there; the file's job goes after the folder's.
+            if s.state.jobs(of: request.parentID).contains(where: \.makesFolder) { return nil }
             let early = EarlyUpload(request: request, path: contentPath, size: size)
             s.earlies[request.fileID] = early
             return early

@@ -281,4 +281,38 @@ final class FewerWritesTests: XCTestCase {
         XCTAssertEqual(h.backend.children(of: innerOnDrive.id).map(\.name), ["f.txt"])
         XCTAssertFalse(h.backend.children(of: h.backend.rootID).contains { $0.name == "elsewhere" }, "a folder nobody waits for waits")
     }
+
+    /// A new file whose upload is on its way, moved into a folder made here whose create still
+    /// waits (`changeSettle`): the upload lands, the folder is made, then the file moved into it.
+    /// (Found by the chaos run, seed 480969916342, once a mkdir's create was queued: the move into
+    /// the folder not made yet answered 404 and the upload failed for good, the file left on Drive
+    /// under its old name.)
+    func testAFileMovedIntoAWaitingFolderWhileItsUploadRunsLandsThere() throws {
+        let h = try CoreHarness {
+            $0.readOnly = false
+            $0.newFileSettle = 0
+            $0.changeSettle = 600
+        }
+        defer { h.remove() }
+        let gate = Locked((entered: false, open: false))
+        h.backend.writeHook = { method, phase, _ in
+            guard method == "files.create.upload", phase == .before else { return }
+            gate.withLock { $0.entered = true }
+            let end = Date(timeIntervalSinceNow: 30)
+            while !gate.withLock({ $0.open }) && Date() < end { usleep(500) }
+        }
+        try h.mount()
+        try h.writeFile(.root, "f.txt", Array("moved while it uploads\n".utf8))
+        waitUntil("the upload to be on its way") { gate.withLock { $0.entered } }
+        let folder = try h.makeDirectory(.root, "new")
+        try h.rename(.root, "f.txt", to: folder.inode, "f.txt")
+        gate.withLock { $0.open = true }
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "\(h.fs.uploadStatus)")
+        XCTAssertEqual(h.fs.uploadStatus.failed, 0, "nothing failed: \(h.backend.requestSummary)")
+        let made = try XCTUnwrap(h.backend.children(of: h.backend.rootID).first { $0.name == "new" }, h.backend.requestSummary)
+        XCTAssertEqual(h.backend.children(of: made.id).map(\.name), ["f.txt"])
+        XCTAssertEqual(h.backend.children(of: h.backend.rootID).map(\.name), ["new"], "nothing left where it was")
+        XCTAssertEqual(h.backend.children(of: made.id).first.flatMap { h.backend.content(of: $0.id) },
+                       Array("moved while it uploads\n".utf8))
+    }
 }
