@@ -16,7 +16,8 @@ enum MountCommand {
         Command(
             name: "mount", summary: "Mount Google Drive on a directory",
             discussion: """
-                Mounts the profile's My Drive (or --shared-drive) on MOUNTPOINT and returns once the mount is live, leaving
+                Mounts the profile's My Drive (or --shared-drive, or with --account the whole account:
+                'My Drive/' and 'Shared drives/NAME/') on MOUNTPOINT and returns once the mount is live, leaving
                 the filesystem running in the background (--foreground keeps it attached; Ctrl-C then
                 unmounts). Unmount with 'drivefs unmount MOUNTPOINT' or 'fusermount -u MOUNTPOINT'.
 
@@ -75,6 +76,7 @@ enum MountCommand {
                        validate: { Duration.parse($0, allowZero: true) == nil ? "expected a duration such as 10s, 1m or 0" : nil }),
                 .value("shared-drive", valueName: "NAME_OR_ID", help: "Mount this shared drive instead of My Drive",
                        validate: { $0.isEmpty ? "name the shared drive (its name or ID)" : nil }),
+                .flag("account", help: "Mount the whole account: 'My Drive/' and 'Shared drives/NAME/'\n(every shared drive the account can see) under MOUNTPOINT"),
                 .value("export-formats", valueName: "LIST", help: "Formats for Google Docs etc., in order of preference\n(default docx,xlsx,pptx,svg,pdf)",
                        validate: { ExportFormats.parse($0).problem }),
                 .value("quota-units-per-minute", valueName: "N",
@@ -104,6 +106,7 @@ enum MountCommand {
                 ("mount ~/gdrive -f --log-level debug", "Stay in the foreground, logging everything"),
                 ("mount ~/gdrive --profile work --cache-size 20G", "Another account, a bigger cache"),
                 ("mount ~/team --shared-drive 'Team files'", "A shared drive (by name or ID)"),
+                ("mount ~/gdrive --account", "My Drive and every shared drive, in folders of their own"),
             ],
             sharedOptions: DriveOptions.group,
             run: run)
@@ -145,6 +148,10 @@ enum MountCommand {
     }
 
     static func run(_ invocation: Invocation) throws -> Int32 {
+        if invocation.flag("account") && invocation.value("shared-drive") != nil {
+            throw CLIError.usage("--account and --shared-drive exclude each other: --account mounts every shared drive "
+                                 + "under 'Shared drives/'", command: invocation.command.fullPath)
+        }
         let mountpoint = try MountPoint.prepare(invocation.argument("MOUNTPOINT")!)
         let choice = try DriveOptions.resolve(invocation)
         let foreground = invocation.flag("foreground") || invocation.flag("debug")
@@ -286,6 +293,14 @@ enum MountCommand {
         // The quota the previous mount of this cache directory spent in its last minute counts in
         // this one's (it has finished with the directory: waitForCacheDirectory).
         if let pacer = api.executor.pacer { QuotaCarryOver.load(into: pacer, from: cacheDirectory) }
+        // --account: My Drive above is one member; each shared drive is another, made when first used.
+        var mounted: any FilesystemOperations = filesystem
+        if invocation.flag("account") {
+            what = "the account"
+            mounted = AccountFilesystem(myDrive: filesystem, sharedDrives: sharedDriveCatalog(
+                connection: connection, listing: api, base: configuration, cacheDirectory: cacheDirectory, profile: choice.profile,
+                cacheRoot: directories.cache, mountpoint: mountpoint))
+        }
 
         var options = invocation.values("options")
         if invocation.flag("allow-other") { options.append("allow_other") }
@@ -305,7 +320,7 @@ enum MountCommand {
             if serving, let pacer = api.executor.pacer { QuotaCarryOver.save(from: pacer, in: cacheDirectory) }
         }
         do {
-            try FuseMount.run(filesystem, configuration: mount, mounted: {
+            try FuseMount.run(mounted, configuration: mount, mounted: {
                 Output.standardError("drivefs: \(what) mounted at \(mountpoint)\(readOnly ? " (read-only)" : "")\(offline ? " (offline)" : ""); "
                                      + "unmount with 'drivefs unmount \(mountpoint)'\n")
                 // Under systemd (Type=notify, docs/systemd.md): the mount is live, say so once.
@@ -327,6 +342,40 @@ enum MountCommand {
         }
         Log.shared.info("mount", "unmounted \(mountpoint)")
         return ExitStatus.success
+    }
+
+    /// The shared drives of `--account`: drives.list through `listing`, and a member per drive over
+    /// a client scoped to it, in `<cacheDirectory>-<driveID>` (the directory `--shared-drive` uses,
+    /// so the saved index is shared with single-drive mounts of it; a live one refuses).
+    static func sharedDriveCatalog(connection: DriveConnection, listing: DriveAPI, base: DriveFSConfiguration, cacheDirectory: URL,
+                                   profile: String, cacheRoot: URL, mountpoint: String) -> SharedDriveCatalog {
+        SharedDriveCatalog(list: { try listing.listDrives() }, open: { drive in
+            let api = connection.scoped(.sharedDrive(drive.id))
+            var configuration = base
+            configuration.cacheDirectory = URL(fileURLWithPath: cacheDirectory.path + "-" + drive.id)
+            KnownSharedDrives(cacheRoot: cacheRoot, profile: profile).remember(drive)
+            let saved = IndexStore.savedRoot(cacheDirectory: configuration.cacheDirectory)
+            var root: DriveFile
+            var token: String
+            do {
+                let context = RequestContext(priority: .interactive, deadline: saved == nil ? nil : Date().timeIntervalSince1970 + offlineStartWait)
+                (root, token) = try context.scope { (try api.getFile(drive.id), try api.changesStartPageToken()) }
+            } catch let error as DriveError where saved != nil && unreachable(error) {
+                Log.shared.info("account", "Drive cannot be reached: the shared drive \(drive) starts from its saved index")
+                root = DriveFile(id: saved!.rootID, name: drive.name, mimeType: DriveFile.folderMimeType)
+                token = saved!.changeToken
+            }
+            do {
+                let member = try DriveFilesystem(backend: api, root: root, startPageToken: token, configuration: configuration)
+                member.cacheLock.recordHolder(pid: getpid(), mountpoint: mountpoint)
+                return member
+            } catch let error as FilesystemError where error.errno == EBUSY {
+                Log.shared.error("account", "the shared drive \(drive) is not shown: its cache directory "
+                                 + "\(configuration.cacheDirectory.path) is in use by another drivefs mount (of that drive "
+                                 + "with --shared-drive?); unmount it first")
+                throw error
+            }
+        })
     }
 
     /// How long a mount with a saved index tries to reach Drive at start before it mounts offline.
