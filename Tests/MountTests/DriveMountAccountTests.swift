@@ -1,0 +1,87 @@
+import DriveClient
+import Foundation
+import TestSupport
+import XCTest
+
+/// `drivefs mount --account`: the whole account under one mount point, `My Drive/` and
+/// `Shared drives/<name>/` for two shared drives (the emulator's `@shared/NAME/…` seed), read and
+/// written through the kernel; a cold listing of `Shared drives` is one drives.list page and opens
+/// no drive; a move from My Drive into a shared drive is a copy (EXDEV) that lands in that drive.
+final class DriveMountAccountTests: XCTestCase {
+    private func drive() throws -> EmulatedDrive {
+        try EmulatedDrive { seed in
+            try Data("in my drive\n".utf8).write(to: seed.appendingPathComponent("mine.txt"))
+            let team = seed.appendingPathComponent("@shared/Team files/plans")
+            try FileManager.default.createDirectory(at: team, withIntermediateDirectories: true)
+            try Data("the team's plan\n".utf8).write(to: team.appendingPathComponent("plan.txt"))
+            let design = seed.appendingPathComponent("@shared/Design")
+            try FileManager.default.createDirectory(at: design, withIntermediateDirectories: true)
+            try Data("logo\n".utf8).write(to: design.appendingPathComponent("logo.txt"))
+        }
+    }
+
+    private func sharedDriveClient(_ drive: EmulatedDrive, _ name: String) throws -> (api: DriveAPI, id: String) {
+        let other = try drive.api()
+        let id = try other.resolveSharedDrive(name).id
+        return (DriveAPI(executor: other.executor, endpoints: other.endpoints, scope: .sharedDrive(id)), id)
+    }
+
+    func testTheAccountShowsMyDriveAndEverySharedDriveReadAndWritten() throws {
+        _ = try MountedDriveFS.requireFuse()
+        let drive = try drive()
+        defer { drive.stop() }
+        let mount = try drive.mount(extraArguments: ["--account", "--upload-delay", "0"])
+        XCTAssertTrue(mount.log.contains("the account mounted at"), mount.log)
+        XCTAssertEqual(try ExternalCommand.tool("ls", ["-A", mount.mountpoint]).output, "My Drive\nShared drives\n")
+        XCTAssertTrue(drive.waitForPolls(1), drive.statsSummary())
+        drive.settle()
+
+        // The request budget: a cold `ls "Shared drives"` reads one drives.list page, opens no drive.
+        let listsBefore = drive.requests("drives.list")
+        let getsBefore = drive.requests("files.get")
+        let tokensBefore = drive.requests("changes.getStartPageToken")
+        let long = try ExternalCommand.tool("ls", ["-l", mount.path("Shared drives")]).output
+        XCTAssertTrue(long.contains(" Design\n") && long.contains(" Team files\n"), long)
+        XCTAssertEqual(drive.requests("drives.list") - listsBefore, 1, "a cold ls of Shared drives: \(drive.statsSummary())")
+        XCTAssertEqual(drive.requests("files.get"), getsBefore, "no drive opened: \(drive.statsSummary())")
+        XCTAssertEqual(drive.requests("changes.getStartPageToken"), tokensBefore, "no drive opened: \(drive.statsSummary())")
+
+        XCTAssertEqual(try ExternalCommand.tool("cat", [mount.path("My Drive/mine.txt")]).output, "in my drive\n")
+        XCTAssertEqual(try ExternalCommand.tool("cat", [mount.path("Shared drives/Team files/plans/plan.txt")]).output, "the team's plan\n")
+        XCTAssertEqual(try ExternalCommand.tool("ls", ["-A", mount.path("Shared drives/Design")]).output, "logo.txt\n")
+        XCTAssertEqual(try ExternalCommand.tool("ls", ["-A", mount.path("Shared drives")]).output, "Design\nTeam files\n")
+        XCTAssertEqual(drive.requests("drives.list") - listsBefore, 1, "within the TTL, no second read: \(drive.statsSummary())")
+
+        // A write into a shared drive lands there; a move from My Drive into it copies (EXDEV).
+        try Data("new in design\n".utf8).write(to: URL(fileURLWithPath: mount.path("Shared drives/Design/new.txt")))
+        let moved = try ExternalCommand.tool("mv", [mount.path("My Drive/mine.txt"), mount.path("Shared drives/Design/mine.txt")])
+        XCTAssertEqual(moved.status, 0, moved.summary)
+        XCTAssertEqual(try ExternalCommand.tool("ls", ["-A", mount.path("My Drive")]).output, "")
+        XCTAssertEqual(try ExternalCommand.tool("ls", ["-A", mount.path("Shared drives/Design")]).output, "logo.txt\nmine.txt\nnew.txt\n")
+        // Renaming a top folder is refused.
+        let renamed = try ExternalCommand.tool("mv", [mount.path("My Drive"), mount.path("Mine")])
+        XCTAssertNotEqual(renamed.status, 0, renamed.summary)
+
+        let design = try sharedDriveClient(drive, "Design")
+        XCTAssertTrue(poll(timeout: 30) {
+            Set(((try? design.api.listChildren(of: design.id)) ?? []).map(\.name)) == ["logo.txt", "mine.txt", "new.txt"]
+        }, "the writes landed in the Design drive: \((try? design.api.listChildren(of: design.id))?.map(\.name) ?? [])")
+        XCTAssertEqual(try drive.api().listChildren(of: "root").map(\.name), [], "mine.txt left My Drive")
+
+        _ = try mount.unmount()
+        XCTAssertTrue(poll(timeout: 30) { !mount.isMounted })
+    }
+
+    func testAccountAndSharedDriveExcludeEachOther() throws {
+        let drive = try drive()
+        defer { drive.stop() }
+        let mountpoint = drive.temp.appendingPathComponent("unused-mnt").path
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let result = try DriveFSBinary.run(["mount", mountpoint, "-f", "--account", "--shared-drive", "Design",
+                                            "--api-url", drive.baseURL + "/", "--token-url", drive.tokenURL],
+                                           timeout: 30, environment: drive.environment)
+        XCTAssertEqual(result.status, 2, result.summary)
+        XCTAssertTrue(result.errorOutput.contains("--account and --shared-drive exclude each other"), result.summary)
+        XCTAssertNil(MountedDriveFS.mountEntry(for: mountpoint))
+    }
+}
