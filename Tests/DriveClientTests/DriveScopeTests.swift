@@ -195,6 +195,27 @@ final class DriveScopeEmulatorTests: XCTestCase {
         XCTAssertEqual(try api.listChildren(of: docs.id), [])
     }
 
+    /// The user's feed read with `feedSeesDriveChanges` hands a drive left or joined (`changeType:
+    /// drive`, no `fileId`) over as `driveChanges`, not as a file change; the plain feed stays as it was.
+    func testMyDrivesFeedCarriesTheSharedDrivesOwnChangesWhenAsked() throws {
+        let driveID = try makeDrive("Away")
+        _ = try scoped(driveID).createFile(name: "x.txt", parent: driveID, source: .bytes([1]))
+        let seeing = DriveAPI(executor: harness.executor, endpoints: harness.endpoints, feedSeesDriveChanges: true)
+        let start = try seeing.changesStartPageToken()
+        let body = try JSONSerialization.data(withJSONObject: ["driveId": driveID, "role": NSNull()])
+        let left = try harness.executor.execute("control", TransportRequest(method: "POST", url: harness.endpoints.apiRoot + "__emulator/membership",
+                                                                            headers: [("Content-Type", "application/json")],
+                                                                            body: .bytes(Array(body))))
+        XCTAssertEqual(left.status, 200, String(decoding: left.body, as: UTF8.self))
+
+        let page = try seeing.changes(pageToken: start)
+        XCTAssertEqual(page.driveChanges, [driveID])
+        XCTAssertTrue(page.changes.allSatisfy { !$0.fileId.isEmpty && $0.fileId != driveID }, "\(page.changes)")
+        let plain = try harness.api.changes(pageToken: start)
+        XCTAssertEqual(plain.driveChanges, [])
+        XCTAssertEqual(plain.changes, [])
+    }
+
     func testResolveSharedDriveByNameAndID() throws {
         let team = try makeDrive("Team")
         let twinA = try makeDrive("Twin")

@@ -70,7 +70,8 @@ final class AccountLayoutTests: XCTestCase {
                 return try Self.member(fakes[drive.id]!, c)
             })
         account = AccountFilesystem(myDrive: myDrive, sharedDrives: catalog)
-        notifier.settle = nil
+        let pools = [account.notifications, myDrive.notifications]
+        notifier.settle = { for pool in pools { _ = pool.waitUntilIdle(timeout: 60) } }
         account.start(notifier: notifier)
     }
 

@@ -72,6 +72,45 @@ final class DriveMountAccountTests: XCTestCase {
         XCTAssertTrue(poll(timeout: 30) { !mount.isMounted })
     }
 
+    private func setRole(_ drive: EmulatedDrive, _ driveID: String, _ role: String?) throws {
+        let body = role.map { #"{"driveId":"\#(driveID)","role":"\#($0)"}"# } ?? #"{"driveId":"\#(driveID)","role":null}"#
+        let request = TransportRequest(method: "POST", url: drive.baseURL + "/__emulator/membership",
+                                       headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
+        XCTAssertEqual(try drive.api().executor.execute("control", request).status, 200)
+    }
+
+    /// Membership follows My Drive's change feed (`changeType: drive`), not the listing's TTL (5
+    /// minutes here): a drive the user leaves goes within a poll or two, one joined again comes
+    /// back, read-only for a reader.
+    func testADriveLeftOrJoinedShowsWithinAPoll() throws {
+        _ = try MountedDriveFS.requireFuse()
+        let drive = try drive()
+        defer { drive.stop() }
+        let mount = try drive.mount(extraArguments: ["--account", "--dir-cache-ttl", "10m"])
+        let shared = mount.path("Shared drives")
+        XCTAssertEqual(try ExternalCommand.tool("ls", ["-A", shared]).output, "Design\nTeam files\n")
+        XCTAssertEqual(try ExternalCommand.tool("cat", [mount.path("Shared drives/Design/logo.txt")]).output, "logo\n")
+        let design = try drive.api().resolveSharedDrive("Design").id
+
+        try setRole(drive, design, nil)
+        let polls = drive.requests("changes.list")
+        XCTAssertTrue(poll(timeout: 30) { (try? ExternalCommand.tool("ls", ["-A", shared]).output) == "Team files\n" },
+                      "Design is gone after the feed said so: \(drive.statsSummary())")
+        XCTAssertLessThanOrEqual(drive.requests("changes.list") - polls, 3, "within a poll or two: \(drive.statsSummary())")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mount.path("Shared drives/Design/logo.txt")))
+
+        try setRole(drive, design, "reader")
+        XCTAssertTrue(poll(timeout: 30) { (try? ExternalCommand.tool("ls", ["-A", shared]).output) == "Design\nTeam files\n" },
+                      drive.statsSummary())
+        XCTAssertEqual(try ExternalCommand.tool("cat", [mount.path("Shared drives/Design/logo.txt")]).output, "logo\n")
+        // A reader writes nothing: the kernel is shown no write bit, and a write is refused.
+        let touched = try ExternalCommand.tool("touch", [mount.path("Shared drives/Design/new.txt")])
+        XCTAssertNotEqual(touched.status, 0, touched.summary)
+        XCTAssertTrue(touched.errorOutput.contains("Permission denied"), touched.summary)
+        _ = try mount.unmount()
+        XCTAssertTrue(poll(timeout: 30) { !mount.isMounted })
+    }
+
     func testAccountAndSharedDriveExcludeEachOther() throws {
         let drive = try drive()
         defer { drive.stop() }

@@ -24,14 +24,21 @@ public final class DriveAPI: Sendable {
     /// Which drive this API works in (`DriveScope.swift`): My Drive, or one shared drive, whose
     /// parameters then ride on every request that takes them.
     public let scope: DriveScope
+    /// My Drive's change feed also carries the user's shared-drive changes (`changeType: drive`:
+    /// a drive joined, left, renamed, a role changed), as `DriveChangePage.driveChanges`: what the
+    /// account layout's `Shared drives` folder follows. Drive shows them only to a changes.list with
+    /// `supportsAllDrives=true`, which this adds (the items of shared drives stay out: no
+    /// `includeItemsFromAllDrives`). Off: My Drive's requests stay exactly as before.
+    public let feedSeesDriveChanges: Bool
 
     public static let chunkGranularity: Int64 = 256 * 1024
 
     public init(executor: DriveRequestExecutor, endpoints: DriveEndpoints = .google,
                 chunkSize: Int64 = 8 * 1024 * 1024, maxChunkSize: Int64? = nil, multipartLimit: Int64 = 5 * 1024 * 1024,
-                idBatchSize: Int = 100, scope: DriveScope = .myDrive, idLowWater: Int? = nil) {
+                idBatchSize: Int = 100, scope: DriveScope = .myDrive, idLowWater: Int? = nil, feedSeesDriveChanges: Bool = false) {
         self.executor = executor
         self.scope = scope
+        self.feedSeesDriveChanges = feedSeesDriveChanges
         self.endpoints = endpoints
         self.chunkSize = max(Self.chunkGranularity, chunkSize / Self.chunkGranularity * Self.chunkGranularity)
         self.maxChunkSize = max(self.chunkSize, (maxChunkSize ?? self.chunkSize) / Self.chunkGranularity * Self.chunkGranularity)

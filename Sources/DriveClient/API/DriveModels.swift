@@ -81,6 +81,9 @@ public struct DriveChangePage: Sendable, Equatable {
     public var changes: [DriveChange]
     public var nextPageToken: String?
     public var newStartPageToken: String?
+    /// The shared drives whose own entry changed on this page (`changeType: drive`: joined, left,
+    /// renamed, role changed), by ID; only in a feed read with `DriveAPI.feedSeesDriveChanges`.
+    public var driveChanges: [String] = []
 }
 
 /// One stored version of a file's content (revisions.list). Google Docs have revisions too, with

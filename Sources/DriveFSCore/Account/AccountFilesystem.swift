@@ -62,6 +62,8 @@ public final class AccountFilesystem: FilesystemOperations {
     let catalog: SharedDriveCatalog
     /// Where members open and `Shared drives` is read (never a kernel worker).
     let work = WorkPool(name: "drivefs-account", threads: 2)
+    /// Where the kernel is told what `Shared drives` lost or gained (never from a request's thread).
+    let notifications = WorkPool(name: "drivefs-account-notify", threads: 1)
     let state = Locked(AccountState())
     let time: any TimeSource
 
@@ -74,6 +76,7 @@ public final class AccountFilesystem: FilesystemOperations {
         self.catalog = catalog
         self.time = time
         state.withLock { $0.started = time.now() }
+        myDrive.whenSharedDrivesChange { [weak self] _ in self?.sharedDrivesChanged() }
     }
 
     var configuration: DriveFSConfiguration { myDrive.configuration }
@@ -83,6 +86,7 @@ public final class AccountFilesystem: FilesystemOperations {
     public func start(notifier: any KernelNotifier) {
         state.withLock { $0.notifier = notifier }
         work.start()
+        notifications.start()
         myDrive.start(notifier: MemberNotifier(member: AccountInodes.myDrive, target: notifier))
     }
 
@@ -92,6 +96,7 @@ public final class AccountFilesystem: FilesystemOperations {
             return s.slots.values.compactMap(\.member)
         }
         work.stop()
+        notifications.stop()
         // Each member drains its own uploads; My Drive last (the longest queue, usually).
         for member in open { member.stop() }
         myDrive.stop()
@@ -145,6 +150,10 @@ public final class AccountFilesystem: FilesystemOperations {
 
     /// Makes and starts the member of `drive` (on `work`), then answers the requests that waited.
     private func open(_ number: UInt64, _ drive: SharedDrive) {
+        // The member of a drive lost a moment ago may still be stopping (its lock on the cache directory held).
+        for stopping in state.withLock({ Array($0.stopping.values) }) {
+            _ = stopping.wait(timeout: .now() + configuration.drainTimeout + 5)
+        }
         let result: Result<DriveFilesystem, FilesystemError>
         do {
             result = .success(try catalog.open(drive))
@@ -183,11 +192,15 @@ public final class AccountFilesystem: FilesystemOperations {
 
     /// Marks `Shared drives` stale: the next use reads drives.list again (a `changeType: drive`
     /// change: the user joined or left a drive, or its name or role changed).
+    /// Read again at once (once started), so that a drive that went is forgotten by the kernel
+    /// without waiting for someone to list the folder.
     public func sharedDrivesChanged() {
-        state.withLock { s in
+        let started = state.withLock { s -> Bool in
             s.drivesListedAt = nil
             s.drivesGeneration += 1
+            return s.notifier != nil && !s.stopped
         }
+        if started { withCurrentDrives { _ in } }
     }
 
     /// Runs `then` once `Shared drives` is current (read again on `work` when it is not; one
@@ -224,6 +237,7 @@ public final class AccountFilesystem: FilesystemOperations {
         let now = time.now()
         var lost: [(number: UInt64, name: String, member: DriveFilesystem?)] = []
         var renamed: [String] = []
+        var addedNames: [String] = []
         let (waiters, notifier) = state.withLock { s -> ([@Sendable (Result<Void, FilesystemError>) -> Void], (any KernelNotifier)?) in
             let waiters = s.drivesWaiters
             s.drivesWaiters = []
@@ -237,6 +251,11 @@ public final class AccountFilesystem: FilesystemOperations {
             let listedIDs = Set(drives.map(\.id))
             for (number, slot) in s.slots where !listedIDs.contains(slot.drive.id) {
                 lost.append((number, slot.shownName, slot.member))
+                if let member = slot.member {
+                    let stopping = DispatchGroup()
+                    stopping.enter()
+                    s.stopping[member.configuration.cacheDirectory.path] = stopping
+                }
                 s.slots[number] = nil
                 s.numbers[slot.drive.id] = nil
             }
@@ -252,25 +271,40 @@ public final class AccountFilesystem: FilesystemOperations {
                     s.nextNumber += 1
                     s.numbers[drive.id] = number
                     s.slots[number] = DriveSlot(drive: drive, shownName: name)
+                    addedNames.append(name)
                 }
             }
             return (waiters, s.notifier)
         }
-        for gone in lost {
-            Log.shared.info("account", "the shared drive '\(gone.name)' is no longer visible to this account: its folder goes")
-            notifier?.invalidateEntry(parent: AccountInodes.sharedDrives, name: gone.name)
-            notifier?.invalidateInode(AccountInodes.global(gone.number, .root))
-            // Stopped here, on `work`, before anything else reads the drives: a drive back at once
-            // opens its cache directory again only once this member let it go.
-            gone.member?.stop()
+        // The kernel is told on its own thread: a readdir of `Shared drives` may be waiting for this
+        // read, and the kernel takes that folder's lock to forget a name in it (a deadlock here).
+        let forgotten = lost.map { ($0.number, $0.name) }
+        let names = renamed + addedNames
+        if let notifier, !(forgotten.isEmpty && names.isEmpty) {
+            notifications.submit {
+                for gone in forgotten {
+                    notifier.invalidateEntry(parent: AccountInodes.sharedDrives, name: gone.1)
+                    notifier.invalidateInode(AccountInodes.global(gone.0, .root))
+                }
+                // A name that now exists, or no longer: the kernel may remember it was missing.
+                for name in names { notifier.invalidateEntry(parent: AccountInodes.sharedDrives, name: name) }
+            }
         }
-        for name in renamed { notifier?.invalidateEntry(parent: AccountInodes.sharedDrives, name: name) }
         let answer: Result<Void, FilesystemError>
         switch outcome {
         case .success: answer = .success(())
         case .failure(let error): answer = state.withLock({ $0.slots.isEmpty && $0.drivesListedAt == nil }) ? .failure(error) : .success(())
         }
         for waiter in waiters { waiter(answer) }
+        for gone in lost {
+            Log.shared.info("account", "the shared drive '\(gone.name)' is no longer visible to this account: its folder goes")
+            // After the answers (its uploads may take a while to give up), on `work`; a new member
+            // of the same drive (back at once) waits for it to let the cache directory go.
+            guard let member = gone.member else { continue }
+            member.stop()
+            let stopped = state.withLock { $0.stopping.removeValue(forKey: member.configuration.cacheDirectory.path) }
+            stopped?.leave()
+        }
     }
 
     /// The drives as last read, by shown name.
@@ -330,6 +364,8 @@ struct AccountState: Sendable {
     /// Counts `sharedDrivesChanged` calls (a read under way when one comes is not current).
     var drivesGeneration = 0
     var drivesWaiters: [@Sendable (Result<Void, FilesystemError>) -> Void] = []
+    /// Members of lost drives being stopped, by cache directory (left when stopped).
+    var stopping: [String: DispatchGroup] = [:]
     /// The synthetic folders' open handles: their snapshots.
     var handles: [UInt64: [DirectoryEntry]] = [:]
     var nextHandle: UInt64 = 1

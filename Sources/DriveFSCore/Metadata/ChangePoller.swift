@@ -29,6 +29,7 @@ final class ChangePoller: Sendable {
     }
     private let health = Locked(Health())
     private let afterPoll = Locked<(@Sendable () -> Void)?>(nil)
+    private let drivesChanged = Locked<(@Sendable ([String]) -> Void)?>(nil)
     private let time: any TimeSource
 
     init(backend: any DriveBackend, table: NodeTable, invalidator: Invalidator, index: IndexStore, token: String,
@@ -98,6 +99,10 @@ final class ChangePoller: Sendable {
     /// wait for a poll).
     func whenPolled(_ action: @escaping @Sendable () -> Void) { afterPoll.withLock { $0 = action } }
 
+    /// Called with the shared drives of each page that carries `changeType: drive` changes (on the
+    /// polling thread; it must not wait for a poll).
+    func whenDrivesChange(_ action: @escaping @Sendable ([String]) -> Void) { drivesChanged.withLock { $0 = action } }
+
     /// Reads every page of changes since the current token.
     func pollOnce(context: RequestContext = RequestContext(priority: .background)) throws {
         pollLock.lock()
@@ -137,6 +142,10 @@ final class ChangePoller: Sendable {
                     table.distrustAllListings()
                     changed += 1
                     break
+                }
+                if !page.driveChanges.isEmpty {
+                    Log.shared.info("changes", "the shared drives changed: \(page.driveChanges.joined(separator: ", "))")
+                    drivesChanged.withLock { $0 }?(page.driveChanges)
                 }
                 if !page.changes.isEmpty {
                     changed += page.changes.count

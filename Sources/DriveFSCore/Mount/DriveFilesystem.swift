@@ -245,6 +245,10 @@ public final class DriveFilesystem: FilesystemOperations {
         cache.startFlushing(interval: BlockCache.flushInterval)
     }
 
+    /// `action` runs with the shared drives named by `changeType: drive` changes in this drive's
+    /// feed (My Drive's, read with `DriveAPI.feedSeesDriveChanges`): the account layout's hook.
+    public func whenSharedDrivesChange(_ action: @escaping @Sendable ([String]) -> Void) { poller.whenDrivesChange(action) }
+
     /// Renames over a file whose first step's outcome was unknown (its answer lost, and Drive
     /// could not be asked: `leaveToRestart`), or cut by the last run's end and not decided at start
     /// (Drive did not answer then): decided once Drive answers again (after a read of the change

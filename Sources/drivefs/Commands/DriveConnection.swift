@@ -56,6 +56,13 @@ struct DriveConnection {
         DriveAPI(executor: api.executor, endpoints: api.endpoints, idBatchSize: 1000, scope: scope)
     }
 
+    /// The same client for My Drive, whose change feed also carries the shared drives' own changes
+    /// (`--account`: its `Shared drives` folder follows them).
+    func seeingDriveChanges() -> DriveAPI {
+        DriveAPI(executor: api.executor, endpoints: api.endpoints, maxChunkSize: api.maxChunkSize, idBatchSize: 1000,
+                 feedSeesDriveChanges: true)
+    }
+
     /// A Drive failure at start-up as a message with the next step.
     static func failure(_ error: Error, doing what: String) -> CLIError {
         if let drive = error as? DriveError {

@@ -170,7 +170,7 @@ enum MountCommand {
 
         let budgets = try budgets(invocation)
         let connection = try DriveConnection.open(invocation, choice: choice, quota: budgets.quota, writes: budgets.writes)
-        var api = connection.api
+        var api = invocation.flag("account") ? connection.seeingDriveChanges() : connection.api
         var what = "My Drive"
         var cacheName = choice.profile
         let directories = DrivefsDirectories.fromEnvironment(environment)
