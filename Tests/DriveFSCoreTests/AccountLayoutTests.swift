@@ -108,7 +108,7 @@ final class AccountLayoutTests: XCTestCase {
 
     func testTheLayoutShowsMyDriveAndEachSharedDriveOpeningADriveOnlyWhenUsed() throws {
         try mount()
-        XCTAssertEqual(try names(.root), ["My Drive", "Shared drives"])
+        XCTAssertEqual(try names(.root), ["My Drive", "Shared drives", "Trash"])
         XCTAssertEqual(try names(try resolve("My Drive").inode), ["mine.txt"])
         XCTAssertEqual(listCalls.withLock { $0 }, 0, "the top and My Drive do not list the shared drives")
 
@@ -244,5 +244,77 @@ final class AccountLayoutTests: XCTestCase {
         XCTAssertTrue(notifier.inodeList.contains(file.inode), "\(notifier.inodeList) should hold \(file.inode)")
         XCTAssertTrue(notifier.inodeList.allSatisfy { AccountInodes.split($0).member == AccountInodes.split(teamA.inode).member })
         XCTAssertEqual(try read(file.inode), "changed\n")
+    }
+
+    /// `Trash/`: My Drive's trash as Drive's web view lists it (items trashed themselves), read
+    /// again on each listing; `mv` out restores (and moves when the place differs), `rm` deletes for
+    /// good; nothing else is allowed there.
+    func testTrashListsRestoresAndDeletesForGood() throws {
+        let projects = myDriveFake.addFolder("Projects")
+        let old = myDriveFake.addFile("old.txt", in: projects, content: Array("old\n".utf8))
+        let gone = myDriveFake.addFile("gone.txt", content: Array("gone\n".utf8))
+        let folder = myDriveFake.addFolder("Archive")
+        myDriveFake.addFile("inside.txt", in: folder, content: [1])
+        for id in [old, gone, folder] { myDriveFake.trashItem(id) }
+        try mount()
+        let trash = try resolve("Trash")
+        XCTAssertEqual(try names(trash.inode), ["Archive", "gone.txt", "old.txt"], "inside.txt is in the trash through its folder")
+        let listed = try list(trash.inode)
+        XCTAssertEqual(listed.first { $0.entry.name == "old.txt" }?.attributes?.size, 4)
+        XCTAssertEqual(listed.first { $0.entry.name == "Archive" }?.attributes?.kind, .directory)
+        XCTAssertEqual(try names(try lookup(trash.inode, "Archive").inode), [], "a trashed folder shows empty")
+        let oldItem = try lookup(trash.inode, "old.txt")
+        assertErrno(EACCES) { _ = try BlockingCall.wait { account.open(oldItem.inode, flags: O_RDONLY, reply: $0) } }
+
+        // A file trashed on Drive shows at the next listing.
+        let later = myDriveFake.addFile("later.txt", content: [2])
+        myDriveFake.trashItem(later)
+        XCTAssertEqual(try names(trash.inode), ["Archive", "gone.txt", "later.txt", "old.txt"])
+        XCTAssertEqual(try lookup(trash.inode, "old.txt").inode, oldItem.inode, "an item keeps its inode")
+
+        // mv out: restored where it was, or moved where asked.
+        let myDrive = try resolve("My Drive")
+        let projectsFolder = try resolve("My Drive/Projects")
+        try BlockingCall.wait { account.rename(parent: trash.inode, name: "old.txt", newParent: projectsFolder.inode, newName: "old.txt",
+                                               flags: 0, reply: $0) }
+        XCTAssertFalse(myDriveFake.file(old)!.trashed)
+        XCTAssertEqual(myDriveFake.file(old)!.parents, [projects])
+        XCTAssertEqual(try read(try resolve("My Drive/Projects/old.txt").inode), "old\n", "shown at once")
+        try BlockingCall.wait { account.rename(parent: trash.inode, name: "later.txt", newParent: projectsFolder.inode, newName: "back.txt",
+                                               flags: 0, reply: $0) }
+        XCTAssertFalse(myDriveFake.file(later)!.trashed)
+        XCTAssertEqual(myDriveFake.file(later)!.parents, [projects])
+        XCTAssertEqual(myDriveFake.file(later)!.name, "back.txt")
+        XCTAssertEqual(try names(projectsFolder.inode), ["back.txt", "old.txt"])
+        // Over a name taken: refused, nothing restored.
+        assertErrno(EEXIST) {
+            try BlockingCall.wait { account.rename(parent: trash.inode, name: "gone.txt", newParent: projectsFolder.inode, newName: "old.txt",
+                                                   flags: 0, reply: $0) }
+        }
+        XCTAssertTrue(myDriveFake.file(gone)!.trashed)
+        // Into a shared drive: another drive (mv copies, which a trashed file's content refuses).
+        let teamA = try resolve("Shared drives/Team A")
+        assertErrno(EXDEV) {
+            try BlockingCall.wait { account.rename(parent: trash.inode, name: "gone.txt", newParent: teamA.inode, newName: "gone.txt",
+                                                   flags: 0, reply: $0) }
+        }
+
+        // rm: deleted for good.
+        myDriveFake.resetCounters()
+        try BlockingCall.wait { account.removeFile(parent: trash.inode, name: "gone.txt", reply: $0) }
+        XCTAssertNil(myDriveFake.file(gone), "deleted, not only trashed")
+        XCTAssertEqual(myDriveFake.requests["files.delete"], 1, myDriveFake.requestSummary)
+        assertErrno(EISDIR) { try BlockingCall.wait { account.removeFile(parent: trash.inode, name: "Archive", reply: $0) } }
+        try BlockingCall.wait { account.removeDirectory(parent: trash.inode, name: "Archive", reply: $0) }
+        XCTAssertNil(myDriveFake.file(folder))
+        XCTAssertEqual(try names(trash.inode), [])
+        // Nothing is made there.
+        assertErrno(EACCES) {
+            _ = try BlockingCall.wait { account.create(parent: trash.inode, name: "x", mode: 0o644, flags: O_WRONLY | O_CREAT, reply: $0) }
+        }
+        assertErrno(EACCES) {
+            try BlockingCall.wait { account.rename(parent: myDrive.inode, name: "Projects", newParent: trash.inode, newName: "Projects",
+                                                   flags: 0, reply: $0) }
+        }
     }
 }

@@ -32,7 +32,7 @@ final class DriveMountAccountTests: XCTestCase {
         defer { drive.stop() }
         let mount = try drive.mount(extraArguments: ["--account", "--upload-delay", "0"])
         XCTAssertTrue(mount.log.contains("the account mounted at"), mount.log)
-        XCTAssertEqual(try ExternalCommand.tool("ls", ["-A", mount.mountpoint]).output, "My Drive\nShared drives\n")
+        XCTAssertEqual(try ExternalCommand.tool("ls", ["-A", mount.mountpoint]).output, "My Drive\nShared drives\nTrash\n")
         XCTAssertTrue(drive.waitForPolls(1), drive.statsSummary())
         drive.settle()
 
@@ -107,6 +107,35 @@ final class DriveMountAccountTests: XCTestCase {
         let touched = try ExternalCommand.tool("touch", [mount.path("Shared drives/Design/new.txt")])
         XCTAssertNotEqual(touched.status, 0, touched.summary)
         XCTAssertTrue(touched.errorOutput.contains("Permission denied"), touched.summary)
+        _ = try mount.unmount()
+        XCTAssertTrue(poll(timeout: 30) { !mount.isMounted })
+    }
+
+    /// `Trash/` through the kernel: a file trashed on Drive is listed, `mv` out restores it, `rm`
+    /// deletes another for good.
+    func testTrashShowsWhatDriveTrashedAndMvRestoresRmDeletes() throws {
+        _ = try MountedDriveFS.requireFuse()
+        let drive = try drive()
+        defer { drive.stop() }
+        let mount = try drive.mount(extraArguments: ["--account"])
+        XCTAssertEqual(try ExternalCommand.tool("ls", ["-A", mount.path("Trash")]).output, "")
+        let other = try drive.api()
+        let mine = try drive.file(at: "mine.txt")
+        _ = try other.trash(mine.id)
+        let doomed = try other.createFile(name: "doomed.txt", parent: "root", source: .bytes(Array("bye\n".utf8)))
+        _ = try other.trash(doomed.id)
+        XCTAssertEqual(try ExternalCommand.tool("ls", ["-A", mount.path("Trash")]).output, "doomed.txt\nmine.txt\n")
+
+        let restored = try ExternalCommand.tool("mv", [mount.path("Trash/mine.txt"), mount.path("My Drive/mine.txt")])
+        XCTAssertEqual(restored.status, 0, restored.summary)
+        XCTAssertFalse(try other.getFile(mine.id).trashed)
+        XCTAssertEqual(try ExternalCommand.tool("cat", [mount.path("My Drive/mine.txt")]).output, "in my drive\n")
+        let removed = try ExternalCommand.tool("rm", [mount.path("Trash/doomed.txt")])
+        XCTAssertEqual(removed.status, 0, removed.summary)
+        XCTAssertThrowsError(try other.getFile(doomed.id), "deleted for good")
+        XCTAssertEqual(try ExternalCommand.tool("ls", ["-A", mount.path("Trash")]).output, "")
+        let refused = try ExternalCommand.tool("touch", [mount.path("Trash/new.txt")])
+        XCTAssertNotEqual(refused.status, 0, refused.summary)
         _ = try mount.unmount()
         XCTAssertTrue(poll(timeout: 30) { !mount.isMounted })
     }

@@ -17,11 +17,23 @@ extension AccountFilesystem {
     /// Runs `body` with the member of `inode` and its own number for it; the synthetic top answers `synthetic`.
     func route<T>(_ inode: Inode, _ reply: Reply<T>, synthetic: FilesystemError = .accessDenied,
                   _ body: @escaping @Sendable (DriveFilesystem, UInt64, Inode) -> Void) {
+        let inode = alias(inode)
         let (number, local) = AccountInodes.split(inode)
-        if number == AccountInodes.synthetic {
-            return reply.fail(inode == .root || inode == AccountInodes.sharedDrives ? synthetic : .stale)
-        }
+        if number == AccountInodes.synthetic { return reply.fail(isKnownSynthetic(inode) ? synthetic : .stale) }
         withMember(number, failed: { reply.fail($0) }) { member in body(member, number, local) }
+    }
+
+    /// The top folders and the items shown in `Trash/`.
+    func isKnownSynthetic(_ inode: Inode) -> Bool {
+        inode == .root || inode == AccountInodes.sharedDrives || inode == AccountInodes.trash || isTrashItem(inode)
+    }
+
+    /// A synthetic folder's or trashed item's attributes; nil when there is no such inode (any more).
+    func syntheticAttributesIfKnown(_ inode: Inode) -> FileAttributes? {
+        if inode == .root || inode == AccountInodes.sharedDrives { return syntheticAttributes(inode) }
+        // Writable: the kernel lets no one rename or remove in a folder without write permission.
+        if inode == AccountInodes.trash { return syntheticAttributes(inode, writable: true) }
+        return trashItem(inode).map(trashAttributes)
     }
 
     /// A shared drive's root whose member is not open (yet).
@@ -55,8 +67,13 @@ extension AccountFilesystem {
             case ".", "..": reply.succeed(syntheticAttributes(.root))
             case Self.myDriveName: reply.complete(rootAttributes(AccountInodes.myDrive))
             case Self.sharedDrivesName: reply.succeed(syntheticAttributes(AccountInodes.sharedDrives))
+            case Self.trashName: reply.succeed(syntheticAttributes(AccountInodes.trash, writable: true))
             default: reply.fail(.notFound)
             }
+        case AccountInodes.trash:
+            if name == "." { return reply.succeed(syntheticAttributes(AccountInodes.trash, writable: true)) }
+            if name == ".." { return reply.succeed(syntheticAttributes(.root)) }
+            lookupInTrash(name, reply)
         case AccountInodes.sharedDrives:
             if name == "." { return reply.succeed(syntheticAttributes(AccountInodes.sharedDrives)) }
             if name == ".." { return reply.succeed(syntheticAttributes(.root)) }
@@ -66,7 +83,12 @@ extension AccountFilesystem {
                 reply.complete(rootAttributes(drive.number))
             }
         default:
-            reply.fail(.stale)
+            guard let item = trashItem(parent) else { return reply.fail(.stale) }
+            guard item.file.isFolder else { return reply.fail(.notADirectory) }
+            // A trashed folder shows empty.
+            if name == "." { return reply.succeed(trashAttributes(item)) }
+            if name == ".." { return reply.succeed(syntheticAttributes(AccountInodes.trash, writable: true)) }
+            reply.fail(.notFound)
         }
     }
 
@@ -77,17 +99,22 @@ extension AccountFilesystem {
         member.forget(local, count: count)
     }
 
-    public func attributes(of inode: Inode, reply: Reply<FileAttributes>) {
+    public func attributes(of given: Inode, reply: Reply<FileAttributes>) {
+        let inode = alias(given)
         let (number, local) = AccountInodes.split(inode)
         if number == AccountInodes.synthetic {
-            guard inode == .root || inode == AccountInodes.sharedDrives else { return reply.fail(.stale) }
-            return reply.succeed(syntheticAttributes(inode))
+            guard let attributes = syntheticAttributesIfKnown(inode) else { return reply.fail(.stale) }
+            return reply.succeed(attributes)
         }
         if local == .root { return reply.complete(rootAttributes(number)) }
         switch openMember(number) {
         case .failure(let error): reply.fail(error)
         case .success(nil): reply.fail(.stale)
-        case .success(let member?): member.attributes(of: local, reply: mapped(number, reply))
+        case .success(let member?):
+            // A restored item asked for under the inode `Trash/` showed: answered as that inode.
+            member.attributes(of: local, reply: Reply(cancellation: reply.cancellation, caller: reply.caller) { result in
+                reply.complete(result.map { var a = AccountInodes.mapped($0, number); a.inode = given; return a })
+            })
         }
     }
 
@@ -95,7 +122,8 @@ extension AccountFilesystem {
 
     public func openDirectory(_ inode: Inode, reply: Reply<UInt64>) {
         if AccountInodes.split(inode).member == AccountInodes.synthetic {
-            guard inode == .root || inode == AccountInodes.sharedDrives else { return reply.fail(.stale) }
+            guard let attributes = syntheticAttributesIfKnown(inode) else { return reply.fail(.stale) }
+            guard attributes.kind == .directory else { return reply.fail(.notADirectory) }
             return reply.succeed(state.withLock { s in
                 let handle = s.nextHandle
                 s.nextHandle += 1
@@ -124,7 +152,28 @@ extension AccountFilesystem {
             let entries = [DirectoryEntry(name: ".", inode: .root, kind: .directory, nextOffset: 1),
                            DirectoryEntry(name: "..", inode: .root, kind: .directory, nextOffset: 2),
                            DirectoryEntry(name: Self.myDriveName, inode: AccountInodes.myDriveRoot, kind: .directory, nextOffset: 3),
-                           DirectoryEntry(name: Self.sharedDrivesName, inode: AccountInodes.sharedDrives, kind: .directory, nextOffset: 4)]
+                           DirectoryEntry(name: Self.sharedDrivesName, inode: AccountInodes.sharedDrives, kind: .directory, nextOffset: 4),
+                           DirectoryEntry(name: Self.trashName, inode: AccountInodes.trash, kind: .directory, nextOffset: 5)]
+            return reply.answer { keepAndEmit(entries, handle: handle, after: offset, plus: plus, into: buffer) }
+        }
+        if inode == AccountInodes.trash {
+            return readTrash { [self] result in
+                switch result {
+                case .failure(let error): reply.fail(error)
+                case .success(let items):
+                    var entries = [DirectoryEntry(name: ".", inode: AccountInodes.trash, kind: .directory, nextOffset: 1),
+                                   DirectoryEntry(name: "..", inode: .root, kind: .directory, nextOffset: 2)]
+                    for item in items {
+                        entries.append(DirectoryEntry(name: item.name, inode: item.inode, kind: item.file.isFolder ? .directory : .regular,
+                                                      nextOffset: Int64(entries.count + 1)))
+                    }
+                    reply.answer { keepAndEmit(entries, handle: handle, after: offset, plus: plus, into: buffer) }
+                }
+            }
+        }
+        if isTrashItem(inode) {
+            let entries = [DirectoryEntry(name: ".", inode: inode, kind: .directory, nextOffset: 1),
+                           DirectoryEntry(name: "..", inode: AccountInodes.trash, kind: .directory, nextOffset: 2)]
             return reply.answer { keepAndEmit(entries, handle: handle, after: offset, plus: plus, into: buffer) }
         }
         withCurrentDrives { [self] result in
@@ -153,8 +202,10 @@ extension AccountFilesystem {
                 continue
             }
             let attributes: FileAttributes
-            if entry.inode == AccountInodes.sharedDrives {
-                attributes = syntheticAttributes(entry.inode)
+            if AccountInodes.split(entry.inode).member == AccountInodes.synthetic {
+                // A trashed item restored or deleted since the snapshot is left out.
+                guard let a = syntheticAttributesIfKnown(entry.inode) else { continue }
+                attributes = a
             } else {
                 // A drive lost since the snapshot is left out.
                 guard case .success(let a) = rootAttributes(AccountInodes.split(entry.inode).member) else { continue }
@@ -176,6 +227,8 @@ extension AccountFilesystem {
     // MARK: Files
 
     public func open(_ inode: Inode, flags: Int32, reply: Reply<OpenedFile>) {
+        // A trashed file's content is not served (restore it first).
+        if isTrashItem(alias(inode)) { return reply.fail(.accessDenied) }
         route(inode, reply, synthetic: .isADirectory) { member, _, local in member.open(local, flags: flags, reply: reply) }
     }
 
@@ -186,7 +239,7 @@ extension AccountFilesystem {
     }
 
     public func release(_ inode: Inode, handle: UInt64) {
-        let (number, local) = AccountInodes.split(inode)
+        let (number, local) = AccountInodes.split(alias(inode))
         guard number != AccountInodes.synthetic, case .success(let member?) = openMember(number) else { return }
         member.release(local, handle: handle)
     }
@@ -234,14 +287,19 @@ extension AccountFilesystem {
     }
 
     public func removeFile(parent: Inode, name: String, reply: Reply<Void>) {
+        if parent == AccountInodes.trash { return deleteFromTrash(name, folder: false, reply: reply) }
         route(parent, reply) { member, _, local in member.removeFile(parent: local, name: name, reply: reply) }
     }
 
     public func removeDirectory(parent: Inode, name: String, reply: Reply<Void>) {
+        if parent == AccountInodes.trash { return deleteFromTrash(name, folder: true, reply: reply) }
         route(parent, reply) { member, _, local in member.removeDirectory(parent: local, name: name, reply: reply) }
     }
 
     public func rename(parent: Inode, name: String, newParent: Inode, newName: String, flags: UInt32, reply: Reply<Void>) {
+        if parent == AccountInodes.trash {
+            return restoreFromTrash(name, newParent: newParent, newName: newName, flags: flags, reply: reply)
+        }
         let from = AccountInodes.split(parent).member
         let (to, localNewParent) = AccountInodes.split(newParent)
         if from != AccountInodes.synthetic && to != AccountInodes.synthetic && from != to {

@@ -23,6 +23,7 @@ public struct SharedDriveCatalog: Sendable {
 ///
 ///     /My Drive/…              the My Drive member
 ///     /Shared drives/<name>/…  one member per shared drive the user can see
+///     /Trash/…                 My Drive's trash (`AccountFilesystem+Trash.swift`)
 ///
 /// and everything below a top folder delegated to that folder's **member**, a `DriveFilesystem`
 /// of its own (its own scoped client, cache directory, index, change feed and threads), so the
@@ -364,6 +365,12 @@ struct AccountState: Sendable {
     /// Counts `sharedDrivesChanged` calls (a read under way when one comes is not current).
     var drivesGeneration = 0
     var drivesWaiters: [@Sendable (Result<Void, FilesystemError>) -> Void] = []
+    /// `Trash/` as last read, by shown name; each trashed item's inode, by Drive ID (kept for the mount's life).
+    var trash: [String: AccountFilesystem.TrashItem] = [:]
+    var trashInodes: [String: UInt64] = [:]
+    var nextTrashInode: UInt64 = AccountInodes.firstTrashItem
+    /// Restored items: the inode `Trash/` showed → the item's inode in My Drive.
+    var restoredAliases: [UInt64: Inode] = [:]
     /// Members of lost drives being stopped, by cache directory (left when stopped).
     var stopping: [String: DispatchGroup] = [:]
     /// The synthetic folders' open handles: their snapshots.
@@ -390,6 +397,9 @@ enum AccountInodes {
     static let firstSharedDrive: UInt64 = 2
     static let root = Inode.root
     static let sharedDrives = Inode(2)
+    static let trash = Inode(3)
+    /// Trashed items shown in `Trash/`, numbered from here (member 0).
+    static let firstTrashItem: UInt64 = 1 << 20
     static let myDriveRoot = global(myDrive, .root)
 
     static func global(_ member: UInt64, _ local: Inode) -> Inode {

@@ -175,6 +175,57 @@ extension DriveFilesystem {
         Log.shared.info("trash", "emptied" + (agreed.map { " (\($0) items deleted for good)" } ?? ""))
     }
 
+    // MARK: The account layout's Trash/ folder
+
+    /// What Drive's web Trash view lists (the items trashed themselves), one files.list a page.
+    /// Blocking: call on a thread of the caller's that may wait on Drive.
+    public func trashedItems() throws(FilesystemError) -> [DriveTrashedItem] {
+        sendQueuedRemovals()
+        var items: [DriveTrashedItem] = []
+        try askingDrive { () throws in
+            try backend.listTrash { page in
+                items += page.filter(\.explicitlyTrashed)
+                return true
+            }
+        }
+        return items
+    }
+
+    /// `mv Trash/x FOLDER/NAME`: `id` leaves the trash (files.update `trashed=false`), then, unless
+    /// it already was in `folder` under `name`, moves there (a second files.update); the table
+    /// learns each answer at once. A name the folder already shows answers `EEXIST` before anything
+    /// is asked (restoring over a file is not a restore). Blocking. Answers the item's inode now
+    /// (nil when the table does not hold it: its folder not known).
+    @discardableResult
+    public func restoreFromTrash(_ id: String, into folder: Inode, name: String) throws(FilesystemError) -> Inode? {
+        guard canWrite else { throw .readOnly }
+        guard let target = table.node(folder) else { throw .stale }
+        guard target.kind == .directory else { throw .notADirectory }
+        // The item itself may still show there: trashed since the mount's last read of the feed.
+        if case .found(let node) = table.child(of: folder, named: name, countLookup: false), node.file.id != id { throw .exists }
+        var file = try untrash(id)
+        let driveName = NameMapper.driveName(forShown: name)
+        guard file.parents.first != target.file.id || table.soleShownName(file) != name else { return table.materializeItem(id) }
+        let parent = file.parents.first
+        file = try askingDrive { () throws -> DriveFile in
+            try backend.move(id, addParent: target.file.id, removeParent: parent, newName: driveName)
+        }
+        invalidator.apply(table.applyLanded(file))
+        Log.shared.info("trash", "\(file.id) (\(file.name)) restored into \(describe(folder))")
+        return table.materializeItem(id)
+    }
+
+    /// `rm Trash/x`: `id` is deleted for good (files.delete), as `--delete-permanently` deletes;
+    /// only an item in the trash (asked first: an ID that left the trash meanwhile is not deleted,
+    /// `ENOENT`). Blocking.
+    public func deleteFromTrash(_ id: String) throws(FilesystemError) {
+        guard canWrite else { throw .readOnly }
+        let file = try askingDrive { () throws -> DriveFile in try backend.getFile(id) }
+        guard file.trashed else { throw .notFound }
+        try askingDrive { () throws in try backend.delete(id) }
+        Log.shared.info("trash", "\(id) (\(file.name)) deleted for good from the trash")
+    }
+
     // MARK: Helpers
 
     /// The removals queued before the command (an `rm` reaches the trash after the upload delay,
