@@ -17,7 +17,7 @@ enum MountCommand {
             name: "mount", summary: "Mount Google Drive on a directory",
             discussion: """
                 Mounts the profile's My Drive (or --shared-drive, or with --account the whole account:
-                'My Drive/' and 'Shared drives/NAME/') on MOUNTPOINT and returns once the mount is live, leaving
+                'My Drive/', 'Shared drives/NAME/' and 'Trash/') on MOUNTPOINT and returns once the mount is live, leaving
                 the filesystem running in the background (--foreground keeps it attached; Ctrl-C then
                 unmounts). Unmount with 'drivefs unmount MOUNTPOINT' or 'fusermount -u MOUNTPOINT'.
 
@@ -76,7 +76,7 @@ enum MountCommand {
                        validate: { Duration.parse($0, allowZero: true) == nil ? "expected a duration such as 10s, 1m or 0" : nil }),
                 .value("shared-drive", valueName: "NAME_OR_ID", help: "Mount this shared drive instead of My Drive",
                        validate: { $0.isEmpty ? "name the shared drive (its name or ID)" : nil }),
-                .flag("account", help: "Mount the whole account: 'My Drive/' and 'Shared drives/NAME/'\n(every shared drive the account can see) under MOUNTPOINT"),
+                .flag("account", help: "Mount the whole account: 'My Drive/', 'Shared drives/NAME/'\n(every shared drive the account can see) and 'Trash/'\n(mv out restores, rm deletes for good) under MOUNTPOINT"),
                 .value("export-formats", valueName: "LIST", help: "Formats for Google Docs etc., in order of preference\n(default docx,xlsx,pptx,svg,pdf)",
                        validate: { ExportFormats.parse($0).problem }),
                 .value("quota-units-per-minute", valueName: "N",
