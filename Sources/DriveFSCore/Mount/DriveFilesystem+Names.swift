@@ -213,7 +213,10 @@ extension DriveFilesystem {
                 // No landing can follow to take the mark (the queue removes what it sent, or it
                 // sent nothing and holds nothing): dropped, so that the set does not grow with
                 // every temporary file made and removed.
-                let pendingLanding = uploads.contentPath(of: node.file.id) != nil
+                // A folder's create that landed while this ran has no content: the queue says
+                // whether its landing is still to be applied (chaos, seed 143116525891: an rmdir in
+                // that window left the folder on Drive).
+                let pendingLanding = uploads.contentPath(of: node.file.id) != nil || uploads.changeLanding(of: node.file.id)
                 if cancelled || !pendingLanding { removedHere.withLock { _ = $0.remove(node.file.id) } }
                 // Drive may list the file until its removal lands (the queue's, or the trash that
                 // follows its landing): the table does not show it again meanwhile. Nothing was

@@ -194,6 +194,12 @@ final class UploadLandings: Sendable {
     /// failed for good (logged by the queue): the change feed says what Drive holds.
     private func changeLanded(_ outcome: UploadOutcome) {
         let id = outcome.request.fileID
+        // A folder made here and removed while its create landed: it goes where removals go, as a
+        // new file's landing does (`trashIfRemoved`), whatever the table shows of it now.
+        if outcome.error == nil, outcome.file != nil, outcome.request.isNew, removedHere.withLock({ $0.contains(id) }) {
+            table.forgetQueuedPlace(id)
+            return trashIfRemoved(outcome)
+        }
         // A rename of the last run's, shown where it put the file until now: Drive's word from here
         // on (applied below when it landed).
         if !uploads.holdsChanges(of: id) { table.forgetQueuedPlace(id) }

@@ -790,12 +790,16 @@ extension UploadQueue {
                         throw JobFailure(message: "cannot journal the change: \(error)", permanent: false, error: error)
                     }
                     if crashes(at: .done(job.fileID), &s) { throw Interruption.crashed }
+                    s.landingChanges[job.fileID, default: 0] += 1
                     compactIfWanted(&s)
                     lock.broadcast()
                     return UploadOutcome(request: job.request, file: file, wasConflict: false, contentPath: "")
                 }
                 log.debug("uploads", "\(job.request.displayPath): change job \(first.seq) " + (file == nil ? "dropped" : "landed"))
                 withLock { $0.onFinished }?(outcome)
+                withLock { s in
+                    if let n = s.landingChanges[job.fileID] { s.landingChanges[job.fileID] = n > 1 ? n - 1 : nil }
+                }
                 return
             } catch {
                 let failure = jobFailure(error, seq: first.seq)

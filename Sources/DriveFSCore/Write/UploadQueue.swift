@@ -101,6 +101,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
         /// heard of the landing (`onFinished` returned): `contentPath(of:)` still gives them, so a
         /// reopen in that window reads what landed rather than the version the node shows yet.
         var landing: [String: (contentPath: String, progress: UploadProgress, base: (revision: String?, md5: String?))] = [:]
+        /// Items whose change job (a folder's create, say) landed, from its `done` record until
+        /// the core heard of it (`onFinished` returned): an rmdir in that window finds no job to
+        /// cancel, and the table does not show the landing yet (`changeLanding(of:)`).
+        var landingChanges: [String: Int] = [:]
         /// Who waits for a file's uploads (`whenUploaded`: an fsync, a `--sync-close`), by waiter:
         /// their files' jobs go first, at interactive priority. No thread waits for them.
         var waiters: [UInt64: Waiter] = [:]
@@ -542,6 +546,10 @@ public final class UploadQueue: UploadQueueing, @unchecked Sendable {  // @unche
             }
             return s.landing[fileID].map { ($0.base.revision, $0.base.md5) } ?? (nil, nil)
         }
+    }
+
+    public func changeLanding(of asked: String) -> Bool {
+        withLock { s in s.landingChanges[s.state.currentID(asked)] != nil }
     }
 
     public func contentPath(of asked: String) -> String? {

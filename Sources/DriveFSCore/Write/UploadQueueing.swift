@@ -211,6 +211,10 @@ public protocol UploadQueueing: AnyObject, Sendable {
     /// The newest content the queue holds for the file (queued or running), for reads and copies.
     func contentPath(of fileID: String) -> String?
 
+    /// Whether a change job of the item (a folder's create) landed and the core has not heard of
+    /// it yet: the queue holds no job of it any more, and its landing is still to be applied.
+    func changeLanding(of fileID: String) -> Bool
+
     /// The Drive version that content was written on (its request's base; for a landing the core
     /// has not heard of yet, the revision it landed as): a copy made from it conflicts with what
     /// others wrote on Drive since, as the queued upload itself would.

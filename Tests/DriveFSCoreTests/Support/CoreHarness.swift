@@ -272,6 +272,7 @@ final class HeldUploadQueue: UploadQueueing, @unchecked Sendable {
     func endSettle(of fileID: String) { inner.endSettle(of: fileID) }
     func reclaim(_ fileID: String) -> (request: UploadRequest, contentPath: String)? { inner.reclaim(fileID) }
     func contentPath(of fileID: String) -> String? { inner.contentPath(of: fileID) }
+    func changeLanding(of fileID: String) -> Bool { inner.changeLanding(of: fileID) }
     func currentID(of fileID: String) -> String { inner.currentID(of: fileID) }
     func queuedBase(of fileID: String) -> (revision: String?, md5: String?) { inner.queuedBase(of: fileID) }
     func isWhole(_ fileID: String) -> Bool { inner.isWhole(fileID) }

@@ -2,6 +2,7 @@ import DriveClient
 @testable import DriveFSCore
 import DriveSupport
 import Foundation
+import TestSupport
 import XCTest
 
 /// Found by the chaos run (docs/chaos-findings.md): a new file replaced by a rename (or removed)
@@ -194,5 +195,36 @@ final class RemovedWhileLandingTests: XCTestCase {
         try h.fs.pollChanges()
         XCTAssertNotNil(try h.fs.table.listedChild(.root, "two.bin"), "the change feed leaves it where it was put")
         XCTAssertNil(try h.fs.table.listedChild(.root, "one.bin"))
+    }
+
+    /// Found by a 30-minute chaos run (seed 143116525891, once folders' creates waited the upload
+    /// delay): a folder made here and removed in the window where its create had landed on Drive
+    /// but the mount had not heard of it yet. The queue held no job of it any more (nothing to
+    /// cancel), the table still showed it as made here, and a folder's create has no content to
+    /// say that a landing was on its way: the removal let its mark go, the landing then found
+    /// nothing to trash, and the folder stayed on Drive.
+    func testAFolderRemovedWhileItsCreateLandsGoesFromDrive() throws {
+        let h = try CoreHarness {
+            $0.readOnly = false
+            $0.changeSettle = 0.05
+        }
+        defer { h.remove() }
+        let queue = try UploadQueue(directory: h.uploadsDirectory, backend: h.backend, transfers: 2,
+                                    initialBackoff: 0.01, maximumBackoff: 0.05)
+        let gate = LandingGate(queue)
+        defer { gate.openForGood() }
+        try h.mount(uploads: gate)
+        let folder = try h.makeDirectory(.root, "d").inode
+        let folderID = try XCTUnwrap(h.fs.table.node(folder)?.file.id)
+        XCTAssertTrue(gate.waitForLanding(timeout: 30), "the folder's create landed on Drive, its landing held")
+        XCTAssertEqual(h.backend.children(of: h.backend.rootID).filter { !$0.trashed }.map(\.id), [folderID])
+        try BlockingCall.wait { h.fs.removeDirectory(parent: .root, name: "d", reply: $0) }
+        gate.deliverHeld()
+        gate.openForGood()
+        XCTAssertTrue(h.fs.drainUploads(timeout: 60), "uploads drained: \(h.fs.uploadStatus)")
+        XCTAssertTrue(waitUntil("the folder gone from Drive: \(h.backend.children(of: h.backend.rootID).map { ($0.name, $0.trashed) })",
+                                timeout: 30) { h.backend.children(of: h.backend.rootID).allSatisfy(\.trashed) })
+        try h.fs.pollChanges()
+        XCTAssertNil(try h.fs.table.listedChild(.root, "d"), "and from the mount")
     }
 }
